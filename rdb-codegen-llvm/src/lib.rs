@@ -1,0 +1,1 @@
+//! rdb-clang: outlines C debug regions from LLVM IR into a debug module (inkwell, LLVM 14).

@@ -1,0 +1,1 @@
+//! Software-only ptrace record/replay engine and trace format.

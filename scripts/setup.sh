@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what rdb's build and tests need on a fresh Debian 12 machine (idempotent).
+set -euo pipefail
+need=()
+command -v clang-14 >/dev/null || need+=(clang-14)
+command -v llvm-config-14 >/dev/null || need+=(llvm-14-dev)
+[ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
+command -v sqlite3 >/dev/null || need+=(sqlite3)
+command -v gdb >/dev/null || need+=(gdb)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi

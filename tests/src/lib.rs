@@ -1,0 +1,1 @@
+//! End-to-end tests of rdb live in `tests/tests/`; helpers shared by them live here.
