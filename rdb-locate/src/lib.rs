@@ -309,7 +309,15 @@ fn locate_local(
                             Location::OptimizedOut
                         }
                     };
-                type_info.get_or_insert((type_name, size));
+                match &type_info {
+                    None => type_info = Some((type_name, size)),
+                    Some((first, first_size)) if *first != type_name || *first_size != size => warnings.push(format!(
+                        "region {region}: the type of `{name}` differs between copies of `{}` ({first}, {type_name}); \
+                         the descriptor gives the first",
+                        site.function
+                    )),
+                    Some(_) => {}
+                }
                 location
             }
         };

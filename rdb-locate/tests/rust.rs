@@ -9,7 +9,16 @@ fn vm_sites() -> Vec<rdb_locate::RegionSite> {
     vec![
         site(1, "vm.rs", "run-acc", "Vm::run", vec![local("total"), local("self"), local("i"), global("COUNTER", "vm::COUNTER")]),
         site(2, "vm.rs", "scale-ret", "scale", vec![local("x"), local("k"), local("y")]),
+        site(3, "vm.rs", "largest-ret", "largest", vec![local("best")]),
+        site(4, "vm.rs", "shadow-sum", "shadow", vec![local("x"), local("keep"), local("seed")]),
+        site(5, "vm.rs", "total-call", "total_of", vec![local("xs"), local("s")]),
     ]
+}
+
+/// The dev build, shared by the tests of this file (one rustc run).
+fn dev_build() -> &'static Built {
+    static BUILT: std::sync::OnceLock<Built> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| rustc("vm.rs", &[]))
 }
 
 fn argument<'a>(located: &'a rdb_locate::Located, region: u32, name: &str) -> &'a rdb_descriptors::ArgumentDescriptor {
@@ -18,10 +27,10 @@ fn argument<'a>(located: &'a rdb_locate::Located, region: u32, name: &str) -> &'
 
 #[test]
 fn dev_build_locals_self_static_and_inlined() {
-    let built = rustc("vm.rs", &[]);
+    let built = dev_build();
     let sites = vm_sites();
     let located = rdb_locate::locate(&built.binary, &sites).expect("locate");
-    assert!(located.warnings.is_empty(), "{:#?}", located.warnings);
+    assert!(!located.warnings.iter().any(|w| w.starts_with("region 1") || w.starts_with("region 2")), "{:#?}", located.warnings);
 
     let run = &located.functions[0];
     assert_eq!(run.function.name, "vm::Vm::run");
@@ -55,6 +64,28 @@ fn dev_build_locals_self_static_and_inlined() {
 }
 
 #[test]
+fn dev_build_monomorphised_copies_and_shadowing() {
+    let built = dev_build();
+    let sites = vm_sites();
+    let located = rdb_locate::locate(&built.binary, &sites).expect("locate");
+    // `largest::<i64>` and `largest::<u8>`: one location each, differently typed.
+    let largest = &located.functions[2];
+    assert_eq!(largest.locations.len(), 2, "{largest:#?}");
+    assert!(located.warnings.iter().any(|w| w.contains("`best`") && w.contains("differs")), "{:#?}", located.warnings);
+    let checked = check_against_gdb(&built.binary, &sites, &located, 3);
+    assert_eq!(checked.len(), 2);
+    // The second `let x` shadows the first: x = seed * 3 + 100.
+    let checked = check_against_gdb(&built.binary, &sites, &located, 4);
+    let value = |name: &str| checked.iter().find(|c| c.name == name).and_then(|c| c.ours).unwrap();
+    assert_eq!(value("x"), value("seed") * 3 + 100);
+    assert_eq!(value("keep"), value("seed") * 3);
+    // A slice is a fat pointer: 16 bytes on the stack.
+    let xs = argument(&located, 5, "xs");
+    assert_eq!((xs.type_name.as_str(), xs.size), ("&[i64]", 16));
+    assert!(matches!(xs.locations[0].location, Location::Stack { .. }), "{xs:#?}");
+}
+
+#[test]
 fn release_build_registers_and_optimized_out() {
     let built = rustc("vm.rs", &["-C", "opt-level=2"]);
     let sites = vm_sites();
@@ -77,4 +108,11 @@ fn release_build_registers_and_optimized_out() {
     let y = argument(&located, 2, "y");
     assert_eq!((y.type_name.as_str(), y.size), ("i64", 8));
     assert!(located.warnings.iter().any(|w| w.contains("`y` is optimized out")), "{:#?}", located.warnings);
+    // A slice in two registers: pieces.
+    let xs = argument(&located, 5, "xs");
+    assert!(matches!(&xs.locations[0].location, Location::Pieces { pieces } if pieces.len() == 2), "{xs:#?}");
+    check_against_gdb(&built.binary, &sites, &located, 5);
+    // `x` is `seed * 3 + 100`, computed from a register: reported as not expressible.
+    check_against_gdb(&built.binary, &sites, &located, 4);
+    assert!(located.warnings.iter().any(|w| w.contains("`x`") && w.contains("cannot express")), "{:#?}", located.warnings);
 }
