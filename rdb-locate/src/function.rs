@@ -8,11 +8,15 @@ use rdb_descriptors::SourceLocation;
 /// One copy of the enclosing function's code.
 #[derive(Debug, Clone)]
 pub struct Instance {
-    /// The `DW_TAG_subprogram` or `DW_TAG_inlined_subroutine`.
-    pub die: DieRef,
+    /// The unit whose line table covers this copy.
+    pub unit: usize,
+    /// The `DW_TAG_subprogram` or `DW_TAG_inlined_subroutine`; `None` when
+    /// the copy was found through the ELF symbol table only (line-tables-only
+    /// DWARF omits functions that have nothing inlined into them).
+    pub die: Option<DieRef>,
     /// The concrete subprogram whose frame holds this copy (itself, or the
     /// function it is inlined into): its `DW_AT_frame_base` applies.
-    pub frame_owner: DieRef,
+    pub frame_owner: Option<DieRef>,
     pub ranges: Vec<gimli::Range>,
     /// Qualified name (`app::Vm::run`) and linkage name.
     pub name: String,
@@ -44,7 +48,11 @@ pub fn matches_function(wanted: &str, path: &[String], name: &str) -> bool {
     if scopes.len() > path.len() {
         return false;
     }
-    scopes.iter().rev().zip(path.iter().rev()).all(|(w, p)| *w == strip_generics(p) || p.starts_with("{impl#"))
+    scopes
+        .iter()
+        .rev()
+        .zip(path.iter().rev())
+        .all(|(w, p)| *w == strip_generics(p) || p.starts_with("{impl#") || p.starts_with('<'))
 }
 
 /// Units whose line table mentions `file`.
@@ -60,6 +68,84 @@ pub fn units_with_file(index: &Index<'_>, file: &std::path::Path) -> Result<Vec<
 
 /// All copies of the function `wanted` in `units`.
 pub fn instances(index: &Index<'_>, units: &[usize], wanted: &str) -> Result<Vec<Instance>, gimli::Error> {
+    let found = instances_matching(index, units, wanted, false)?;
+    if !found.is_empty() {
+        return Ok(found);
+    }
+    // Line-tables-only DWARF names functions without their scopes...
+    let found = instances_matching(index, units, wanted, true)?;
+    if !found.is_empty() {
+        return Ok(found);
+    }
+    // ...and leaves out the functions nothing was inlined into.
+    symbol_instances(index, units, wanted)
+}
+
+/// Copies of `wanted` found by ELF symbol (C names, or Rust legacy-mangled
+/// names demangled), placed in the unit whose line table covers them.
+fn symbol_instances(index: &Index<'_>, units: &[usize], wanted: &str) -> Result<Vec<Instance>, gimli::Error> {
+    let mut out = Vec::new();
+    for (symbol, address, size) in index.binary.symbols.functions() {
+        let path = demangle_legacy(symbol).unwrap_or_else(|| vec![symbol.to_string()]);
+        let Some((name, scopes)) = path.split_last() else { continue };
+        if !matches_function(wanted, scopes, name) {
+            continue;
+        }
+        let range = gimli::Range { begin: address, end: address.saturating_add(size) };
+        for &unit in units {
+            let lines = index.lines(unit)?;
+            if lines.rows.iter().any(|r| range.begin <= r.address && r.address < range.end) {
+                out.push(Instance {
+                    unit,
+                    die: None,
+                    frame_owner: None,
+                    ranges: vec![range],
+                    name: path.join("::"),
+                    linkage_name: Some(symbol.to_string()).filter(|s| s != name),
+                });
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The path of a Rust legacy-mangled symbol (`_ZN2vm2Vm3run17h…E` →
+/// `vm`, `Vm`, `run`), without the hash; `None` for other symbols.
+pub fn demangle_legacy(symbol: &str) -> Option<Vec<String>> {
+    let mut rest = symbol.strip_prefix("_ZN").or_else(|| symbol.strip_prefix("__ZN"))?;
+    let mut path = Vec::new();
+    while !rest.starts_with('E') {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        let len: usize = rest[..digits].parse().ok()?;
+        let ident = rest.get(digits..digits.checked_add(len)?)?;
+        rest = &rest[digits + len..];
+        path.push(unescape(ident));
+    }
+    if path.last().is_some_and(|h| h.len() == 17 && h.starts_with('h') && h[1..].chars().all(|c| c.is_ascii_hexdigit())) {
+        path.pop();
+    }
+    (!path.is_empty()).then_some(path)
+}
+
+fn unescape(ident: &str) -> String {
+    let ident = ident.strip_prefix("_$").map(|r| format!("${r}")).unwrap_or_else(|| ident.to_string());
+    let mut out = ident.replace("..", "::");
+    for (from, to) in [
+        ("$LT$", "<"), ("$GT$", ">"), ("$u20$", " "), ("$RF$", "&"), ("$BP$", "*"), ("$C$", ","),
+        ("$LP$", "("), ("$RP$", ")"), ("$u7b$", "{"), ("$u7d$", "}"), ("$u27$", "'"), ("$SP$", "@"),
+    ] {
+        out = out.replace(from, to);
+    }
+    out
+}
+
+fn instances_matching(
+    index: &Index<'_>,
+    units: &[usize],
+    wanted: &str,
+    unscoped: bool,
+) -> Result<Vec<Instance>, gimli::Error> {
     let mut out = Vec::new();
     for &unit in units {
         let dies = index.dies(unit)?;
@@ -74,14 +160,15 @@ pub fn instances(index: &Index<'_>, units: &[usize], wanted: &str) -> Result<Vec
                 continue;
             }
             let path = index.scope_path(declaration)?;
-            if !matches_function(wanted, &path, &name) {
+            let matched = if unscoped { path.is_empty() } else { matches_function(wanted, &path, &name) };
+            if !matched {
                 continue;
             }
             let ranges = index.ranges(r)?;
             if ranges.is_empty() {
                 continue;
             }
-            let frame_owner = frame_owner(index, r)?;
+            let frame_owner = Some(frame_owner(index, r)?);
             let linkage_name = match index.inherited(r, gimli::DW_AT_linkage_name)? {
                 Some((owner, _)) => index.string(owner, gimli::DW_AT_linkage_name)?,
                 None => match index.inherited(r, gimli::DW_AT_MIPS_linkage_name)? {
@@ -91,7 +178,7 @@ pub fn instances(index: &Index<'_>, units: &[usize], wanted: &str) -> Result<Vec
             };
             let mut qualified = path.clone();
             qualified.push(name);
-            out.push(Instance { die: r, frame_owner, ranges, name: qualified.join("::"), linkage_name });
+            out.push(Instance { unit, die: Some(r), frame_owner, ranges, name: qualified.join("::"), linkage_name });
         }
     }
     Ok(out)
@@ -117,15 +204,16 @@ fn in_ranges(ranges: &[gimli::Range], address: u64) -> bool {
 /// Ranges of the other functions inlined into an instance: rows there belong
 /// to them, not to the instance's own statements.
 fn nested_inlined_ranges(index: &Index<'_>, instance: &Instance) -> Result<Vec<gimli::Range>, gimli::Error> {
-    let dies = index.dies(instance.die.unit)?;
-    let depth = dies[instance.die.die].depth;
     let mut out = Vec::new();
-    for (i, d) in dies.iter().enumerate().skip(instance.die.die + 1) {
+    let Some(die) = instance.die else { return Ok(out) };
+    let dies = index.dies(die.unit)?;
+    let depth = dies[die.die].depth;
+    for (i, d) in dies.iter().enumerate().skip(die.die + 1) {
         if d.depth <= depth {
             break;
         }
         if d.tag == gimli::DW_TAG_inlined_subroutine {
-            out.extend(index.ranges(DieRef { unit: instance.die.unit, die: i })?);
+            out.extend(index.ranges(DieRef { unit: die.unit, die: i })?);
         }
     }
     Ok(out)
@@ -138,7 +226,7 @@ fn nested_inlined_ranges(index: &Index<'_>, instance: &Instance) -> Result<Vec<g
 /// column is often *not* the first instruction). Without rows on that line,
 /// the nearest following line with code.
 pub fn code_address(index: &Index<'_>, instance: &Instance, anchor: &SourceLocation) -> Result<Option<CodeAddress>, gimli::Error> {
-    let lines = index.lines(instance.die.unit)?;
+    let lines = index.lines(instance.unit)?;
     let files: Vec<usize> =
         lines.files.iter().enumerate().filter(|(_, f)| same_file(f, &anchor.file)).map(|(i, _)| i).collect();
     let nested = nested_inlined_ranges(index, instance)?;
@@ -187,5 +275,17 @@ mod tests {
         assert!(matches_function("largest", &p(&["app"]), "largest<u8>"));
         assert!(matches_function("main", &p(&[]), "main"));
         assert!(!matches_function("a::b::main", &p(&["b"]), "main"));
+        assert!(matches_function("Vm::fmt", &p(&["app", "<impl core::fmt::Display for app::Vm>"]), "fmt"));
+    }
+
+    #[test]
+    fn legacy_symbols() {
+        assert_eq!(super::demangle_legacy("_ZN2vm2Vm3run17h834a807d36d7f155E").unwrap(), ["vm", "Vm", "run"]);
+        assert_eq!(
+            super::demangle_legacy("_ZN46_$LT$app..Vm$u20$as$u20$core..fmt..Display$GT$3fmt17h0123456789abcdefE").unwrap(),
+            ["<app::Vm as core::fmt::Display>", "fmt"]
+        );
+        assert_eq!(super::demangle_legacy("main"), None);
+        assert_eq!(super::demangle_legacy("_ZN99short"), None);
     }
 }

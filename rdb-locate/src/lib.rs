@@ -115,6 +115,25 @@ pub fn locate_in(binary: &loader::Binary, sites: &[RegionSite]) -> Result<Locate
     if index.units.is_empty() {
         return Err(LocateError::NoDebugInfo { path: binary.path.clone(), detail: "its .debug_info has no units".into() });
     }
+    // Sites whose files no line table mentions: if that is all of them, the
+    // program's own code has no DWARF (only the standard library's).
+    let mut missing = Vec::new();
+    for site in sites {
+        if function::units_with_file(&index, &site.anchor.file).map_err(dwarf_error)?.is_empty() {
+            missing.push(site.anchor.file.display().to_string());
+        }
+    }
+    if !sites.is_empty() && missing.len() == sites.len() {
+        missing.dedup();
+        return Err(LocateError::NoDebugInfo {
+            path: binary.path.clone(),
+            detail: format!(
+                "no line table mentions {}: the program's own code was compiled without debug information \
+                 (or that path is not the one the compiler saw)",
+                missing.join(", ")
+            ),
+        });
+    }
     let mut located = Located { functions: Vec::new(), arguments: Vec::new(), warnings: Vec::new() };
     let mut has_variables: HashMap<usize, bool> = HashMap::new();
     for site in sites {
@@ -257,7 +276,7 @@ fn locate_local(
     let mut locations = Vec::new();
     let mut warnings = Vec::new();
     for (instance, address) in placed {
-        let unit = instance.die.unit;
+        let unit = instance.unit;
         let full = match has_variables.get(&unit) {
             Some(v) => *v,
             None => {
@@ -289,7 +308,7 @@ fn locate_local(
                 let described = if found.only_in_origin {
                     Ok(Location::OptimizedOut)
                 } else {
-                    variable::variable_location(index, found.die, Some(instance.frame_owner), *address, size)?
+                    variable::variable_location(index, found.die, instance.frame_owner, *address, size)?
                 };
                 let location =
                     match described {

@@ -79,6 +79,7 @@ struct Symbol {
     size: u64,
     name: String,
     global: bool,
+    code: bool,
 }
 
 impl SymbolTable {
@@ -93,7 +94,13 @@ impl SymbolTable {
                 if name.is_empty() {
                     continue;
                 }
-                symbols.push(Symbol { address: s.address(), size: s.size(), name: name.to_string(), global: s.is_global() });
+                symbols.push(Symbol {
+                    address: s.address(),
+                    size: s.size(),
+                    name: name.to_string(),
+                    global: s.is_global(),
+                    code: s.kind() == SymbolKind::Text,
+                });
             }
         };
         add(&mut symbols, file.symbols());
@@ -119,16 +126,21 @@ impl SymbolTable {
         let index = self.symbols.partition_point(|s| s.address <= address);
         if index > 0 {
             let s = &self.symbols[index - 1];
-            if address < s.address + s.size.max(1) {
+            if address < s.address.saturating_add(s.size.max(1)) {
                 return (s.name.clone(), (address - s.address) as i64);
             }
         }
         for (start, size, name) in &self.sections {
-            if address >= *start && address < start + size {
+            if address >= *start && address < start.saturating_add(*size) {
                 return (name.clone(), (address - start) as i64);
             }
         }
         (String::new(), address as i64)
+    }
+
+    /// Function symbols as (name, address, size).
+    pub fn functions(&self) -> impl Iterator<Item = (&str, u64, u64)> {
+        self.symbols.iter().filter(|s| s.code && s.size > 0).map(|s| (s.name.as_str(), s.address, s.size))
     }
 
     /// Address of a symbol by name.

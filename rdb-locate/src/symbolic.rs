@@ -49,7 +49,7 @@ fn decode(first: u64, second: u64) -> Option<Symbol> {
     }
     let relative = first.wrapping_sub(ORIGINS[0]) as i64;
     let half = 1i64 << (STRIDE_SHIFT - 1);
-    let slot = (relative + half) >> STRIDE_SHIFT;
+    let slot = relative.checked_add(half)? >> STRIDE_SHIFT;
     if !(1..=64).contains(&slot) {
         return None;
     }

@@ -118,7 +118,7 @@ fn subrange_count(index: &Index<'_>, r: DieRef) -> Result<Option<u64>, gimli::Er
         return Ok(Some(count));
     }
     let lower = index.udata(r, gimli::DW_AT_lower_bound)?.unwrap_or(0);
-    Ok(index.udata(r, gimli::DW_AT_upper_bound)?.map(|upper| upper + 1 - lower.min(upper + 1)))
+    Ok(index.udata(r, gimli::DW_AT_upper_bound)?.and_then(|upper| upper.checked_add(1)?.checked_sub(lower)))
 }
 
 /// Size in bytes of the type DIE `r` (`DW_AT_byte_size`, through typedefs

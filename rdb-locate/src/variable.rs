@@ -44,10 +44,11 @@ pub fn find_local(
     name: &str,
     line: u32,
 ) -> Result<Option<FoundLocal>, gimli::Error> {
+    let Some(top) = instance.die else { return Ok(None) };
     // The chain of scopes containing the address, outermost first.
-    let mut chain = vec![instance.die];
+    let mut chain = vec![top];
     loop {
-        let current = *chain.last().unwrap_or(&instance.die);
+        let current = *chain.last().unwrap_or(&top);
         let mut next = None;
         for child in index.children(current)? {
             if is_own_scope(index.die(child)?.tag) && in_ranges(&index.ranges(child)?, address) {
@@ -68,13 +69,13 @@ pub fn find_local(
     // Optimised code sometimes gives blocks ranges that miss the address:
     // fall back to any declaration of that name in the function's own scopes.
     let mut all = Vec::new();
-    collect_own(index, instance.die, &mut all)?;
+    collect_own(index, top, &mut all)?;
     if let Some(die) = best_declaration(index, all, name, line)? {
         return Ok(Some(FoundLocal { die, outside_scope: true, only_in_origin: false }));
     }
     // Copies drop the variables they keep no location for; the abstract
     // origin still declares them (with their type).
-    let Some(origin) = index.reference(instance.die, gimli::DW_AT_abstract_origin)? else { return Ok(None) };
+    let Some(origin) = index.reference(top, gimli::DW_AT_abstract_origin)? else { return Ok(None) };
     let mut all = Vec::new();
     collect_own(index, origin, &mut all)?;
     Ok(best_declaration(index, all, name, line)?.map(|die| FoundLocal { die, outside_scope: false, only_in_origin: true }))

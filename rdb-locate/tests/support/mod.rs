@@ -15,10 +15,18 @@ pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// A binary built from a fixture into a temporary directory.
+/// A binary built from a fixture into cargo's per-target temporary
+/// directory (`target/tmp`), named after the fixture and flags.
 pub struct Built {
-    pub dir: tempfile::TempDir,
     pub binary: PathBuf,
+}
+
+fn output_path(file: &str, flags: &[&str]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rdb-locate");
+    std::fs::create_dir_all(&dir).expect("target tmp dir");
+    let stem = file.rsplit_once('.').map_or(file, |(s, _)| s);
+    let flags: String = flags.iter().map(|f| f.replace(|c: char| !c.is_ascii_alphanumeric(), "")).collect::<Vec<_>>().join("-");
+    dir.join(format!("{stem}-{flags}"))
 }
 
 fn run(command: &mut Command) {
@@ -29,18 +37,30 @@ fn run(command: &mut Command) {
 /// `rustc -g <flags> FILE` run in the fixtures directory, so the DWARF names
 /// the file by its relative name.
 pub fn rustc(file: &str, flags: &[&str]) -> Built {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let binary = dir.path().join(file.trim_end_matches(".rs"));
-    run(Command::new("rustc").current_dir(fixtures()).args(["--edition", "2021", "-g"]).args(flags).arg("-o").arg(&binary).arg(file));
-    Built { dir, binary }
+    let mut all = vec!["-g"];
+    all.extend_from_slice(flags);
+    rustc_exactly(file, &all)
+}
+
+/// `rustc <flags> FILE`, no `-g` added.
+pub fn rustc_exactly(file: &str, flags: &[&str]) -> Built {
+    let binary = output_path(file, flags);
+    run(Command::new("rustc").current_dir(fixtures()).args(["--edition", "2021"]).args(flags).arg("-o").arg(&binary).arg(file));
+    Built { binary }
 }
 
 /// `clang-14 -g <flags> FILE` run in the fixtures directory.
 pub fn clang(file: &str, flags: &[&str]) -> Built {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let binary = dir.path().join(file.trim_end_matches(".c"));
-    run(Command::new("clang-14").current_dir(fixtures()).arg("-g").args(flags).arg("-o").arg(&binary).arg(file));
-    Built { dir, binary }
+    let mut all = vec!["-g"];
+    all.extend_from_slice(flags);
+    clang_exactly(file, &all)
+}
+
+/// `clang-14 <flags> FILE`, no `-g` added.
+pub fn clang_exactly(file: &str, flags: &[&str]) -> Built {
+    let binary = output_path(file, flags);
+    run(Command::new("clang-14").current_dir(fixtures()).args(flags).arg("-o").arg(&binary).arg(file));
+    Built { binary }
 }
 
 /// The source location of the line marked `ANCHOR: marker` in a fixture:
