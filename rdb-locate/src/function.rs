@@ -201,24 +201,6 @@ fn in_ranges(ranges: &[gimli::Range], address: u64) -> bool {
     ranges.iter().any(|r| r.begin <= address && address < r.end)
 }
 
-/// Ranges of the other functions inlined into an instance: rows there belong
-/// to them, not to the instance's own statements.
-fn nested_inlined_ranges(index: &Index<'_>, instance: &Instance) -> Result<Vec<gimli::Range>, gimli::Error> {
-    let mut out = Vec::new();
-    let Some(die) = instance.die else { return Ok(out) };
-    let dies = index.dies(die.unit)?;
-    let depth = dies[die.die].depth;
-    for (i, d) in dies.iter().enumerate().skip(die.die + 1) {
-        if d.depth <= depth {
-            break;
-        }
-        if d.tag == gimli::DW_TAG_inlined_subroutine {
-            out.extend(index.ranges(DieRef { unit: die.unit, die: i })?);
-        }
-    }
-    Ok(out)
-}
-
 /// The address where the anchor statement begins in `instance`: the lowest
 /// `is_stmt` row of the anchor line whose column is at or after the anchor's
 /// column (rustc and clang put a statement's sub-expressions, which run
@@ -229,12 +211,14 @@ pub fn code_address(index: &Index<'_>, instance: &Instance, anchor: &SourceLocat
     let lines = index.lines(instance.unit)?;
     let files: Vec<usize> =
         lines.files.iter().enumerate().filter(|(_, f)| same_file(f, &anchor.file)).map(|(i, _)| i).collect();
-    let nested = nested_inlined_ranges(index, instance)?;
     let rows: Vec<_> = lines
         .rows
         .iter()
         .filter(|r| files.contains(&r.file) && r.line >= anchor.line)
-        .filter(|r| in_ranges(&instance.ranges, r.address) && !in_ranges(&nested, r.address))
+        // Rows of the anchor's file and line inside a callee inlined here
+        // are call-site rows of this function (gcc emits one at the start
+        // of each inlined copy): they count.
+        .filter(|r| in_ranges(&instance.ranges, r.address))
         .collect();
     let Some(line) = rows.iter().map(|r| r.line).min() else { return Ok(None) };
     let on_line: Vec<_> = rows.iter().filter(|r| r.line == line).collect();

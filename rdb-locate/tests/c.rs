@@ -70,3 +70,29 @@ fn o2_registers_inlined_copies_and_entry_values() {
     assert_eq!(argument(&located, 4, "argc").locations[0].location, Location::OptimizedOut);
     assert!(located.warnings.iter().any(|w| w.contains("`argc`") && w.contains("DW_OP_entry_value")), "{:#?}", located.warnings);
 }
+
+#[test]
+fn gcc_frame_base_is_the_cfa() {
+    for opt in ["-O0", "-O2"] {
+        let built = gcc("list.c", &[opt]);
+        let sites = list_sites();
+        let located = rdb_locate::locate(&built.binary, &sites).expect("locate");
+        eprintln!("{opt}: {:#?}", located.warnings);
+        let mut checked = Vec::new();
+        for region in 1..=4 {
+            checked.extend(check_against_gdb(&built.binary, &sites, &located, region));
+        }
+        eprintln!("{opt}: {checked:#?}");
+        if opt == "-O0" {
+            // fbreg over DW_OP_call_frame_cfa: CFA = rbp + 16 after the prologue.
+            assert!(
+                checked
+                    .iter()
+                    .filter(|c| c.name != "head" && c.name != "inserted")
+                    .all(|c| matches!(&c.location, Location::Stack { base, .. } if base.name == "rbp")),
+                "{checked:#?}"
+            );
+        }
+        assert!(checked.iter().filter(|c| c.ours.is_some()).count() >= 6, "{opt}: {checked:#?}");
+    }
+}

@@ -56,6 +56,13 @@ pub fn clang(file: &str, flags: &[&str]) -> Built {
     clang_exactly(file, &all)
 }
 
+/// `gcc -g <flags> FILE` (its DWARF uses `DW_OP_call_frame_cfa` frame bases).
+pub fn gcc(file: &str, flags: &[&str]) -> Built {
+    let binary = output_path(file, &[&["gcc"], flags].concat());
+    run(Command::new("gcc").current_dir(fixtures()).arg("-g").args(flags).arg("-o").arg(&binary).arg(file));
+    Built { binary }
+}
+
 /// `clang-14 <flags> FILE`, no `-g` added.
 pub fn clang_exactly(file: &str, flags: &[&str]) -> Built {
     let binary = output_path(file, flags);
@@ -205,12 +212,15 @@ pub fn check_against_gdb(binary: &Path, sites: &[RegionSite], located: &Located,
             let is_pieces = matches!(placed.location, Location::Pieces { .. });
             prints.push(if is_pieces { "set language c" } else { "set language auto" }.to_string());
             let argument_site = &site.arguments[argument.position as usize];
-            prints.push(format!("p/x {}", argument_site.static_path.as_deref().unwrap_or(&argument.name)));
+            // At the start of an inlined callee gdb's innermost frame is the
+            // callee's: print from the innermost frame that knows the name.
+            prints.push("echo".into());
+            prints.push(format!("frame apply all -s -q p/x {}", argument_site.static_path.as_deref().unwrap_or(&argument.name)));
         }
         let values = gdb(binary, code.address + bias, &prints);
         for (i, argument) in arguments.iter().enumerate() {
             let placed = argument.locations.iter().find(|p| p.address == code.address).unwrap();
-            let theirs = values[i * 4 + 3].clone();
+            let theirs = values[i * 5 + 4].clone();
             let ours = match &placed.location {
                 Location::Implicit { bytes } => {
                     let mut le = [0u8; 8];
@@ -219,7 +229,7 @@ pub fn check_against_gdb(binary: &Path, sites: &[RegionSite], located: &Located,
                     }
                     Some(u64::from_le_bytes(le))
                 }
-                l => read_expression(l, bias).and_then(|_| last_hex(&values[i * 4 + 1])),
+                l => read_expression(l, bias).and_then(|_| last_hex(&values[i * 5 + 1])),
             };
             let ours = ours.map(|v| mask(v, argument.size));
             match &placed.location {
@@ -238,7 +248,7 @@ pub fn check_against_gdb(binary: &Path, sites: &[RegionSite], located: &Located,
                     code.address
                 ),
                 Location::Pieces { pieces } => {
-                    let ours = all_hex(&values[i * 4 + 1]);
+                    let ours = all_hex(&values[i * 5 + 1]);
                     let gdb_values = all_hex(&theirs);
                     let masked: Vec<u64> = ours.iter().zip(pieces).map(|(v, p)| mask(*v, p.size)).collect();
                     assert_eq!(
