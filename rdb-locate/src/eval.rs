@@ -29,8 +29,11 @@ pub struct CfaRule {
 
 /// Everything static an expression may refer to besides the machine.
 pub struct Frame<'a> {
-    pub dwarf: &'a gimli::Dwarf<R>,
-    pub unit: &'a gimli::Unit<R>,
+    /// Address size, DWARF version and format of the expression's unit.
+    pub encoding: gimli::Encoding,
+    /// The unit, for `.debug_addr` indices and base types (`None` when the
+    /// expression uses neither).
+    pub unit: Option<(&'a gimli::Dwarf<R>, &'a gimli::Unit<R>)>,
     /// `DW_AT_frame_base` of the enclosing concrete subprogram.
     pub frame_base: Option<Expression<R>>,
     /// The CFA rule at the pc, from the unwind tables.
@@ -78,7 +81,7 @@ fn evaluate_inner<M: Machine>(
     machine: &mut M,
     allow_frame_base: bool,
 ) -> Result<Vec<Piece<R>>, EvalError> {
-    let mut evaluation = expression.evaluation(frame.unit.encoding());
+    let mut evaluation = expression.evaluation(frame.encoding);
     let mut result = evaluation.evaluate().map_err(malformed)?;
     for _ in 0..MAX_STEPS {
         result = match result {
@@ -116,11 +119,14 @@ fn evaluate_inner<M: Machine>(
                 evaluation.resume_with_relocated_address(address).map_err(malformed)?
             }
             EvaluationResult::RequiresIndexedAddress { index, .. } => {
-                let address = frame.dwarf.address(frame.unit, index).map_err(malformed)?;
+                let (dwarf, unit) =
+                    frame.unit.ok_or_else(|| EvalError::Unavailable("the unit's .debug_addr".into()))?;
+                let address = dwarf.address(unit, index).map_err(malformed)?;
                 evaluation.resume_with_indexed_address(address).map_err(malformed)?
             }
             EvaluationResult::RequiresBaseType(offset) => {
-                let value_type = base_type(frame.unit, offset)?;
+                let (_, unit) = frame.unit.ok_or_else(|| EvalError::Unavailable("the unit's base types".into()))?;
+                let value_type = base_type(unit, offset)?;
                 evaluation.resume_with_base_type(value_type).map_err(malformed)?
             }
             EvaluationResult::RequiresTls(_) => {
@@ -168,4 +174,78 @@ fn base_type(unit: &gimli::Unit<R>, offset: gimli::UnitOffset) -> Result<gimli::
     let size = entry.attr_value(gimli::DW_AT_byte_size).map_err(malformed)?.and_then(|v| v.udata_value()).unwrap_or(0);
     gimli::ValueType::from_encoding(encoding, size)
         .ok_or_else(|| EvalError::Unavailable(format!("a base type of encoding {encoding} and size {size}")))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    pub fn expr(bytes: &[u8]) -> Expression<R> {
+        Expression(gimli::EndianRcSlice::new(std::rc::Rc::from(bytes), gimli::RunTimeEndian::Little))
+    }
+
+    pub fn encoding() -> gimli::Encoding {
+        gimli::Encoding { format: gimli::Format::Dwarf32, version: 5, address_size: 8 }
+    }
+
+    /// A saved machine state: some registers and some memory words.
+    pub struct Snapshot {
+        pub registers: HashMap<u16, u64>,
+        pub memory: HashMap<u64, u64>,
+    }
+
+    impl Machine for Snapshot {
+        fn register(&mut self, register: Register) -> Option<u64> {
+            self.registers.get(&register.0).copied()
+        }
+        fn memory(&mut self, address: u64, _size: u8) -> Option<u64> {
+            self.memory.get(&address).copied()
+        }
+    }
+
+    fn address_of(pieces: &[Piece<R>]) -> Option<u64> {
+        match pieces {
+            [Piece { location: gimli::Location::Address { address }, .. }] => Some(*address),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn fbreg_over_the_cfa() {
+        // DW_OP_fbreg -20 with frame base DW_OP_call_frame_cfa, CFA = rbp + 16.
+        let frame = Frame {
+            encoding: encoding(),
+            unit: None,
+            frame_base: Some(expr(&[0x9c])),
+            cfa: Some(CfaRule { register: Register(6), offset: 16 }),
+        };
+        let mut machine = Snapshot { registers: HashMap::from([(6, 0x7ffe_1000)]), memory: HashMap::new() };
+        let pieces = evaluate(expr(&[0x91, 0x6c]), &frame, &mut machine).unwrap();
+        assert_eq!(address_of(&pieces), Some(0x7ffe_1000 + 16 - 20));
+    }
+
+    #[test]
+    fn frame_base_in_a_register_and_memory_reads() {
+        // Frame base DW_OP_reg7 (rsp): fbreg 8 is rsp + 8.
+        let frame = Frame { encoding: encoding(), unit: None, frame_base: Some(expr(&[0x57])), cfa: None };
+        let mut machine =
+            Snapshot { registers: HashMap::from([(7, 0x1000)]), memory: HashMap::from([(0x1008, 0xabcd)]) };
+        assert_eq!(address_of(&evaluate(expr(&[0x91, 0x08]), &frame, &mut machine).unwrap()), Some(0x1008));
+        // DW_OP_breg7 8; DW_OP_deref: the word at rsp + 8.
+        assert_eq!(address_of(&evaluate(expr(&[0x77, 0x08, 0x06]), &frame, &mut machine).unwrap()), Some(0xabcd));
+        // An unknown register is reported, not guessed.
+        let err = evaluate(expr(&[0x73, 0x00]), &frame, &mut machine).unwrap_err();
+        assert_eq!(err, EvalError::Unavailable("register 3".into()));
+    }
+
+    #[test]
+    fn malformed_expressions_are_errors() {
+        let frame = Frame { encoding: encoding(), unit: None, frame_base: None, cfa: None };
+        let mut machine = Snapshot { registers: HashMap::new(), memory: HashMap::new() };
+        // Truncated DW_OP_addr, unknown opcode, fbreg without a frame base.
+        for bytes in [&[0x03, 0x01][..], &[0xe5], &[0x91, 0x08]] {
+            assert!(evaluate(expr(bytes), &frame, &mut machine).is_err(), "{bytes:x?}");
+        }
+    }
 }

@@ -28,8 +28,8 @@ mod types;
 mod variable;
 
 use rdb_descriptors::{
-    ArgumentDescriptor, ArgumentKind, BinaryIdentity, CodeLocation, DebugEntry, EnclosingFunction, FunctionDescriptor,
-    Location, PlacedLocation, SourceLocation,
+    ArgumentDescriptor, ArgumentDescriptors, ArgumentKind, BinaryIdentity, CodeLocation, DebugEntry, EnclosingFunction,
+    FunctionDescriptor, FunctionDescriptors, Language, Location, PlacedLocation, SourceLocation,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -76,6 +76,23 @@ pub struct Located {
     /// Things the user should know (variables optimised out, regions without
     /// code, ...), one sentence each.
     pub warnings: Vec<String>,
+}
+
+impl Located {
+    /// The two descriptor files' contents for these results.
+    pub fn into_descriptors(
+        self,
+        language: Language,
+        toolchain: String,
+        binary: BinaryIdentity,
+        debug_module: String,
+    ) -> (FunctionDescriptors, ArgumentDescriptors) {
+        let mut functions = FunctionDescriptors::new(language, toolchain, binary, debug_module);
+        functions.functions = self.functions;
+        let mut arguments = ArgumentDescriptors::new();
+        arguments.arguments = self.arguments;
+        (functions, arguments)
+    }
 }
 
 /// Why descriptors could not be computed.

@@ -171,6 +171,71 @@ mod tests {
         assert_eq!(decode(reg(6, 0, ORIGINS[0]) * 2, reg(6, 0, ORIGINS[1]) * 2), None);
     }
 
+    use crate::eval::tests::{encoding, expr};
+    use crate::eval::CfaRule;
+    use rdb_descriptors::Register as Reg;
+
+    struct Names;
+    impl Symbolizer for Names {
+        fn symbolize(&self, address: u64) -> (String, i64) {
+            ("COUNTER".into(), address as i64 - 0x4000)
+        }
+    }
+
+    fn describe_bytes(bytes: &[u8], frame_base: &[u8], size: u64) -> Result<Location, String> {
+        let frame = Frame {
+            encoding: encoding(),
+            unit: None,
+            frame_base: Some(expr(frame_base)),
+            cfa: Some(CfaRule { register: Register(6), offset: 16 }),
+        };
+        describe(expr(bytes), &frame, size, &Names)
+    }
+
+    #[test]
+    fn descriptor_locations() {
+        let stack = |r: u16, offset: i64| Location::Stack { base: Reg::x86_64(r), offset };
+        // fbreg over a register frame base, over the CFA; breg.
+        assert_eq!(describe_bytes(&[0x91, 0x68], &[0x57], 8), Ok(stack(7, -24)));
+        assert_eq!(describe_bytes(&[0x91, 0x6c], &[0x9c], 8), Ok(stack(6, -4)));
+        assert_eq!(describe_bytes(&[0x76, 0x10], &[0x57], 8), Ok(stack(6, 16)));
+        // A register; a register's value (breg 0, stack_value).
+        assert_eq!(describe_bytes(&[0x55], &[0x57], 8), Ok(Location::Register { register: Reg::x86_64(5) }));
+        assert_eq!(describe_bytes(&[0x73, 0x00, 0x9f], &[0x57], 8), Ok(Location::Register { register: Reg::x86_64(3) }));
+        // DW_OP_addr 0x4010: symbol + offset.
+        let addr = [0x03, 0x10, 0x40, 0, 0, 0, 0, 0, 0];
+        assert_eq!(
+            describe_bytes(&addr, &[0x57], 8),
+            Ok(Location::Symbol { symbol: "COUNTER".into(), offset: 0x10, address: 0x4010 })
+        );
+        // Constants: lit5 stack_value, implicit_value.
+        assert_eq!(describe_bytes(&[0x35, 0x9f], &[0x57], 4), Ok(Location::Implicit { bytes: "05000000".into() }));
+        assert_eq!(describe_bytes(&[0x9e, 0x02, 0x34, 0x12], &[0x57], 2), Ok(Location::Implicit { bytes: "3412".into() }));
+        // Pieces: rax (8 bytes) then rbp - 8 (8 bytes); an empty piece.
+        assert_eq!(
+            describe_bytes(&[0x50, 0x93, 0x08, 0x76, 0x78, 0x93, 0x08, 0x93, 0x04], &[0x57], 20),
+            Ok(Location::Pieces {
+                pieces: vec![
+                    DescriptorPiece { size: 8, location: Location::Register { register: Reg::x86_64(0) } },
+                    DescriptorPiece { size: 8, location: stack(6, -8) },
+                    DescriptorPiece { size: 4, location: Location::OptimizedOut },
+                ]
+            })
+        );
+    }
+
+    #[test]
+    fn what_a_descriptor_cannot_express() {
+        // A pointer to the value: needs memory at replay time.
+        assert!(describe_bytes(&[0x76, 0x08, 0x06], &[0x57], 8).unwrap_err().contains("memory"));
+        // rbx + 8 as a value, twice rbx, rbx + rsi.
+        assert!(describe_bytes(&[0x73, 0x08, 0x9f], &[0x57], 8).unwrap_err().contains("rbx +8"));
+        assert!(describe_bytes(&[0x73, 0x00, 0x32, 0x1e, 0x9f], &[0x57], 8).is_err());
+        assert!(describe_bytes(&[0x73, 0x00, 0x74, 0x00, 0x22], &[0x57], 8).is_err());
+        // DW_OP_entry_value(DW_OP_reg5), stack_value.
+        assert!(describe_bytes(&[0xa3, 0x01, 0x55, 0x9f], &[0x57], 8).unwrap_err().contains("entry"));
+    }
+
     #[test]
     fn hex_cuts_to_size() {
         assert_eq!(hex(&0x1234u64.to_le_bytes(), 2), "3412");

@@ -139,7 +139,7 @@ pub fn variable_location(
         },
         None => None,
     };
-    let frame = Frame { dwarf, unit, frame_base, cfa: index.binary.cfa_rule(address) };
+    let frame = Frame { encoding: unit.encoding(), unit: Some((dwarf, unit)), frame_base, cfa: index.binary.cfa_rule(address) };
     let expression = match index.attr(die, gimli::DW_AT_location)? {
         Some(AttributeValue::Exprloc(e)) => e,
         Some(value @ (AttributeValue::LocationListsRef(_) | AttributeValue::DebugLocListsIndex(_) | AttributeValue::SecOffset(_))) => {
@@ -218,7 +218,9 @@ pub fn find_static(index: &Index<'_>, path: &str, preferred: &[usize]) -> Result
                 continue;
             }
             let Some(AttributeValue::Exprloc(expression)) = index.attr(r, gimli::DW_AT_location)? else { continue };
-            let frame = Frame { dwarf: index.dwarf(), unit: &index.units[unit].unit, frame_base: None, cfa: None };
+            let unit_data = &index.units[unit].unit;
+            let frame =
+                Frame { encoding: unit_data.encoding(), unit: Some((index.dwarf(), unit_data)), frame_base: None, cfa: None };
             if let Ok(location @ Location::Symbol { .. }) = describe(expression, &frame, 0, &index.binary.symbols) {
                 return Ok(Some(FoundStatic { die: r, location }));
             }

@@ -116,3 +116,20 @@ fn release_build_registers_and_optimized_out() {
     check_against_gdb(&built.binary, &sites, &located, 4);
     assert!(located.warnings.iter().any(|w| w.contains("`x`") && w.contains("cannot express")), "{:#?}", located.warnings);
 }
+
+#[test]
+fn descriptor_files_round_trip() {
+    let built = dev_build();
+    let located = rdb_locate::locate(&built.binary, &vm_sites()).expect("locate");
+    let identity = rdb_locate::binary_identity(&built.binary).expect("identity");
+    assert_eq!(identity.size, std::fs::metadata(&built.binary).unwrap().len());
+    assert_eq!(identity.blake3.len(), 64);
+    let (functions, arguments) =
+        located.clone().into_descriptors(rdb_descriptors::Language::Rust, "rustc".into(), identity, "vm.rdb.so".into());
+    let dir = tempfile::tempdir().unwrap();
+    let paths = rdb_descriptors::artefact_paths(&dir.path().join("vm"));
+    rdb_descriptors::store(&paths.functions, &functions).unwrap();
+    rdb_descriptors::store(&paths.arguments, &arguments).unwrap();
+    assert_eq!(rdb_descriptors::load_functions(&paths.functions).unwrap().functions, located.functions);
+    assert_eq!(rdb_descriptors::load_arguments(&paths.arguments).unwrap().arguments, located.arguments);
+}
