@@ -202,8 +202,15 @@ pub fn run(args: &BuildArgs) -> Result<()> {
         main_files.insert(rel.clone(), m);
         debug_files.insert(rel, d);
     }
+    keep_shadow_lock(&ws_root, &shadow_main, &mut main_files)?;
+    keep_shadow_lock(&ws_root, &shadow_debug, &mut debug_files)?;
     let synced = shadow::sync(&shadow_main, &main_files)?;
     shadow::sync(&shadow_debug, &debug_files)?;
+    for shadow in [&shadow_main, &shadow_debug] {
+        if let Ok(lock) = std::fs::read(ws_root.join("Cargo.lock")) {
+            shadow::write_atomic(&lock_stamp(shadow), blake3::hash(&lock).to_hex().as_bytes())?;
+        }
+    }
     if args.verbose {
         term::status("Synced", format!("{} ({} written, {} removed)", shadow_main.display(), synced.written, synced.removed));
     }
@@ -307,6 +314,25 @@ pub fn run(args: &BuildArgs) -> Result<()> {
         term::status("Finished", format!("`{name}` with {n} debug region{}", if n == 1 { "" } else { "s" }));
         for p in [bin, module, functions, arguments] {
             println!("{}", p.display());
+        }
+    }
+    Ok(())
+}
+
+fn lock_stamp(shadow: &Path) -> PathBuf {
+    let name = shadow.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    shadow.with_file_name(format!("{name}.lock-source"))
+}
+
+/// cargo rewrites the shadow's `Cargo.lock` (the `rdb-macros` entry goes);
+/// keep that version while the user's lock file is unchanged, so that a
+/// rebuild without changes writes nothing.
+fn keep_shadow_lock(ws_root: &Path, shadow: &Path, files: &mut BTreeMap<PathBuf, Vec<u8>>) -> Result<()> {
+    let Ok(user_lock) = std::fs::read(ws_root.join("Cargo.lock")) else { return Ok(()) };
+    let stamp = std::fs::read(lock_stamp(shadow)).unwrap_or_default();
+    if stamp == blake3::hash(&user_lock).to_hex().as_bytes() {
+        if let Ok(current) = std::fs::read(shadow.join("Cargo.lock")) {
+            files.insert(PathBuf::from("Cargo.lock"), current);
         }
     }
     Ok(())

@@ -43,32 +43,18 @@ impl<'a> LineIndex<'a> {
 
 /// Widens the byte range of removed code so that removing it leaves the text
 /// the user had before adding it: a range alone on its lines takes the whole
-/// lines with it (indentation and line break); a range sharing a line with
-/// other code takes the blanks that separated it from that code.
-pub(crate) fn removal_range(text: &str, r: Range<usize>) -> Range<usize> {
+/// lines with it (indentation and line break; `true` is returned); a range
+/// sharing a line with other code takes the blanks that separated it from
+/// that code.
+pub(crate) fn removal_range(text: &str, r: Range<usize>) -> (Range<usize>, bool) {
     let bytes = text.as_bytes();
     let line_start = text[..r.start].rfind('\n').map_or(0, |i| i + 1);
     let line_end = text[r.end..].find('\n').map_or(text.len(), |i| r.end + i);
-    let blank = |s: &str| s.chars().all(|c| c == ' ' || c == '\t' || c == '\r');
-    let before_blank = blank(&text[line_start..r.start]);
-    let after_blank = blank(&text[r.end..line_end]);
+    let before_blank = is_blank(&text[line_start..r.start]);
+    let after_blank = is_blank(&text[r.end..line_end]);
     if before_blank && after_blank {
-        let mut end = if line_end < text.len() { line_end + 1 } else { line_end };
-        // Code set off by blank lines on both sides was added with one of
-        // them: take the one after it too.
-        let prev_line_blank = line_start > 0 && {
-            let prev_start = text[..line_start - 1].rfind('\n').map_or(0, |i| i + 1);
-            blank(&text[prev_start..line_start - 1])
-        };
-        let next_end = text[end..].find('\n').map(|i| end + i);
-        if prev_line_blank {
-            if let Some(next_end) = next_end {
-                if blank(&text[end..next_end]) {
-                    end = next_end + 1;
-                }
-            }
-        }
-        return line_start..end;
+        let end = if line_end < text.len() { line_end + 1 } else { line_end };
+        return (line_start..end, true);
     }
     if after_blank {
         // `code; REGION` -> `code;`
@@ -76,14 +62,51 @@ pub(crate) fn removal_range(text: &str, r: Range<usize>) -> Range<usize> {
         while start > line_start && matches!(bytes[start - 1], b' ' | b'\t') {
             start -= 1;
         }
-        return start..r.end;
+        return (start..r.end, false);
     }
     // `REGION code` or `code REGION code` -> drop the blanks after it.
     let mut end = r.end;
     while end < line_end && matches!(bytes[end], b' ' | b'\t') {
         end += 1;
     }
-    r.start..end
+    (r.start..end, false)
+}
+
+fn is_blank(s: &str) -> bool {
+    s.chars().all(|c| c == ' ' || c == '\t' || c == '\r')
+}
+
+/// Merges widened removals. Whole-line removals separated only by blank
+/// lines form one group (the blank lines go too); a group set off by blank
+/// lines on both sides was added with one of them, so it takes the blank
+/// line after it as well.
+pub(crate) fn merge_removals(text: &str, mut ranges: Vec<(Range<usize>, bool)>) -> Vec<Range<usize>> {
+    ranges.sort_by_key(|(r, _)| (r.start, std::cmp::Reverse(r.end)));
+    let mut merged: Vec<(Range<usize>, bool)> = Vec::new();
+    for (r, whole) in ranges {
+        match merged.last_mut() {
+            Some((last, _)) if r.start < last.end => last.end = last.end.max(r.end),
+            Some((last, true)) if whole && text[last.end..r.start].chars().all(|c| c.is_whitespace()) => {
+                last.end = r.end
+            }
+            _ => merged.push((r, whole)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(mut r, whole)| {
+            if whole && r.start > 0 && r.end < text.len() {
+                let prev_start = text[..r.start - 1].rfind('\n').map_or(0, |i| i + 1);
+                let prev_blank = is_blank(&text[prev_start..r.start - 1]);
+                if let Some(next_end) = text[r.end..].find('\n').map(|i| r.end + i) {
+                    if prev_blank && is_blank(&text[r.end..next_end]) {
+                        r.end = next_end + 1;
+                    }
+                }
+            }
+            r
+        })
+        .collect()
 }
 
 /// A replacement of `range` (byte offsets in the original text) by `with`.

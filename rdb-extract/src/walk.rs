@@ -1228,15 +1228,8 @@ pub(crate) fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction
         next_id = w.next_id;
         diags.append(&mut w.diags);
 
-        let mut removals: Vec<Range<usize>> = w.removals.iter().map(|r| text::removal_range(&input.text, r.clone())).collect();
-        removals.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
-        let mut merged: Vec<Range<usize>> = Vec::new();
-        for r in removals {
-            match merged.last_mut() {
-                Some(last) if r.start < last.end => last.end = last.end.max(r.end),
-                _ => merged.push(r),
-            }
-        }
+        let widened = w.removals.iter().map(|r| text::removal_range(&input.text, r.clone())).collect();
+        let merged = text::merge_removals(&input.text, widened);
         let strip_edits: Vec<Edit> = merged.into_iter().map(|range| Edit { range, with: String::new() }).collect();
         let stripped = text::apply(&input.text, strip_edits.clone());
         let debug = text::apply(&input.text, std::mem::take(&mut w.debug_edits));

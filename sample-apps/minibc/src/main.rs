@@ -14,6 +14,10 @@ mod parser;
 mod vm;
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Programs this process ran (one, unless a test drives `main` repeatedly).
+static PROGRAMS_RUN: AtomicUsize = AtomicUsize::new(0);
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
@@ -28,6 +32,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    PROGRAMS_RUN.fetch_add(1, Ordering::Relaxed);
     let tokens = match lexer::lex(&source) {
         Ok(t) => t,
         Err(e) => {
