@@ -621,16 +621,13 @@ impl<'a> FileWalk<'a> {
     }
 
     fn write_error(&mut self, span: Span, var: &str, what: &str) {
-        let help = format!(
-            "debug code may only read the program's state; copy the value into a debug-only local first: `let mut {v} = {v}.clone();`",
-            v = if var == "self" { "this" } else { var }
-        );
-        self.error(
-            span,
-            format!("debug code must not modify program variable `{var}`"),
-            what.to_string(),
-            Some(&help),
-        );
+        let is_local = self.region.as_ref().is_some_and(|c| c.outer.iter().any(|o| o == var)) && var != "self";
+        let help = if is_local {
+            format!("debug code may only read the program's state; work on a debug-only copy: `let mut {var} = {var}.clone();`")
+        } else {
+            "debug code may only read the program's state; work on a debug-only copy of what you need (`let mut copy = ....clone();`)".to_string()
+        };
+        self.error(span, format!("debug code must not modify program variable `{var}`"), what.to_string(), Some(&help));
     }
 
     fn exit_error(&mut self, span: Span, what: &str) {
@@ -824,7 +821,11 @@ impl<'a> Visit<'a> for FileWalk<'a> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
         if self.region.is_some() {
             if let Some((kind, mac)) = stmt_marker(stmt) {
-                self.placed_markers.push(self.range(mac.span()).start);
+                let start = self.range(mac.span()).start;
+                if self.placed_markers.contains(&start) {
+                    return; // already reported by the enclosing block
+                }
+                self.placed_markers.push(start);
                 let what = if kind == Marker::Begin { "rdb_begin" } else { "rdb_end" };
                 self.error(
                     stmt.span(),
