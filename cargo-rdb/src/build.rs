@@ -350,6 +350,13 @@ fn region_in_binary(file: &Path, pkg_rel: &Path, pkg: &Package, bin: &Target, fi
     if matches!(first.as_str(), "tests" | "examples" | "benches") || rel == Path::new("build.rs") {
         return false;
     }
+    let pkg_dir = pkg.manifest_path.parent().expect("dir").as_std_path();
+    let other_root = pkg.targets.iter().any(|t| {
+        t.name != bin.name && t.src_path.as_std_path().strip_prefix(pkg_dir).is_ok_and(|p| p == rel) && !is_kind(t, "lib")
+    });
+    if other_root {
+        return false;
+    }
     if rel.starts_with("src/bin") {
         let bin_src = bin.src_path.as_std_path();
         let stem_dir = bin_src.parent().unwrap_or(bin_src);

@@ -95,9 +95,12 @@ pub(crate) fn merge_removals(text: &str, mut ranges: Vec<(Range<usize>, bool)>) 
     merged
         .into_iter()
         .map(|(mut r, whole)| {
-            if whole && r.start > 0 && r.end < text.len() {
-                let prev_start = text[..r.start - 1].rfind('\n').map_or(0, |i| i + 1);
-                let prev_blank = is_blank(&text[prev_start..r.start - 1]);
+            if whole && r.end < text.len() {
+                // The start of the file counts as a blank line before.
+                let prev_blank = r.start == 0 || {
+                    let prev_start = text[..r.start - 1].rfind('\n').map_or(0, |i| i + 1);
+                    is_blank(&text[prev_start..r.start - 1])
+                };
                 if let Some(next_end) = text[r.end..].find('\n').map(|i| r.end + i) {
                     if prev_blank && is_blank(&text[r.end..next_end]) {
                         r.end = next_end + 1;

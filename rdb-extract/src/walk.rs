@@ -529,12 +529,21 @@ impl<'a> FileWalk<'a> {
                 if let Some(d) = defs.iter().find(|d| d.module == self.module) {
                     return Some((name.clone(), d.clone()));
                 }
-                if defs.len() == 1 {
-                    return Some((name.clone(), defs[0].clone()));
+        let same_crate: Vec<&StaticDef> = defs.iter().filter(|d| d.crate_name == self.input.crate_name).collect();
+                if same_crate.len() == 1 {
+                    return Some((name.clone(), same_crate[0].clone()));
                 }
                 return None;
             }
             Some("crate") => prefix[1..].to_vec(),
+            Some(first) if first != self.input.crate_name && defs.iter().any(|d| d.crate_name == first) => {
+                // `other_crate::path::NAME`: a static of another crate of the workspace.
+                let module = &prefix[1..];
+                return defs
+                    .iter()
+                    .find(|d| d.crate_name == first && d.module == module)
+                    .map(|d| (name.clone(), d.clone()));
+            }
             Some("self") => self.module.iter().cloned().chain(prefix[1..].iter().cloned()).collect(),
             Some("super") => {
                 let mut m = self.module.clone();
@@ -566,7 +575,8 @@ impl<'a> FileWalk<'a> {
             }
         }
         let Some((name, def)) = self.resolve_static(segs) else { return Resolved::Unknown };
-        let mut path = vec!["crate".to_string()];
+        let root = if def.crate_name == self.input.crate_name { "crate".to_string() } else { format!("::{}", def.crate_name) };
+        let mut path = vec![root];
         path.extend(def.module.iter().cloned());
         path.push(name.clone());
         let rust_path = path.join("::");
@@ -663,8 +673,34 @@ impl<'a> FileWalk<'a> {
                         Some(TokenTree::Punct(p)) => Some(p.as_char()),
                         _ => None,
                     };
-                    if matches!(prev_punct, Some('.') | Some(':') | Some('\''))
-                        || matches!(next_punct(i + 1), Some(':') | Some('!'))
+                    if matches!(prev_punct, Some('.') | Some(':') | Some('\'')) {
+                        continue;
+                    }
+                    // A path `a::b::NAME` (a static of the program, perhaps).
+                    if next_punct(i + 1) == Some(':') && next_punct(i + 2) == Some(':') {
+                        let mut segs = vec![name.clone()];
+                        let mut last = id.span();
+                        let mut k = i + 3;
+                        while let Some(TokenTree::Ident(next)) = trees.get(k) {
+                            segs.push(next.to_string());
+                            last = next.span();
+                            if next_punct(k + 1) == Some(':') && next_punct(k + 2) == Some(':') {
+                                k += 3;
+                            } else {
+                                break;
+                            }
+                        }
+                        let called = matches!(trees.get(k + 1), Some(TokenTree::Punct(p)) if p.as_char() == '!');
+                        if !called && segs.len() > 1 {
+                            if let Resolved::Arg(a) = self.resolve(&segs) {
+                                let param = self.region.as_ref().expect("in region").args[a].param.clone();
+                                let r = self.idx.offset(id.span().start())..self.idx.offset(last.end());
+                                self.push_edit(r, format!("(*{param})"));
+                            }
+                        }
+                        continue;
+                    }
+                    if matches!(next_punct(i + 1), Some(':') | Some('!'))
                         || (next_punct(i + 1) == Some('=') && next_punct(i + 2) != Some('='))
                     {
                         continue;
