@@ -1,1 +1,92 @@
-//! Debug host: runs debug-module code against a lazily mirrored tracee address space.
+//! Debug host: runs debug-module code against a lazily mirrored copy of a
+//! stopped program's address space.
+//!
+//! # Where to start
+//!
+//! The replayer stops the program at a region's code location and calls
+//! [`DebugHost::invoke`] with a [`TraceeView`] of the stopped program; when
+//! it resumes the program it calls [`DebugHost::invalidate`].
+//!
+//! ```no_run
+//! # fn demo(tracee: &dyn rdb_host::TraceeView) -> Result<(), rdb_host::HostError> {
+//! use rdb_host::{DebugHost, HostOptions};
+//! let paths = rdb_descriptors::artefact_paths("target/rdb/debug/app".as_ref());
+//! let functions = rdb_descriptors::load_functions(&paths.functions).unwrap();
+//! let arguments = rdb_descriptors::load_arguments(&paths.arguments).unwrap();
+//! let mut host = DebugHost::spawn(&paths.debug_module, &functions, &arguments, HostOptions::default())?;
+//! // ... program stopped at functions.functions[0].locations[0].address (+ load bias):
+//! let report = host.invoke(functions.functions[0].region, functions.functions[0].locations[0].address, tracee)?;
+//! if !report.is_clean() {
+//!     eprintln!("warning: {report}");
+//! }
+//! host.invalidate(); // before resuming the program
+//! # Ok(()) }
+//! ```
+//!
+//! # How it works
+//!
+//! - **A separate process** (`rdb-debug-host`, [`host_main`]) `dlopen`s the
+//!   debug module: the module gets the host's libc, heap and stdio, never
+//!   the program's. Its stdout/stderr are rdb's (or [`HostOptions::stdout`]),
+//!   and C stdio is flushed after every call so debug prints interleave with
+//!   the program's output in program order. The process lives across calls,
+//!   so debug-only statics and heap data persist.
+//! - **Mirrored memory.** Each readable program mapping (from
+//!   [`TraceeView::mappings`]) is reserved in the host at the *same address*
+//!   (`MAP_FIXED_NOREPLACE`, `PROT_NONE`). The first touch of a page faults;
+//!   the host's `SIGSEGV` handler copies the page from the program
+//!   (`process_vm_readv`, or over the socket from [`TraceeView::read`] when
+//!   the kernel refuses, see [`MemoryAccess`]) and maps it read-only
+//!   (read+exec for code, so debug code may call program functions through
+//!   pointers). An address the host does not mirror yet makes it ask for the
+//!   current mapping list (a heap that grew). After the program ran, one
+//!   `mprotect(PROT_NONE)` per touched mapping makes the mirror stale.
+//!   Why not userfaultfd: it needs a second thread to serve faults (a thread
+//!   switch per fault, ≈100 µs when the switch crosses CPUs on these
+//!   machines), and write detection needs a read-only mapping and a `SIGSEGV`
+//!   handler anyway; the handler fills a page in the faulting thread with
+//!   three system calls. The price: a *system call* that reads a never
+//!   touched mirrored page (e.g. `write(1, program_buffer, n)` straight from
+//!   program memory) gets `EFAULT` instead of a fault; debug code that
+//!   prints program data through stdio/`format!` copies it first and is not
+//!   affected.
+//! - **Protection** (rdB §5.3). A write to a mirrored page is detected (x86
+//!   page-fault error code), reported as
+//!   [`InvokeOutcome::WroteProgramMemory`] and, by default, lands in a
+//!   private copy discarded after the call ([`WritePolicy`]). The program is
+//!   never written: the host has no write access to it at all. A crash
+//!   (bad pointer, abort, stack overflow) is reported with the signal and
+//!   address; a hang is killed after [`HostOptions::timeout`]. After a crash
+//!   or timeout the host is restarted and the report says that debug-only
+//!   state was lost.
+//! - **Collisions**: a program range where the host already has memory is
+//!   refused (never silently read from the host's own memory); at start-up
+//!   the host is respawned with a fresh random layout (up to 3 times).
+//!
+//! # Conventions for debug modules
+//!
+//! - Region functions: `extern "C" fn(argv: *const *const c_void)` found as
+//!   [`rdb_descriptors::DebugEntry`] says (exported symbol, or the
+//!   `rdb_regions` section read from the loaded module's memory).
+//! - A Rust trampoline should catch panics (`catch_unwind`) and report the
+//!   message through the optional exported slot [`PANIC_HOOK_SYMBOL`]
+//!   (`#[no_mangle] static mut RDB_HOST_PANIC_HOOK: Option<unsafe extern "C"
+//!   fn(*const u8, usize)>`), which the host fills in at load time; the
+//!   call then returns normally and the report is
+//!   [`InvokeOutcome::Panicked`]. It should also flush its Rust `stdout`
+//!   (the host flushes C stdio only). A panic that escapes aborts the host:
+//!   reported as a crash with `SIGABRT`.
+
+mod args;
+mod client;
+mod error;
+mod host;
+mod protocol;
+mod tracee;
+
+pub use args::ArgValue;
+pub use client::{DebugHost, HostOptions, MemoryAccess, WritePolicy};
+pub use error::{HostError, InvokeOutcome, Invocation, Loc};
+pub use host::host_main;
+pub use host::module::PANIC_HOOK_SYMBOL;
+pub use tracee::{parse_maps, Mapping, TraceeView};

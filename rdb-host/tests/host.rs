@@ -1,0 +1,277 @@
+//! The debug host against a live program stopped under ptrace.
+
+mod support;
+
+use rdb_host::{DebugHost, HostError, HostOptions, InvokeOutcome, MemoryAccess, WritePolicy};
+use std::time::Duration;
+use support::*;
+
+fn options(tag: &str) -> (HostOptions, std::path::PathBuf) {
+    let (out, path) = output_file(tag);
+    let opts = HostOptions {
+        stdout: Some(out),
+        program: Some(host_program()),
+        timeout: Duration::from_secs(20),
+        ..HostOptions::default()
+    };
+    (opts, path)
+}
+
+fn spawn_c(live: &Live, regions: &[u32], opts: HostOptions) -> DebugHost {
+    let (functions, arguments) = descriptors(live.location(), regions, c_entry);
+    DebugHost::spawn(&fixtures().c_module, &functions, &arguments, opts).unwrap()
+}
+
+/// Expected debug line of region 1 at the k-th stop (1-based) of `program 5`.
+fn expected_line(hit: u64, k: u64) -> String {
+    let i = k - 1;
+    let counter: u64 = (0..=i).sum();
+    format!(
+        "[debug] hit={hit} i={i} len={k} first={} counter={counter} local={} msg=hello from the program",
+        i * 10,
+        1000 + k
+    )
+}
+
+fn sees_program_memory(memory: MemoryAccess, tag: &str) {
+    let mut live = Live::start(&["5"], tag);
+    let (mut opts, out) = options(tag);
+    opts.memory = memory;
+    let mut host = spawn_c(&live, &[1], opts);
+    let (counter, _) = symbol(&fixtures().program, "counter");
+    let mut k = 0;
+    loop {
+        k += 1;
+        let before = live.read_u64(counter + live.bias);
+        // Twice at the same stop: the second call sees the same memory.
+        for _ in 0..2 {
+            let report = host.invoke(1, live.location(), &live).unwrap();
+            assert!(report.is_clean(), "{report}");
+        }
+        assert_eq!(live.read_u64(counter + live.bias), before, "the program's memory changed");
+        host.invalidate();
+        if !live.resume() {
+            break;
+        }
+    }
+    assert_eq!(k, 5);
+    assert_eq!(live.finish(), plain_run(&["5"]), "the program's output changed");
+    let printed = std::fs::read_to_string(&out).unwrap();
+    let expected: Vec<String> = (1..=10).map(|hit| expected_line(hit, hit.div_ceil(2))).collect();
+    assert_eq!(printed.lines().collect::<Vec<_>>(), expected);
+    assert_eq!(host.restarts(), 0);
+}
+
+#[test]
+fn debug_code_reads_program_memory_at_every_stop_and_keeps_its_state() {
+    sees_program_memory(MemoryAccess::Direct, "direct");
+}
+
+#[test]
+fn program_memory_can_come_through_the_replayer() {
+    sees_program_memory(MemoryAccess::ViaReplayer, "via-replayer");
+}
+
+#[test]
+fn a_write_to_program_memory_is_reported_and_discarded() {
+    let mut live = Live::start(&["5"], "write");
+    let (opts, out) = options("write");
+    let mut host = spawn_c(&live, &[1, 2], opts);
+    let (counter, _) = symbol(&fixtures().program, "counter");
+    let counter = counter + live.bias;
+    live.resume(); // second stop: counter == 1
+    let report = host.invoke(2, live.location(), &live).unwrap();
+    assert_eq!(report.outcome, InvokeOutcome::WroteProgramMemory { addresses: vec![counter], aborted: false });
+    assert!(!report.host_restarted);
+    let text = report.to_string();
+    assert!(text.contains("region 2 (program.c:20:5)") && text.contains(&format!("{counter:#x}")), "{text}");
+    assert_eq!(live.read_u64(counter), 1, "the program was written");
+    // Same stop: the debug copy of the page was discarded, state kept (hit=2).
+    assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
+    host.invalidate();
+    assert_eq!(live.finish(), plain_run(&["5"]));
+    let printed = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        printed,
+        format!("[debug] wrote counter, now reads 999\n{}\n", expected_line(2, 2))
+    );
+}
+
+#[test]
+fn a_write_can_abort_the_call() {
+    let live = Live::start(&["3"], "write-abort");
+    let (mut opts, out) = options("write-abort");
+    opts.on_write = WritePolicy::Abort;
+    let mut host = spawn_c(&live, &[1, 2], opts);
+    let (counter, _) = symbol(&fixtures().program, "counter");
+    let report = host.invoke(2, live.location(), &live).unwrap();
+    assert_eq!(
+        report.outcome,
+        InvokeOutcome::WroteProgramMemory { addresses: vec![counter + live.bias], aborted: true }
+    );
+    assert!(report.host_restarted && report.to_string().contains("debug-only state"), "{report}");
+    assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
+    assert_eq!(live.finish(), plain_run(&["3"]));
+    // The aborted call printed nothing (stopped before its printf); the
+    // restarted host counts from 1 again.
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{}\n", expected_line(1, 1)));
+}
+
+#[test]
+fn a_crash_in_debug_code_is_reported_and_the_host_restarts() {
+    let mut live = Live::start(&["4"], "crash");
+    let (opts, out) = options("crash");
+    let mut host = spawn_c(&live, &[1, 3, 6], opts);
+    assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
+    let pid = host.host_pid();
+    let report = host.invoke(3, live.location(), &live).unwrap();
+    match &report.outcome {
+        InvokeOutcome::Crashed { signal, address, reason } => {
+            assert_eq!(*signal, libc::SIGSEGV);
+            assert_eq!(*address, Some(0x10));
+            assert!(reason.contains("no memory at this address"), "{reason}");
+        }
+        other => panic!("expected a crash, got {other:?}"),
+    }
+    assert!(report.host_restarted);
+    assert!(report.to_string().contains("SIGSEGV at 0x10"), "{report}");
+    host.invalidate();
+    assert!(live.resume());
+    let report = host.invoke(6, live.location(), &live).unwrap();
+    assert!(matches!(report.outcome, InvokeOutcome::Crashed { signal: libc::SIGABRT, .. }), "{report}");
+    host.invalidate();
+    assert!(live.resume());
+    assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
+    assert_ne!(host.host_pid(), pid);
+    assert_eq!(host.restarts(), 2);
+    assert_eq!(live.finish(), plain_run(&["4"]));
+    let printed = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        printed,
+        format!(
+            "{}\n[debug] about to follow a bad pointer\n[debug] aborting\n{}\n",
+            expected_line(1, 1),
+            expected_line(1, 3)
+        )
+    );
+}
+
+#[test]
+fn a_hang_times_out_and_the_host_restarts() {
+    let live = Live::start(&["2"], "hang");
+    let (mut opts, out) = options("hang");
+    opts.timeout = Duration::from_millis(1500);
+    let mut host = spawn_c(&live, &[1, 4], opts);
+    let report = host.invoke(4, live.location(), &live).unwrap();
+    assert_eq!(report.outcome, InvokeOutcome::TimedOut { after: Duration::from_millis(1500) });
+    assert!(report.host_restarted);
+    assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
+    assert_eq!(live.finish(), plain_run(&["2"]));
+    let printed = std::fs::read_to_string(&out).unwrap();
+    assert!(printed.ends_with(&format!("{}\n", expected_line(1, 1))), "{printed}");
+}
+
+#[test]
+fn rust_module_panics_are_reported_and_state_survives() {
+    let mut live = Live::start(&["3"], "rust");
+    let (opts, out) = options("rust");
+    let (functions, arguments) = descriptors(live.location(), &[10, 11], table_entry);
+    let mut host = DebugHost::spawn(&fixtures().rust_module, &functions, &arguments, opts).unwrap();
+    assert!(host.invoke(10, live.location(), &live).unwrap().is_clean());
+    let report = host.invoke(11, live.location(), &live).unwrap();
+    assert_eq!(report.outcome, InvokeOutcome::Panicked { message: "debug code gave up at call 2".into() });
+    assert!(!report.host_restarted);
+    host.invalidate();
+    assert!(live.resume());
+    assert!(host.invoke(10, live.location(), &live).unwrap().is_clean());
+    assert_eq!(live.finish(), plain_run(&["3"]));
+    let printed = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        printed,
+        "[rust] call=1 len=1 first=0 counter=0 seen=[1]\n[rust] call=3 len=2 first=10 counter=1 seen=[1, 2]\n"
+    );
+}
+
+#[test]
+fn unknown_functions_and_unavailable_arguments_are_clear_errors() {
+    let live = Live::start(&["1"], "errors");
+    let (opts, _) = options("errors");
+    let (functions, arguments) = descriptors(live.location(), &[1, 77], c_entry);
+    let err = DebugHost::spawn(&fixtures().c_module, &functions, &arguments, opts).err().unwrap();
+    assert!(matches!(err, HostError::Module { .. }));
+    assert!(err.to_string().contains("region 77: no exported symbol `__rdb_entry_77`"), "{err}");
+
+    let (opts, _) = options("errors2");
+    let (functions, mut arguments) = descriptors(live.location(), &[1], c_entry);
+    arguments.arguments[1].locations[0].location = rdb_descriptors::Location::OptimizedOut;
+    let mut host = DebugHost::spawn(&fixtures().c_module, &functions, &arguments, opts).unwrap();
+    let err = host.invoke(1, live.location(), &live).unwrap_err().to_string();
+    assert!(err.contains("region 1 (program.c:10:5): argument `i` (position 1) is optimized out"), "{err}");
+    let err = host.invoke(1, live.location() + 1, &live).unwrap_err().to_string();
+    assert!(err.contains("has no code location at address"), "{err}");
+    let err = host.invoke(5, live.location(), &live).unwrap_err().to_string();
+    assert!(err.contains("region 5 is not in the function descriptors"), "{err}");
+
+    let (opts, _) = options("errors3");
+    let err = DebugHost::spawn(&fixtures().dir.join("missing.so"), &functions, &arguments, opts).err().unwrap();
+    assert!(err.to_string().contains("missing.so"), "{err}");
+    live.finish();
+}
+
+/// Cost of one region hit: `RDB_MEASURE=1 cargo test -p rdb-host --release
+/// --test host -- --ignored --nocapture measure`.
+#[test]
+#[ignore]
+fn measure_invoke_cost() {
+    let stops: u64 = std::env::var("RDB_STOPS").ok().and_then(|s| s.parse().ok()).unwrap_or(5000);
+    let arg = stops.to_string();
+    let cpu = std::env::var("RDB_CPU").ok().and_then(|s| s.parse::<usize>().ok());
+    if let Some(cpu) = cpu {
+        pin(cpu);
+    }
+    // Stops only.
+    let mut live = Live::start(&[&arg], "measure-plain");
+    let t = std::time::Instant::now();
+    while live.resume() {}
+    let plain = t.elapsed();
+    // Stops with a trivial region, and with region 1 (reads the list).
+    for region in [5, 1] {
+        let mut live = Live::start(&[&arg], "measure");
+        let (mut opts, _) = options("measure");
+        opts.cpu = cpu;
+        let mut host = spawn_c(&live, &[region], opts);
+        let t = std::time::Instant::now();
+        let mut n = 0u64;
+        loop {
+            if region == 5 || n < 200 {
+                assert!(host.invoke(region, live.location(), &live).unwrap().is_clean());
+                n += 1;
+            }
+            host.invalidate();
+            if !live.resume() {
+                break;
+            }
+        }
+        let with = t.elapsed();
+        if region == 5 {
+            let per_hit = (with.as_secs_f64() - plain.as_secs_f64()) / stops as f64 * 1e6;
+            println!(
+                "stops={stops} cpu={cpu:?} plain={:.3}s (={:.1} us/stop) with trivial region={:.3}s: +{per_hit:.1} us per invocation",
+                plain.as_secs_f64(),
+                plain.as_secs_f64() / stops as f64 * 1e6,
+                with.as_secs_f64()
+            );
+        } else {
+            println!("region 1 (list walk, page faults) on first 200 stops: total {:.3}s", with.as_secs_f64());
+        }
+    }
+}
+
+fn pin(cpu: usize) {
+    // SAFETY: plain affinity call on this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
