@@ -292,8 +292,14 @@ impl DebugHost {
         let panic = String::from_utf8_lossy(r.bytes().ok_or_else(malformed)?).into_owned();
         let error = String::from_utf8_lossy(r.bytes().ok_or_else(malformed)?).into_owned();
         match status {
-            protocol::STATUS_COLLISION => return Ok(Called::Collision(error)),
-            protocol::STATUS_RAN_WITH_COLLISION => return Err(HostError::Collision(error)),
+            protocol::STATUS_COLLISION => {
+                self.maps_dirty = true;
+                return Ok(Called::Collision(error));
+            }
+            protocol::STATUS_RAN_WITH_COLLISION => {
+                self.maps_dirty = true;
+                return Err(HostError::Collision(error));
+            }
             protocol::STATUS_PROTOCOL => return Err(HostError::Protocol(error)),
             _ => {}
         }

@@ -275,3 +275,95 @@ fn pin(cpu: usize) {
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
+
+#[test]
+fn memory_mapped_after_the_first_call_is_mirrored_on_demand() {
+    for pages in [1, 16] {
+        let tag = format!("late-map-{pages}");
+        let mut live = Live::start(&["5"], &tag);
+        let (mut opts, out) = options(&tag);
+        opts.pages_per_fill = pages;
+        let mut host = spawn_c(&live, &[7], opts);
+        loop {
+            // Mappings are sent with the first call only: the 1 MiB block
+            // allocated at i == 2 is found when debug code touches it.
+            assert!(host.invoke(7, live.location(), &live).unwrap().is_clean());
+            host.invalidate();
+            if !live.resume() {
+                break;
+            }
+        }
+        assert_eq!(live.finish(), plain_run(&["5"]));
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "[debug] hit=1 i=0 big=NULL\n[debug] hit=2 i=1 big=NULL\n[debug] hit=3 i=2 big[0]=A big[mid+i]=c big[end]=A\n\
+             [debug] hit=4 i=3 big[0]=A big[mid+i]=d big[end]=A\n[debug] hit=5 i=4 big[0]=A big[mid+i]=e big[end]=A\n"
+        );
+    }
+}
+
+/// The live program, with made-up extra mappings (to force collisions with
+/// the host's own memory).
+struct WithExtraMappings<'a> {
+    live: &'a Live,
+    extra: Vec<rdb_host::Mapping>,
+}
+
+impl rdb_host::TraceeView for WithExtraMappings<'_> {
+    fn pid(&self) -> i32 {
+        self.live.pid()
+    }
+    fn regs(&self) -> &libc::user_regs_struct {
+        self.live.regs()
+    }
+    fn load_bias(&self) -> u64 {
+        self.live.load_bias()
+    }
+    fn read(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.live.read(addr, buf)
+    }
+    fn mappings(&self) -> std::io::Result<Vec<rdb_host::Mapping>> {
+        let mut all = self.live.mappings()?;
+        all.extend(self.extra.iter().cloned());
+        all.sort_by_key(|m| m.start);
+        Ok(all)
+    }
+}
+
+fn fake_mapping(start: u64, end: u64) -> rdb_host::Mapping {
+    rdb_host::Mapping { start, end, readable: true, writable: true, executable: false, name: "[fake]".into() }
+}
+
+#[test]
+fn a_collision_at_start_up_gets_a_fresh_host() {
+    let live = Live::start(&["1"], "collision-once");
+    let (opts, out) = options("collision-once");
+    let mut host = spawn_c(&live, &[1], opts);
+    // Pretend the program has memory exactly where this host has its stack.
+    let host_maps = std::fs::read_to_string(format!("/proc/{}/maps", host.host_pid().unwrap())).unwrap();
+    let stack = rdb_host::parse_maps(&host_maps).into_iter().find(|m| m.name == "[stack]").unwrap();
+    let view = WithExtraMappings { live: &live, extra: vec![fake_mapping(stack.start, stack.end)] };
+    let report = host.invoke(1, live.location(), &view).unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(host.restarts(), 1);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{}\n", expected_line(1, 1)));
+    live.finish();
+}
+
+#[test]
+fn a_lasting_collision_is_refused_with_an_explanation() {
+    let live = Live::start(&["1"], "collision");
+    let (opts, _) = options("collision");
+    let mut host = spawn_c(&live, &[1], opts);
+    // 2 TiB where a randomised process keeps its shared libraries.
+    let view = WithExtraMappings { live: &live, extra: vec![fake_mapping(0x7e00_0000_0000, 0x7ff0_0000_0000)] };
+    let err = host.invoke(1, live.location(), &view).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, HostError::Collision(_)), "{text}");
+    assert!(text.contains("program range 0x7e0000000000-0x7ff000000000 overlaps the debug host's own"), "{text}");
+    assert!(text.contains("libc"), "{text}");
+    assert_eq!(host.restarts(), 3);
+    // Without the made-up range, the same host works.
+    assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
+    live.finish();
+}

@@ -196,6 +196,7 @@ pub fn descriptors(location: u64, regions: &[u32], entry: fn(u32) -> DebugEntry)
     let mut arguments = ArgumentDescriptors::new();
     let (counter, _) = symbol(&f.program, "counter");
     let (message, _) = symbol(&f.program, "message");
+    let (big, _) = symbol(&f.program, "big");
     let src = |line| SourceLocation { file: "program.c".into(), line, column: 5 };
     for &region in regions {
         functions.functions.push(FunctionDescriptor {
@@ -214,6 +215,7 @@ pub fn descriptors(location: u64, regions: &[u32], entry: fn(u32) -> DebugEntry)
             ("counter", 8, Location::Symbol { symbol: "counter".into(), offset: 0, address: counter }),
             ("local", 8, Location::Stack { base: Register::x86_64(1), offset: 0 }),
             ("message", 64, Location::Symbol { symbol: "message".into(), offset: 0, address: message }),
+            ("big", 8, Location::Symbol { symbol: "big".into(), offset: 0, address: big }),
         ];
         for (position, (name, size, place)) in args.into_iter().enumerate() {
             arguments.arguments.push(ArgumentDescriptor {
