@@ -41,15 +41,24 @@
 //!   pointers). An address the host does not mirror yet makes it ask for the
 //!   current mapping list (a heap that grew). After the program ran, one
 //!   `mprotect(PROT_NONE)` per touched mapping makes the mirror stale.
-//!   Why not userfaultfd: it needs a second thread to serve faults (a thread
-//!   switch per fault, ≈100 µs when the switch crosses CPUs on these
-//!   machines), and write detection needs a read-only mapping and a `SIGSEGV`
-//!   handler anyway; the handler fills a page in the faulting thread with
-//!   three system calls. The price: a *system call* that reads a never
-//!   touched mirrored page (e.g. `write(1, program_buffer, n)` straight from
-//!   program memory) gets `EFAULT` instead of a fault; debug code that
-//!   prints program data through stdio/`format!` copies it first and is not
-//!   affected.
+//!   Why a `SIGSEGV` handler rather than userfaultfd (`bench/fault_fill.c`,
+//!   16 MiB mirror, on these 2-CPU VMs under load): the costs are of the same
+//!   order, ≈15–40 µs per fault for a 1-page fill with the handler,
+//!   ≈14–17 µs with userfaultfd (its server thread on the other CPU), and a
+//!   4-page fill costs the handler about as much as a 1-page fill (hence
+//!   [`HostOptions::pages_per_fill`] = 4). Invalidation is one call per
+//!   range either way (`mprotect` ≈1 ms, `MADV_DONTNEED` ≈2 ms for 4096
+//!   filled pages). What decides: write detection needs read-only pages and
+//!   a `SIGSEGV` handler anyway; the handler needs no second thread in the
+//!   host; and userfaultfd's one real advantage, serving faults the *kernel*
+//!   takes on a not-yet-filled page (a system call reading program memory),
+//!   needs `CAP_SYS_PTRACE` or `vm.unprivileged_userfaultfd=1` (Debian's
+//!   default is 0, leaving unprivileged users only `UFFD_USER_MODE_ONLY`,
+//!   which does not serve kernel faults). The price: a system call that
+//!   reads a never-touched mirrored page directly (`write(1, program_buffer,
+//!   n)`, or `fwrite`/Rust `stdout` passing a large program buffer straight
+//!   through) fails with `EFAULT`; printing program data through
+//!   stdio/`format!` copies it first and is not affected.
 //! - **Protection** (rdB §5.3). A write to a mirrored page is detected (x86
 //!   page-fault error code), reported as
 //!   [`InvokeOutcome::WroteProgramMemory`] and, by default, lands in a

@@ -372,3 +372,20 @@ fn a_lasting_collision_is_refused_with_an_explanation() {
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
     live.finish();
 }
+
+#[test]
+fn debug_code_can_run_program_code_on_program_data() {
+    let mut live = Live::start(&["3"], "exec");
+    let (opts, out) = options("exec");
+    let mut host = spawn_c(&live, &[8], opts);
+    loop {
+        assert!(host.invoke(8, live.location(), &live).unwrap().is_clean());
+        host.invalidate();
+        if !live.resume() {
+            break;
+        }
+    }
+    assert_eq!(live.finish(), plain_run(&["3"]));
+    let expected: String = (1..=3).map(|k| format!("[debug] program's list_len says {k}, ours says {k}\n")).collect();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
+}

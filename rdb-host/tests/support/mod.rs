@@ -197,6 +197,7 @@ pub fn descriptors(location: u64, regions: &[u32], entry: fn(u32) -> DebugEntry)
     let (counter, _) = symbol(&f.program, "counter");
     let (message, _) = symbol(&f.program, "message");
     let (big, _) = symbol(&f.program, "big");
+    let (len_fn, _) = symbol(&f.program, "len_fn");
     let src = |line| SourceLocation { file: "program.c".into(), line, column: 5 };
     for &region in regions {
         functions.functions.push(FunctionDescriptor {
@@ -216,6 +217,7 @@ pub fn descriptors(location: u64, regions: &[u32], entry: fn(u32) -> DebugEntry)
             ("local", 8, Location::Stack { base: Register::x86_64(1), offset: 0 }),
             ("message", 64, Location::Symbol { symbol: "message".into(), offset: 0, address: message }),
             ("big", 8, Location::Symbol { symbol: "big".into(), offset: 0, address: big }),
+            ("len_fn", 8, Location::Symbol { symbol: "len_fn".into(), offset: 0, address: len_fn }),
         ];
         for (position, (name, size, place)) in args.into_iter().enumerate() {
             arguments.arguments.push(ArgumentDescriptor {
