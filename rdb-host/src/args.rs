@@ -155,7 +155,7 @@ fn register_bytes(tracee: &dyn TraceeView, register: &Register) -> Result<Vec<u8
 
 fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
     let bad = || format!("a constant with malformed bytes `{text}` in the descriptors");
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(bad());
     }
     (0..text.len())

@@ -93,6 +93,8 @@ pub struct DebugHost {
     /// Calls completed by the current host process (its debug-only state).
     calls: u64,
     restarts: u64,
+    /// The program the mirror currently shows (a trace may hold several processes).
+    last_pid: i32,
     buf: Vec<u8>,
 }
 
@@ -132,6 +134,7 @@ impl DebugHost {
             maps_dirty: true,
             calls: 0,
             restarts: 0,
+            last_pid: 0,
             buf: vec![0u8; protocol::MAX_MESSAGE + 64 * 1024],
         };
         host.start(0)?;
@@ -175,6 +178,11 @@ impl DebugHost {
         }
         let refs: Vec<&ArgumentDescriptor> = entry.arguments.iter().collect();
         let values = args::compute(region, address, &refs, tracee, &source_location)?;
+        if tracee.pid() != self.last_pid {
+            // Another process of the trace: its own address space.
+            self.invalidate_mappings();
+            self.last_pid = tracee.pid();
+        }
         let mut collision_retries = 0;
         loop {
             if self.process.is_none() {

@@ -234,6 +234,22 @@ fn measure_invoke_cost() {
     let t = std::time::Instant::now();
     while live.resume() {}
     let plain = t.elapsed();
+    // The invocation alone: the trivial region many times at one stop.
+    {
+        let live = Live::start(&["1"], "measure-one-stop");
+        let (mut opts, _) = options("measure");
+        opts.cpu = cpu;
+        let mut host = spawn_c(&live, &[5], opts);
+        let t = std::time::Instant::now();
+        for _ in 0..stops {
+            assert!(host.invoke(5, live.location(), &live).unwrap().is_clean());
+        }
+        println!(
+            "trivial region {stops} times at one stop: {:.1} us per invocation",
+            t.elapsed().as_secs_f64() / stops as f64 * 1e6
+        );
+        live.finish();
+    }
     // Stops with a trivial region, and with region 1 (reads the list).
     for region in [5, 1] {
         let mut live = Live::start(&[&arg], "measure");

@@ -127,7 +127,8 @@ impl Mirror {
             while j < n && self.incoming[j].start < r.start {
                 j += 1;
             }
-            if !(j < n && same(&r, &self.incoming[j])) && !r.collided {
+            let kept = j < n && same(&r, &self.incoming[j]);
+            if !kept && !r.collided {
                 // SAFETY: [start, end) is a mapping this host created for the mirror.
                 unsafe { libc::munmap(r.start as *mut libc::c_void, (r.end - r.start) as usize) };
             }
