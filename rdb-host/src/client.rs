@@ -55,7 +55,9 @@ pub struct HostOptions {
     /// Where debug code's stderr goes (default: rdb's own stderr).
     pub stderr: Option<File>,
     /// The host executable; default: `$RDB_DEBUG_HOST`, else
-    /// `rdb-debug-host` beside the current executable (or its parent directory).
+    /// `rdb-debug-host` beside the current executable (or its parent
+    /// directory). A program whose `main` calls [`crate::run_if_host`] first
+    /// may name itself (`std::env::current_exe()`).
     pub program: Option<PathBuf>,
 }
 
@@ -139,6 +141,32 @@ impl DebugHost {
         };
         host.start(0)?;
         Ok(host)
+    }
+
+    /// [`DebugHost::spawn`] for the artefacts `cargo rdb build` / `rdb-clang`
+    /// wrote beside `binary`: `<bin>.rdb-functions.json`,
+    /// `<bin>.rdb-arguments.json` and the debug module they name.
+    pub fn for_binary(binary: &Path, options: HostOptions) -> Result<DebugHost, HostError> {
+        let paths = rdb_descriptors::artefact_paths(binary);
+        let functions = rdb_descriptors::load_functions(&paths.functions)?;
+        let arguments = rdb_descriptors::load_arguments(&paths.arguments)?;
+        let module = paths.functions.parent().unwrap_or(Path::new(".")).join(&functions.debug_module);
+        DebugHost::spawn(&module, &functions, &arguments, options)
+    }
+
+    /// Where the replayer must stop the program: module-relative code
+    /// address -> regions to run there, in region id order.
+    pub fn code_locations(&self) -> std::collections::BTreeMap<u64, Vec<u32>> {
+        let mut out: std::collections::BTreeMap<u64, Vec<u32>> = Default::default();
+        for (id, region) in &self.regions {
+            for l in &region.function.locations {
+                out.entry(l.address).or_default().push(*id);
+            }
+        }
+        for ids in out.values_mut() {
+            ids.sort_unstable();
+        }
+        out
     }
 
     /// How many times the host process was replaced (crash, timeout,
@@ -377,7 +405,7 @@ impl DebugHost {
     fn start(&mut self, pid: i32) -> Result<(), HostError> {
         let (ours, theirs) = socket_pair()?;
         let mut cmd = Command::new(&self.program);
-        cmd.arg("--fd").arg(HOST_FD.to_string()).stdin(Stdio::null());
+        cmd.arg("--fd").arg(HOST_FD.to_string()).env(crate::host::HOST_ENV, "1").stdin(Stdio::null());
         if let Some(f) = &self.options.stdout {
             cmd.stdout(f.try_clone().map_err(|source| HostError::Io { what: "duplicating stdout", source })?);
         }

@@ -33,6 +33,8 @@ pub enum HostError {
     Collision(String),
     #[error("cannot read the program's mappings: {0}")]
     Mappings(io::Error),
+    #[error(transparent)]
+    Descriptors(#[from] rdb_descriptors::Error),
 }
 
 fn display_paths(paths: &[PathBuf]) -> String {

@@ -96,6 +96,6 @@ mod tracee;
 pub use args::ArgValue;
 pub use client::{DebugHost, HostOptions, MemoryAccess, WritePolicy};
 pub use error::{HostError, InvokeOutcome, Invocation, Loc};
-pub use host::host_main;
+pub use host::{host_main, run_if_host};
 pub use host::module::PANIC_HOOK_SYMBOL;
 pub use tracee::{parse_maps, Mapping, TraceeView};

@@ -405,3 +405,27 @@ fn debug_code_can_run_program_code_on_program_data() {
     let expected: String = (1..=3).map(|k| format!("[debug] program's list_len says {k}, ours says {k}\n")).collect();
     assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
 }
+
+#[test]
+fn a_host_for_the_artefacts_beside_a_binary() {
+    let live = Live::start(&["1"], "artefacts");
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("app");
+    let (mut functions, arguments) = descriptors(live.location(), &[1, 5], c_entry);
+    functions.debug_module = "app.rdb.so".into();
+    std::fs::copy(&fixtures().c_module, dir.path().join("app.rdb.so")).unwrap();
+    let paths = rdb_descriptors::artefact_paths(&binary);
+    rdb_descriptors::store(&paths.functions, &functions).unwrap();
+    rdb_descriptors::store(&paths.arguments, &arguments).unwrap();
+    let (opts, out) = options("artefacts");
+    let mut host = DebugHost::for_binary(&binary, opts).unwrap();
+    assert_eq!(host.code_locations().into_iter().collect::<Vec<_>>(), vec![(live.location(), vec![1, 5])]);
+    assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{}\n", expected_line(1, 1)));
+    live.finish();
+
+    std::fs::write(&paths.arguments, "{}").unwrap();
+    let (opts, _) = options("artefacts2");
+    let err = DebugHost::for_binary(&binary, opts).err().unwrap();
+    assert!(err.to_string().contains("app.rdb-arguments.json"), "{err}");
+}

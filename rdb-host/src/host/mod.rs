@@ -9,6 +9,19 @@ use module::{Module, Want};
 use std::ffi::c_void;
 use std::path::PathBuf;
 
+/// Environment variable set in every host process rdb starts.
+pub(crate) const HOST_ENV: &str = "RDB_DEBUG_HOST_CHILD";
+
+/// For a program that serves as its own debug host
+/// ([`crate::HostOptions::program`] = its own executable): call first thing
+/// in `main`; in a host process started by [`crate::DebugHost`] it runs the
+/// host and never returns, otherwise it returns at once.
+pub fn run_if_host() {
+    if std::env::var_os(HOST_ENV).is_some() {
+        host_main()
+    }
+}
+
 /// Entry point of the host process (`rdb-debug-host --fd N`, or a program
 /// that re-executes itself with these arguments). Never returns.
 pub fn host_main() -> ! {
