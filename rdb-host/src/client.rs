@@ -367,6 +367,7 @@ impl DebugHost {
                     reason::UNREADABLE => "the program's memory at this address cannot be read".to_string(),
                     reason::NOT_READABLE => "the program's memory at this address is not accessible (guard page?)".to_string(),
                     reason::COLLISION => "the debug host has its own memory at this program address".to_string(),
+                    reason::STACK_OVERFLOW => "debug code overflowed its stack (runaway recursion?)".to_string(),
                     _ => String::new(),
                 };
                 let address = (addr != 0).then_some(addr);

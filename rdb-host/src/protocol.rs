@@ -55,6 +55,8 @@ pub mod reason {
     pub const COLLISION: u32 = 5;
     /// A fault in a program page that is not readable (a guard page).
     pub const NOT_READABLE: u32 = 6;
+    /// A fault just below the stack pointer: debug code overflowed the host's stack.
+    pub const STACK_OVERFLOW: u32 = 7;
 }
 
 /// Size of the fixed header of a [`PAGE_DATA`] message.

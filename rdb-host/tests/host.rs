@@ -121,7 +121,7 @@ fn a_write_can_abort_the_call() {
 fn a_crash_in_debug_code_is_reported_and_the_host_restarts() {
     let mut live = Live::start(&["4"], "crash");
     let (opts, out) = options("crash");
-    let mut host = spawn_c(&live, &[1, 3, 6], opts);
+    let mut host = spawn_c(&live, &[1, 3, 6, 9], opts);
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
     let pid = host.host_pid();
     let report = host.invoke(3, live.location(), &live).unwrap();
@@ -139,17 +139,19 @@ fn a_crash_in_debug_code_is_reported_and_the_host_restarts() {
     assert!(live.resume());
     let report = host.invoke(6, live.location(), &live).unwrap();
     assert!(matches!(report.outcome, InvokeOutcome::Crashed { signal: libc::SIGABRT, .. }), "{report}");
+    let report = host.invoke(9, live.location(), &live).unwrap();
+    assert!(report.to_string().contains("SIGSEGV") && report.to_string().contains("overflowed its stack"), "{report}");
     host.invalidate();
     assert!(live.resume());
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
     assert_ne!(host.host_pid(), pid);
-    assert_eq!(host.restarts(), 2);
+    assert_eq!(host.restarts(), 3);
     assert_eq!(live.finish(), plain_run(&["4"]));
     let printed = std::fs::read_to_string(&out).unwrap();
     assert_eq!(
         printed,
         format!(
-            "{}\n[debug] about to follow a bad pointer\n[debug] aborting\n{}\n",
+            "{}\n[debug] about to follow a bad pointer\n[debug] aborting\n[debug] recursing\n{}\n",
             expected_line(1, 1),
             expected_line(1, 3)
         )

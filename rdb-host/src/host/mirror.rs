@@ -318,9 +318,10 @@ fn crash(st: &Mirror, signal: i32, addr: u64, why: u32) -> ! {
 
 extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     // SAFETY: the kernel passes valid siginfo/ucontext pointers for SA_SIGINFO handlers.
-    let (addr, error_code) = unsafe {
+    let (addr, error_code, sp) = unsafe {
         let uc = &*(context as *const libc::ucontext_t);
-        ((*info).si_addr() as u64, uc.uc_mcontext.gregs[libc::REG_ERR as usize] as u64)
+        let gregs = &uc.uc_mcontext.gregs;
+        ((*info).si_addr() as u64, gregs[libc::REG_ERR as usize] as u64, gregs[libc::REG_RSP as usize] as u64)
     };
     // SAFETY: the handler interrupts the host's only thread while it runs debug code.
     let st = unsafe { state() };
@@ -333,7 +334,12 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
     if index.is_none() && refresh_maps(st) {
         index = st.find(addr);
     }
-    let Some(i) = index else { crash(st, signal, addr, reason::UNMAPPED) };
+    let Some(i) = index else {
+        // A fault within a few pages around the stack pointer is the host's
+        // stack guard page, not a bad pointer.
+        let why = if addr.abs_diff(sp) < 16 * PAGE { reason::STACK_OVERFLOW } else { reason::UNMAPPED };
+        crash(st, signal, addr, why)
+    };
     let range = st.ranges()[i];
     if range.collided {
         crash(st, signal, addr, reason::COLLISION);
