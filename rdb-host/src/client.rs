@@ -37,6 +37,21 @@ pub enum MemoryAccess {
     ViaReplayer,
 }
 
+/// How the host fills mirrored pages (see the crate docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FaultHandling {
+    /// userfaultfd when the host may use it for kernel-mode faults too
+    /// (`CAP_SYS_PTRACE`, or `vm.unprivileged_userfaultfd=1`), else
+    /// [`FaultHandling::Signal`].
+    #[default]
+    Auto,
+    /// A `SIGSEGV` handler only: works everywhere, but a system call given
+    /// a never-touched program page fails with `EFAULT`.
+    Signal,
+    /// userfaultfd, or [`DebugHost::spawn`] fails saying why.
+    Userfaultfd,
+}
+
 /// Options of a debug host.
 #[derive(Debug)]
 pub struct HostOptions {
@@ -44,6 +59,7 @@ pub struct HostOptions {
     pub timeout: Duration,
     pub on_write: WritePolicy,
     pub memory: MemoryAccess,
+    pub faults: FaultHandling,
     /// Pages read per fault (rounded up to a power of two, at most 256).
     /// Default 4: on these machines a 4-page fill costs about the same as a
     /// 1-page fill (`bench/fault_fill.c`), 16 pages twice as much.
@@ -67,6 +83,7 @@ impl Default for HostOptions {
             timeout: Duration::from_secs(10),
             on_write: WritePolicy::Report,
             memory: MemoryAccess::Direct,
+            faults: FaultHandling::Auto,
             pages_per_fill: 4,
             cpu: None,
             stdout: None,
@@ -97,6 +114,8 @@ pub struct DebugHost {
     restarts: u64,
     /// The program the mirror currently shows (a trace may hold several processes).
     last_pid: i32,
+    /// The current host process serves faults with userfaultfd.
+    userfaultfd: bool,
     buf: Vec<u8>,
 }
 
@@ -137,6 +156,7 @@ impl DebugHost {
             calls: 0,
             restarts: 0,
             last_pid: 0,
+            userfaultfd: false,
             buf: vec![0u8; protocol::MAX_MESSAGE + 64 * 1024],
         };
         host.start(0)?;
@@ -173,6 +193,12 @@ impl DebugHost {
     /// aborted write, collision at start-up).
     pub fn restarts(&self) -> u64 {
         self.restarts
+    }
+
+    /// Whether the current host process fills pages with userfaultfd
+    /// (else with its `SIGSEGV` handler).
+    pub fn uses_userfaultfd(&self) -> bool {
+        self.userfaultfd
     }
 
     /// Process id of the current host process.
@@ -444,6 +470,11 @@ impl DebugHost {
             .u32((self.options.on_write == WritePolicy::Abort) as u32)
             .u32(self.options.pages_per_fill)
             .u32(self.options.cpu.map(|c| c as u32).unwrap_or(u32::MAX))
+            .u32(match self.options.faults {
+                FaultHandling::Auto => protocol::FAULTS_AUTO,
+                FaultHandling::Signal => protocol::FAULTS_SIGNAL,
+                FaultHandling::Userfaultfd => protocol::FAULTS_USERFAULTFD,
+            })
             .bytes(self.module.as_os_str().as_encoded_bytes());
         let mut entries: Vec<(&u32, &Region)> = self.regions.iter().collect();
         entries.sort_by_key(|(id, _)| **id);
@@ -470,7 +501,10 @@ impl DebugHost {
         let n = recv(fd, &mut self.buf).unwrap_or(0);
         let mut r = Reader(&self.buf[..n]);
         match r.u32() {
-            Some(protocol::READY) => Ok(()),
+            Some(protocol::READY) => {
+                self.userfaultfd = r.u32() == Some(1);
+                Ok(())
+            }
             Some(protocol::INIT_ERROR) => {
                 let text = String::from_utf8_lossy(r.bytes().unwrap_or(b"")).into_owned();
                 self.reap(Duration::from_secs(2));

@@ -33,32 +33,40 @@
 //!   so debug-only statics and heap data persist.
 //! - **Mirrored memory.** Each readable program mapping (from
 //!   [`TraceeView::mappings`]) is reserved in the host at the *same address*
-//!   (`MAP_FIXED_NOREPLACE`, `PROT_NONE`). The first touch of a page faults;
-//!   the host's `SIGSEGV` handler copies the page from the program
-//!   (`process_vm_readv`, or over the socket from [`TraceeView::read`] when
-//!   the kernel refuses, see [`MemoryAccess`]) and maps it read-only
-//!   (read+exec for code, so debug code may call program functions through
-//!   pointers). An address the host does not mirror yet makes it ask for the
-//!   current mapping list (a heap that grew). After the program ran, one
-//!   `mprotect(PROT_NONE)` per touched mapping makes the mirror stale.
-//!   Why a `SIGSEGV` handler rather than userfaultfd (`bench/fault_fill.c`,
-//!   16 MiB mirror, on these 2-CPU VMs under load): the costs are of the same
-//!   order, ≈15–40 µs per fault for a 1-page fill with the handler,
-//!   ≈14–17 µs with userfaultfd (its server thread on the other CPU), and a
-//!   4-page fill costs the handler about as much as a 1-page fill (hence
-//!   [`HostOptions::pages_per_fill`] = 4). Invalidation is one call per
-//!   range either way (`mprotect` ≈1 ms, `MADV_DONTNEED` ≈2 ms for 4096
-//!   filled pages). What decides: write detection needs read-only pages and
-//!   a `SIGSEGV` handler anyway; the handler needs no second thread in the
-//!   host; and userfaultfd's one real advantage, serving faults the *kernel*
-//!   takes on a not-yet-filled page (a system call reading program memory),
-//!   needs `CAP_SYS_PTRACE` or `vm.unprivileged_userfaultfd=1` (Debian's
-//!   default is 0, leaving unprivileged users only `UFFD_USER_MODE_ONLY`,
-//!   which does not serve kernel faults). The price: a system call that
-//!   reads a never-touched mirrored page directly (`write(1, program_buffer,
-//!   n)`, or `fwrite`/Rust `stdout` passing a large program buffer straight
-//!   through) fails with `EFAULT`; printing program data through
-//!   stdio/`format!` copies it first and is not affected.
+//!   (`MAP_FIXED_NOREPLACE`). Pages are filled on first touch from the
+//!   program (`process_vm_readv` straight from the host, or over the socket
+//!   from [`TraceeView::read`] when the kernel refuses, see
+//!   [`MemoryAccess`]), [`HostOptions::pages_per_fill`] pages at a time, and
+//!   mapped read-only (read+exec for code, so debug code may call program
+//!   functions through pointers). Two ways to catch the first touch
+//!   ([`FaultHandling`]):
+//!   - *userfaultfd* (default when available): mappings are read-only and
+//!     registered for missing-page faults; a server thread in the host fills
+//!     them with `UFFDIO_COPY`. It also serves faults the *kernel* takes, so
+//!     a system call given program memory (`write(1, program_buffer, n)`,
+//!     a large `fwrite`, Rust's `stdout` passing a long program string
+//!     straight through) works. It needs `CAP_SYS_PTRACE` or
+//!     `vm.unprivileged_userfaultfd=1` (Debian's default is 0; unprivileged
+//!     users only get `UFFD_USER_MODE_ONLY`, which does not serve kernel
+//!     faults). Stale pages are dropped with one `MADV_DONTNEED` per touched
+//!     mapping.
+//!   - *a `SIGSEGV` handler* (everywhere): mappings are `PROT_NONE`; the
+//!     handler fills the page in the faulting thread (`mprotect` RW, read,
+//!     `mprotect` R). Stale pages: one `mprotect(PROT_NONE)` per touched
+//!     mapping. The price: a system call given a never-touched program page
+//!     fails with `EFAULT` (debug code printing through stdio/`format!`
+//!     copies in user mode first and is not affected).
+//!
+//!   Measured with `bench/fault_fill.c` (16 MiB mirror, these 2-CPU VMs,
+//!   loaded): per fault ≈15–40 µs with the handler, ≈14–17 µs with
+//!   userfaultfd; a 4-page fill costs about as much as a 1-page fill, 16
+//!   pages twice as much (hence 4 by default). Invalidation of 4096 filled
+//!   pages: `mprotect` ≈1 ms, `MADV_DONTNEED` ≈2 ms; for the few pages a
+//!   region touches it is a few µs either way. Costs being equal,
+//!   userfaultfd wins on what debug code may do; the handler stays for
+//!   unprivileged hosts, and catches writes and not-yet-mirrored addresses
+//!   in both modes. An address the host does not mirror yet (a heap that
+//!   grew, a new mmap) makes it ask for the current mapping list.
 //! - **Protection** (rdB §5.3). A write to a mirrored page is detected (x86
 //!   page-fault error code), reported as
 //!   [`InvokeOutcome::WroteProgramMemory`] and, by default, lands in a
@@ -94,7 +102,7 @@ mod protocol;
 mod tracee;
 
 pub use args::ArgValue;
-pub use client::{DebugHost, HostOptions, MemoryAccess, WritePolicy};
+pub use client::{DebugHost, FaultHandling, HostOptions, MemoryAccess, WritePolicy};
 pub use error::{HostError, InvokeOutcome, Invocation, Loc};
 pub use host::{host_main, run_if_host};
 pub use host::module::PANIC_HOOK_SYMBOL;

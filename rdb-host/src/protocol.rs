@@ -17,7 +17,8 @@ pub const PAGE_DATA: u32 = 3;
 /// Replayer -> host: the program's current mappings (answer to [`MAPS_REQUEST`]).
 pub const MAPS: u32 = 4;
 
-/// Host -> replayer: module loaded, every entry resolved.
+/// Host -> replayer: module loaded, every entry resolved; u32: 1 when
+/// userfaultfd serves the faults.
 pub const READY: u32 = 101;
 /// Host -> replayer: the module could not be loaded; text follows.
 pub const INIT_ERROR: u32 = 102;
@@ -72,6 +73,13 @@ pub const MAX_MESSAGE: usize = 8 + MAX_RANGES * RANGE_SIZE;
 pub const FLAG_INVALIDATE: u32 = 1;
 /// Invoke flag: a mapping list follows.
 pub const FLAG_MAPS: u32 = 2;
+
+/// Fault handling: userfaultfd when available, else the fault handler.
+pub const FAULTS_AUTO: u32 = 0;
+/// Fault handling: the `SIGSEGV` handler only.
+pub const FAULTS_SIGNAL: u32 = 1;
+/// Fault handling: userfaultfd, or fail.
+pub const FAULTS_USERFAULTFD: u32 = 2;
 
 /// How the host reads program memory.
 pub const FILL_DIRECT: u32 = 0;

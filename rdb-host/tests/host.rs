@@ -2,7 +2,7 @@
 
 mod support;
 
-use rdb_host::{DebugHost, HostError, HostOptions, InvokeOutcome, MemoryAccess, WritePolicy};
+use rdb_host::{DebugHost, FaultHandling, HostError, HostOptions, InvokeOutcome, MemoryAccess, WritePolicy};
 use std::time::Duration;
 use support::*;
 
@@ -16,6 +16,53 @@ fn options(tag: &str) -> (HostOptions, std::path::PathBuf) {
     };
     (opts, path)
 }
+
+/// Options for a test in one fault-handling mode; the tag names its files.
+fn options_in(tag: &str, faults: FaultHandling) -> (HostOptions, std::path::PathBuf) {
+    let (mut opts, out) = options(&format!("{tag}-{faults:?}"));
+    opts.faults = faults;
+    (opts, out)
+}
+
+/// Runs each named test function (taking a `FaultHandling`) in both modes.
+macro_rules! in_both_modes {
+    ($($name:ident),* $(,)?) => {
+        mod signal_handler {
+            $(#[test] fn $name() { super::$name(rdb_host::FaultHandling::Signal) })*
+        }
+        mod userfaultfd {
+            $(#[test] fn $name() {
+                if super::userfaultfd_available() {
+                    super::$name(rdb_host::FaultHandling::Userfaultfd)
+                }
+            })*
+        }
+    };
+}
+
+/// userfaultfd serving kernel faults needs privileges; say so when missing.
+fn userfaultfd_available() -> bool {
+    // SAFETY: probing syscall; the descriptor is closed at once.
+    let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC) };
+    if fd < 0 {
+        eprintln!("userfaultfd unavailable here ({}); userfaultfd-mode test skipped", std::io::Error::last_os_error());
+        return false;
+    }
+    // SAFETY: our own descriptor.
+    unsafe { libc::close(fd as i32) };
+    true
+}
+
+in_both_modes!(
+    debug_code_reads_program_memory_at_every_stop_and_keeps_its_state,
+    program_memory_can_come_through_the_replayer,
+    a_write_to_program_memory_is_reported_and_discarded,
+    a_write_can_abort_the_call,
+    a_crash_in_debug_code_is_reported_and_the_host_restarts,
+    memory_mapped_after_the_first_call_is_mirrored_on_demand,
+    debug_code_can_run_program_code_on_program_data,
+    system_calls_on_program_memory,
+);
 
 fn spawn_c(live: &Live, regions: &[u32], opts: HostOptions) -> DebugHost {
     let (functions, arguments) = descriptors(live.location(), regions, c_entry);
@@ -33,9 +80,9 @@ fn expected_line(hit: u64, k: u64) -> String {
     )
 }
 
-fn sees_program_memory(memory: MemoryAccess, tag: &str) {
-    let mut live = Live::start(&["5"], tag);
-    let (mut opts, out) = options(tag);
+fn sees_program_memory(memory: MemoryAccess, tag: &str, faults: FaultHandling) {
+    let (mut opts, out) = options_in(tag, faults);
+    let mut live = Live::start(&["5"], &format!("{tag}-{faults:?}"));
     opts.memory = memory;
     let mut host = spawn_c(&live, &[1], opts);
     let (counter, _) = symbol(&fixtures().program, "counter");
@@ -62,20 +109,17 @@ fn sees_program_memory(memory: MemoryAccess, tag: &str) {
     assert_eq!(host.restarts(), 0);
 }
 
-#[test]
-fn debug_code_reads_program_memory_at_every_stop_and_keeps_its_state() {
-    sees_program_memory(MemoryAccess::Direct, "direct");
+fn debug_code_reads_program_memory_at_every_stop_and_keeps_its_state(faults: FaultHandling) {
+    sees_program_memory(MemoryAccess::Direct, "direct", faults);
 }
 
-#[test]
-fn program_memory_can_come_through_the_replayer() {
-    sees_program_memory(MemoryAccess::ViaReplayer, "via-replayer");
+fn program_memory_can_come_through_the_replayer(faults: FaultHandling) {
+    sees_program_memory(MemoryAccess::ViaReplayer, "via-replayer", faults);
 }
 
-#[test]
-fn a_write_to_program_memory_is_reported_and_discarded() {
-    let mut live = Live::start(&["5"], "write");
-    let (opts, out) = options("write");
+fn a_write_to_program_memory_is_reported_and_discarded(faults: FaultHandling) {
+    let mut live = Live::start(&["5"], &format!("write-{faults:?}"));
+    let (opts, out) = options_in("write", faults);
     let mut host = spawn_c(&live, &[1, 2], opts);
     let (counter, _) = symbol(&fixtures().program, "counter");
     let counter = counter + live.bias;
@@ -97,10 +141,9 @@ fn a_write_to_program_memory_is_reported_and_discarded() {
     );
 }
 
-#[test]
-fn a_write_can_abort_the_call() {
-    let live = Live::start(&["3"], "write-abort");
-    let (mut opts, out) = options("write-abort");
+fn a_write_can_abort_the_call(faults: FaultHandling) {
+    let live = Live::start(&["3"], &format!("write-abort-{faults:?}"));
+    let (mut opts, out) = options_in("write-abort", faults);
     opts.on_write = WritePolicy::Abort;
     let mut host = spawn_c(&live, &[1, 2], opts);
     let (counter, _) = symbol(&fixtures().program, "counter");
@@ -117,10 +160,9 @@ fn a_write_can_abort_the_call() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{}\n", expected_line(1, 1)));
 }
 
-#[test]
-fn a_crash_in_debug_code_is_reported_and_the_host_restarts() {
-    let mut live = Live::start(&["4"], "crash");
-    let (opts, out) = options("crash");
+fn a_crash_in_debug_code_is_reported_and_the_host_restarts(faults: FaultHandling) {
+    let mut live = Live::start(&["4"], &format!("crash-{faults:?}"));
+    let (opts, out) = options_in("crash", faults);
     let mut host = spawn_c(&live, &[1, 3, 6, 9], opts);
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
     let pid = host.host_pid();
@@ -299,18 +341,18 @@ fn pin(cpu: usize) {
     }
 }
 
-#[test]
-fn memory_mapped_after_the_first_call_is_mirrored_on_demand() {
+fn memory_mapped_after_the_first_call_is_mirrored_on_demand(faults: FaultHandling) {
     for pages in [1, 16] {
         let tag = format!("late-map-{pages}");
-        let mut live = Live::start(&["5"], &tag);
-        let (mut opts, out) = options(&tag);
+        let mut live = Live::start(&["5"], &format!("{tag}-{faults:?}"));
+        let (mut opts, out) = options_in(&tag, faults);
         opts.pages_per_fill = pages;
         let mut host = spawn_c(&live, &[7], opts);
         loop {
             // Mappings are sent with the first call only: the 1 MiB block
             // allocated at i == 2 is found when debug code touches it.
-            assert!(host.invoke(7, live.location(), &live).unwrap().is_clean());
+            let report = host.invoke(7, live.location(), &live).unwrap();
+            assert!(report.is_clean(), "{report}");
             host.invalidate();
             if !live.resume() {
                 break;
@@ -392,10 +434,9 @@ fn a_lasting_collision_is_refused_with_an_explanation() {
     live.finish();
 }
 
-#[test]
-fn debug_code_can_run_program_code_on_program_data() {
-    let mut live = Live::start(&["3"], "exec");
-    let (opts, out) = options("exec");
+fn debug_code_can_run_program_code_on_program_data(faults: FaultHandling) {
+    let mut live = Live::start(&["3"], &format!("exec-{faults:?}"));
+    let (opts, out) = options_in("exec", faults);
     let mut host = spawn_c(&live, &[8], opts);
     loop {
         assert!(host.invoke(8, live.location(), &live).unwrap().is_clean());
@@ -431,4 +472,20 @@ fn a_host_for_the_artefacts_beside_a_binary() {
     let (opts, _) = options("artefacts2");
     let err = DebugHost::for_binary(&binary, opts).err().unwrap();
     assert!(err.to_string().contains("app.rdb-arguments.json"), "{err}");
+}
+
+/// A system call given a never-touched program page: served by userfaultfd;
+/// with the fault handler alone the kernel returns EFAULT (documented).
+fn system_calls_on_program_memory(faults: FaultHandling) {
+    let live = Live::start(&["1"], &format!("syscall-{faults:?}"));
+    let (opts, out) = options_in("syscall", faults);
+    let mut host = spawn_c(&live, &[12], opts);
+    assert_eq!(host.uses_userfaultfd(), faults == FaultHandling::Userfaultfd);
+    assert!(host.invoke(12, live.location(), &live).unwrap().is_clean());
+    let printed = std::fs::read_to_string(&out).unwrap();
+    match faults {
+        FaultHandling::Userfaultfd => assert_eq!(printed, "hello from the program\n[debug] write returned 22\n"),
+        _ => assert_eq!(printed, "\n[debug] write returned -1 (errno 14)\n"),
+    }
+    live.finish();
 }

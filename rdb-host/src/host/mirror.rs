@@ -12,9 +12,18 @@
 //! one `mprotect(PROT_NONE)` per touched mapping makes every page stale
 //! again.
 //!
-//! Everything here runs either in the host's main loop or in the fault
-//! handler, which interrupts debug code on the same (only) thread; the
-//! handler allocates nothing and only makes system calls.
+//! With userfaultfd available (privileged host, see [`crate::FaultHandling`]),
+//! readable mappings are reserved read-only and registered for missing-page
+//! faults instead: a server thread fills pages with `UFFDIO_COPY`, which
+//! also serves the faults the *kernel* takes on program memory (a system
+//! call given a program buffer); invalidation is one `MADV_DONTNEED` per
+//! touched mapping; the `SIGSEGV` handler still catches writes and
+//! addresses not mirrored yet.
+//!
+//! Everything here runs either in the host's main loop, in the fault
+//! handler, which interrupts debug code on the same thread, or in the
+//! userfaultfd server thread while that thread is blocked in a fault; the
+//! handlers allocate nothing and only make system calls.
 
 use crate::protocol::{self, reason, RangeSpec, MAX_RANGES};
 use std::cell::UnsafeCell;
@@ -31,9 +40,13 @@ struct Range {
     touched: bool,
     /// The host itself has memory here: the range is not mirrored.
     collided: bool,
+    /// Registered with userfaultfd (mapped with the program's protection).
+    uffd: bool,
+    /// Some page was made writable for a (reported) write by debug code.
+    written: bool,
 }
 
-const EMPTY: Range = Range { start: 0, end: 0, prot: 0, touched: false, collided: false };
+const EMPTY: Range = Range { start: 0, end: 0, prot: 0, touched: false, collided: false, uffd: false, written: false };
 
 pub(crate) struct Mirror {
     pub fd: i32,
@@ -42,6 +55,8 @@ pub(crate) struct Mirror {
     pub chunk: u64,
     pub abort_on_write: bool,
     pub in_call: bool,
+    /// The userfaultfd, or -1 (fault handler mode).
+    pub uffd: i32,
     tables: [[Range; MAX_RANGES]; 2],
     lens: [usize; 2],
     current: usize,
@@ -67,6 +82,7 @@ static STATE: Global = Global(UnsafeCell::new(Mirror {
     chunk: PAGE,
     abort_on_write: false,
     in_call: false,
+    uffd: -1,
     tables: [[EMPTY; MAX_RANGES]; 2],
     lens: [0; 2],
     current: 0,
@@ -101,14 +117,26 @@ impl Mirror {
         (i < ranges.len() && ranges[i].start <= addr).then_some(i)
     }
 
-    /// Makes every touched page stale: one `mprotect` per touched mapping.
+    /// Makes every touched page stale: one `mprotect` (or `madvise`) per
+    /// touched mapping.
     pub fn invalidate(&mut self) {
         let cur = self.current;
         for r in &mut self.tables[cur][..self.lens[cur]] {
             if r.touched && !r.collided {
+                let (addr, len) = (r.start as *mut libc::c_void, (r.end - r.start) as usize);
                 // SAFETY: [start, end) is a mapping this host created for the mirror.
-                unsafe { libc::mprotect(r.start as *mut libc::c_void, (r.end - r.start) as usize, libc::PROT_NONE) };
+                unsafe {
+                    if r.uffd {
+                        libc::madvise(addr, len, libc::MADV_DONTNEED);
+                        if r.written {
+                            libc::mprotect(addr, len, r.prot as i32);
+                        }
+                    } else {
+                        libc::mprotect(addr, len, libc::PROT_NONE);
+                    }
+                }
                 r.touched = false;
+                r.written = false;
             }
         }
     }
@@ -142,12 +170,17 @@ impl Mirror {
             let range = if i < old_len && same(&self.tables[cur][i], &spec) {
                 self.tables[cur][i]
             } else {
-                let collided = !reserve(spec.start, spec.end);
+                let readable = spec.prot & libc::PROT_READ as u32 != 0;
+                let (collided, uffd) = match reserve(spec, if readable { self.uffd } else { -1 }) {
+                    Reserved::Collision => (true, false),
+                    Reserved::Uffd => (false, true),
+                    Reserved::Signal => (false, false),
+                };
                 if collided && self.ncollisions < self.collisions.len() {
                     self.collisions[self.ncollisions] = spec;
                     self.ncollisions += 1;
                 }
-                Range { start: spec.start, end: spec.end, prot: spec.prot, touched: false, collided }
+                Range { start: spec.start, end: spec.end, prot: spec.prot, touched: false, collided, uffd, written: false }
             };
             self.tables[next][k] = range;
         }
@@ -189,31 +222,193 @@ fn parse_ranges(out: &mut [RangeSpec; MAX_RANGES], body: &[u8]) -> Option<usize>
     Some(n)
 }
 
-/// Reserves [start, end) at that exact address; false when the host already
-/// has something there.
-fn reserve(start: u64, end: u64) -> bool {
-    let len = (end - start) as usize;
+enum Reserved {
+    Collision,
+    Signal,
+    Uffd,
+}
+
+/// Reserves a program range at that exact address: registered with the
+/// userfaultfd `uffd` when given (and it works), else `PROT_NONE` for the
+/// fault handler. `Collision` when the host already has memory there.
+fn reserve(spec: RangeSpec, uffd: i32) -> Reserved {
+    let len = (spec.end - spec.start) as usize;
+    let prot = if uffd >= 0 { spec.prot as i32 } else { libc::PROT_NONE };
     // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
     let p = unsafe {
         libc::mmap(
-            start as *mut libc::c_void,
+            spec.start as *mut libc::c_void,
             len,
-            libc::PROT_NONE,
+            prot,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE,
             -1,
             0,
         )
     };
     if p == libc::MAP_FAILED {
-        return false;
+        return Reserved::Collision;
     }
-    if p as u64 != start {
+    if p as u64 != spec.start {
         // A kernel without MAP_FIXED_NOREPLACE treats the address as a hint.
         // SAFETY: p is the mapping just created.
         unsafe { libc::munmap(p, len) };
-        return false;
+        return Reserved::Collision;
     }
-    true
+    if uffd < 0 {
+        return Reserved::Signal;
+    }
+    let mut reg = uffd::Register { start: spec.start, len: len as u64, mode: uffd::REGISTER_MODE_MISSING, ioctls: 0 };
+    // SAFETY: registers our own fresh mapping.
+    if unsafe { libc::ioctl(uffd, uffd::REGISTER, &mut reg) } == 0 {
+        return Reserved::Uffd;
+    }
+    // SAFETY: our own mapping; fall back to the fault handler for it.
+    unsafe { libc::mprotect(p, len, libc::PROT_NONE) };
+    Reserved::Signal
+}
+
+/// The userfaultfd ABI (linux/userfaultfd.h), which the libc crate lacks.
+pub(crate) mod uffd {
+    pub const API: u64 = 0xaa;
+    pub const IOC_API: libc::c_ulong = 0xc018_aa3f;
+    pub const REGISTER: libc::c_ulong = 0xc020_aa00;
+    pub const COPY: libc::c_ulong = 0xc028_aa03;
+    pub const WAKE: libc::c_ulong = 0x8010_aa02;
+    pub const REGISTER_MODE_MISSING: u64 = 1;
+    pub const EVENT_PAGEFAULT: u8 = 0x12;
+
+    #[repr(C)]
+    pub struct Api {
+        pub api: u64,
+        pub features: u64,
+        pub ioctls: u64,
+    }
+    #[repr(C)]
+    pub struct Register {
+        pub start: u64,
+        pub len: u64,
+        pub mode: u64,
+        pub ioctls: u64,
+    }
+    #[repr(C)]
+    pub struct Copy {
+        pub dst: u64,
+        pub src: u64,
+        pub len: u64,
+        pub mode: u64,
+        pub copy: i64,
+    }
+    #[repr(C)]
+    pub struct Range {
+        pub start: u64,
+        pub len: u64,
+    }
+    /// `struct uffd_msg` (32 bytes); for page faults the address is at 16.
+    #[repr(C)]
+    pub struct Msg {
+        pub event: u8,
+        pub reserved: [u8; 7],
+        pub flags: u64,
+        pub address: u64,
+        pub rest: u64,
+    }
+}
+
+/// Opens a userfaultfd that also serves faults taken in the kernel; -1 when
+/// the kernel or the host's privileges do not allow it.
+pub(crate) fn open_userfaultfd() -> i32 {
+    // SAFETY: plain system calls on a new descriptor.
+    unsafe {
+        let fd = libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC) as i32;
+        if fd < 0 {
+            return -1;
+        }
+        let mut api = uffd::Api { api: uffd::API, features: 0, ioctls: 0 };
+        if libc::ioctl(fd, uffd::IOC_API, &mut api) != 0 {
+            libc::close(fd);
+            return -1;
+        }
+        fd
+    }
+}
+
+/// The userfaultfd server: fills missing pages of mirrored ranges. Runs on
+/// its own thread while debug code (or the kernel on its behalf) waits in
+/// the fault.
+pub(crate) fn serve_userfaultfd() {
+    // SAFETY: reads the state while the main thread is blocked in a fault.
+    let fd = unsafe { state() }.uffd;
+    let mut bounce = vec![0u8; 256 * PAGE as usize];
+    loop {
+        let mut msg = uffd::Msg { event: 0, reserved: [0; 7], flags: 0, address: 0, rest: 0 };
+        // SAFETY: reads one uffd_msg into msg.
+        let n = unsafe { libc::read(fd, (&mut msg as *mut uffd::Msg).cast(), std::mem::size_of::<uffd::Msg>()) };
+        if n != std::mem::size_of::<uffd::Msg>() as isize {
+            if n < 0 && errno() == libc::EINTR {
+                continue;
+            }
+            return;
+        }
+        if msg.event != uffd::EVENT_PAGEFAULT {
+            continue;
+        }
+        // SAFETY: the faulting thread is blocked until we copy or wake.
+        let st = unsafe { state() };
+        let addr = msg.address;
+        let page = addr & !(PAGE - 1);
+        let Some(i) = st.find(addr) else { crash(st, libc::SIGSEGV, addr, reason::UNMAPPED) };
+        let range = st.ranges()[i];
+        let block = (addr & !(st.chunk - 1)).max(range.start);
+        let end = (block + st.chunk).min(range.end);
+        // Marked before the copy wakes the faulting thread: once it runs on,
+        // the main loop may invalidate at any moment.
+        let cur = st.current;
+        st.tables[cur][i].touched = true;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let copied = (read_program(st, &mut bounce, block, end - block) && copy_in(fd, &bounce, block, end - block))
+            || (read_program(st, &mut bounce, page, PAGE) && copy_in(fd, &bounce, page, PAGE));
+        if !copied {
+            crash(st, libc::SIGSEGV, addr, reason::UNREADABLE);
+        }
+    }
+}
+
+/// Installs `len` bytes of `bounce` at `dst`; true once the page at `dst`
+/// is present (pages already present are kept, and the waiter woken).
+fn copy_in(fd: i32, bounce: &[u8], dst: u64, len: u64) -> bool {
+    let mut copy = uffd::Copy { dst, src: bounce.as_ptr() as u64, len, mode: 0, copy: 0 };
+    // SAFETY: copies from our bounce buffer into our registered range.
+    if unsafe { libc::ioctl(fd, uffd::COPY, &mut copy) } == 0 {
+        return true;
+    }
+    if errno() == libc::EEXIST || copy.copy == -(libc::EEXIST as i64) || copy.copy > 0 {
+        // Part of the block was present already: wake the waiter; it faults
+        // again if its own page is still missing, and we fill that page alone.
+        let mut range = uffd::Range { start: dst, len };
+        // SAFETY: wakes threads waiting on our own range.
+        unsafe { libc::ioctl(fd, uffd::WAKE, &mut range) };
+        return len == PAGE || copy.copy > 0;
+    }
+    false
+}
+
+/// Reads program bytes into `bounce`, directly or through the replayer.
+fn read_program(st: &mut Mirror, bounce: &mut [u8], start: u64, len: u64) -> bool {
+    let buf = &mut bounce[..len as usize];
+    loop {
+        if st.fill == protocol::FILL_DIRECT {
+            let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+            let remote = libc::iovec { iov_base: start as *mut libc::c_void, iov_len: buf.len() };
+            // SAFETY: local points at our buffer.
+            let n = unsafe { libc::process_vm_readv(st.pid, &local, 1, &remote, 1, 0) };
+            if n < 0 && matches!(errno(), libc::EPERM | libc::ENOSYS) {
+                st.fill = protocol::FILL_PARENT;
+                continue;
+            }
+            return n == len as isize;
+        }
+        return request_bytes(st.fd, buf.as_mut_ptr() as u64, start, len);
+    }
 }
 
 /// Reads program bytes into [start, start+len) of the mirror and leaves the
@@ -237,7 +432,7 @@ fn fill(st: &mut Mirror, start: u64, len: u64, prot: i32) -> bool {
             }
             break n == len as isize;
         }
-        break request_bytes(st.fd, start, len);
+        break request_bytes(st.fd, start, start, len);
     };
     let prot = if ok { prot } else { libc::PROT_NONE };
     // SAFETY: as above.
@@ -245,8 +440,8 @@ fn fill(st: &mut Mirror, start: u64, len: u64, prot: i32) -> bool {
     ok
 }
 
-/// Asks the replayer for program bytes, received straight into the mirror.
-fn request_bytes(fd: i32, start: u64, len: u64) -> bool {
+/// Asks the replayer for the program bytes at `start`, received at `dst`.
+fn request_bytes(fd: i32, dst: u64, start: u64, len: u64) -> bool {
     let mut req = [0u8; 24];
     req[0..4].copy_from_slice(&protocol::PAGE_REQUEST.to_le_bytes());
     req[8..16].copy_from_slice(&start.to_le_bytes());
@@ -257,7 +452,7 @@ fn request_bytes(fd: i32, start: u64, len: u64) -> bool {
     let mut header = [0u8; protocol::PAGE_DATA_HEADER];
     let mut iov = [
         libc::iovec { iov_base: header.as_mut_ptr().cast(), iov_len: header.len() },
-        libc::iovec { iov_base: start as *mut libc::c_void, iov_len: len as usize },
+        libc::iovec { iov_base: dst as *mut libc::c_void, iov_len: len as usize },
     ];
     // SAFETY: msghdr is plain data; zero is a valid empty header.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -333,6 +528,11 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
     let mut index = st.find(addr);
     if index.is_none() && refresh_maps(st) {
         index = st.find(addr);
+        if index.is_some() {
+            // Newly mirrored: retry the access, which faults again the way
+            // this range is served.
+            return;
+        }
     }
     let Some(i) = index else {
         // A fault within a few pages around the stack pointer is the host's
@@ -349,6 +549,28 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
     }
     let page = addr & !(PAGE - 1);
     let cur = st.current;
+    if write && range.uffd {
+        if st.nwrites < MAX_WRITES {
+            st.writes[st.nwrites] = addr;
+            st.nwrites += 1;
+        }
+        st.wrote = true;
+        if st.abort_on_write {
+            crash(st, signal, addr, reason::WRITE_ABORTED);
+        }
+        // Let the write land in a private copy (filled by the server thread
+        // if the page is missing); it is discarded after the call.
+        // SAFETY: a page of our own mirror mapping.
+        unsafe { libc::mprotect(page as *mut libc::c_void, PAGE as usize, range.prot as i32 | libc::PROT_WRITE) };
+        st.tables[cur][i].touched = true;
+        st.tables[cur][i].written = true;
+        return;
+    }
+    if range.uffd {
+        // A read fault on a registered range is served by userfaultfd; a
+        // SIGSEGV here means the access itself is not allowed.
+        crash(st, signal, addr, reason::NOT_READABLE);
+    }
     if write {
         if st.nwrites < MAX_WRITES {
             st.writes[st.nwrites] = addr;

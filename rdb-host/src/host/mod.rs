@@ -73,7 +73,9 @@ fn serve(fd: i32) -> Result<(), String> {
     let n = recv(fd, &mut buf)?;
     let module = match init(fd, &buf[..n]) {
         Ok(m) => {
-            send(fd, &Writer::new(protocol::READY).0)?;
+            // SAFETY: main loop, no debug code running.
+            let uffd = unsafe { mirror::state() }.uffd >= 0;
+            send(fd, &Writer::new(protocol::READY).u32(uffd as u32).0)?;
             m
         }
         Err(e) => {
@@ -112,6 +114,7 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     let abort_on_write = r.u32().ok_or_else(bad)? != 0;
     let chunk_pages = r.u32().ok_or_else(bad)?.clamp(1, 256) as u64;
     let cpu = r.u32().ok_or_else(bad)?;
+    let faults = r.u32().ok_or_else(bad)?;
     let path = PathBuf::from(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned());
     let count = r.u32().ok_or_else(bad)?;
     let mut wants = Vec::new();
@@ -131,6 +134,22 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     st.fill = fill;
     st.abort_on_write = abort_on_write;
     st.chunk = chunk_pages.next_power_of_two() * 4096;
+    if faults != protocol::FAULTS_SIGNAL {
+        st.uffd = mirror::open_userfaultfd();
+        if st.uffd < 0 && faults == protocol::FAULTS_USERFAULTFD {
+            return Err(format!(
+                "userfaultfd is not available to the debug host ({}); it needs CAP_SYS_PTRACE or \
+                 `sysctl vm.unprivileged_userfaultfd=1`, or use the fault-handler mode",
+                std::io::Error::last_os_error()
+            ));
+        }
+        if st.uffd >= 0 {
+            std::thread::Builder::new()
+                .name("rdb-uffd".into())
+                .spawn(mirror::serve_userfaultfd)
+                .map_err(|e| format!("cannot start the userfaultfd thread: {e}"))?;
+        }
+    }
     mirror::install_handlers();
     module::load(&path, &wants)
 }
