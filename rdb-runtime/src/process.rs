@@ -132,7 +132,7 @@ fn auxv_offset(stack: &[u8]) -> Option<usize> {
     let word = |i: usize| -> Option<u64> {
         stack.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
     };
-    let argc = word(0)? as usize;
+    let argc = usize::try_from(word(0)?).ok().filter(|&a| a < stack.len())?;
     let mut i = 1 + argc + 1; // argv pointers and their NULL
     if word(i - 1)? != 0 {
         return None;
