@@ -163,6 +163,8 @@ struct Replayer<'o> {
     root: Tid,
     root_status: Option<i32>,
     hits: u64,
+    /// `RDB_DEBUG` set: log every stop (for debugging rdb itself).
+    debug: bool,
 }
 
 fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(), Error> {
@@ -240,6 +242,7 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
         root: tid,
         root_status: None,
         hits: 0,
+        debug: std::env::var_os("RDB_DEBUG").is_some(),
     };
     r.procs.insert(tid, Proc {
         pid,
@@ -313,7 +316,15 @@ impl Replayer<'_> {
             };
             let Some(stop) = self.classify(pid, w)? else { continue };
             let tid = self.by_pid[&pid];
-            if tid == head_tid {
+            if self.debug {
+                let head = self.head_desc()?;
+                eprintln!("rdb-debug: #{} head [{head}] stop {tid}: {stop:?}", self.ev.index);
+            }
+            // Syscall entries consume nothing, so they are handled at once against the
+            // process's own next event: a vfork child must be able to reach its exec (which
+            // releases the parent) even when the parent's vfork return was logged first.
+            let eager = matches!(stop, Stop::Entry { .. }) && self.ev.next_of(tid)?.is_some();
+            if tid == head_tid || eager {
                 self.handle(tid, stop)?;
             } else {
                 self.parked.insert(tid, stop);
@@ -424,7 +435,7 @@ impl Replayer<'_> {
             let a: Vec<String> = args[..n].iter().map(|a| format!("{a:#x}")).collect();
             format!("{}({})", syscalls::name(nr), a.join(", "))
         };
-        let head = self.ev.head()?.cloned().expect("head checked by run");
+        let head = self.ev.next_of(tid)?.cloned().expect("checked by run");
         let mode = match &head {
             Event::Syscall { nr: rnr, args: rargs, ret, file, .. } => {
                 let n = syscalls::nargs(nr);
