@@ -10,6 +10,7 @@
 //!
 //! The marker header is `rdb-codegen-llvm/include/rdb.h` ([`RDB_H`]).
 
+pub mod pass;
 pub mod source;
 
 /// The text of `rdb.h`, which rdb-clang puts on the include path of its
