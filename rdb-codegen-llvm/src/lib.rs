@@ -10,6 +10,9 @@
 //!
 //! The marker header is `rdb-codegen-llvm/include/rdb.h` ([`RDB_H`]).
 
+pub mod command;
+pub mod descriptors;
+pub mod driver;
 pub mod pass;
 pub mod source;
 
