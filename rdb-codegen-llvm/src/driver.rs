@@ -323,6 +323,30 @@ impl Run {
         run_clang(&args)
     }
 
+    fn ir_path(&self, input: &Input) -> PathBuf {
+        self.tmp.path().join(format!("ir-{}.bc", input.index))
+    }
+
+    /// Compiles every instrumented source to IR and checks its regions,
+    /// before anything is written at the user's output paths: a bad region
+    /// fails the command like a compile error.
+    fn check_sources(&self) -> Result<(), DriverError> {
+        for (input, analysis) in &self.analyses {
+            let ir = self.ir_path(input);
+            self.instrumented_ir(&input.path, &ir)?;
+            // The link step outlines again, knowing every program symbol.
+            let specs: Vec<RegionSpec> = analysis
+                .regions
+                .iter()
+                .enumerate()
+                .map(|(k, r)| RegionSpec { id: k as u32 + 1, begin_line: r.begin.line, end_line: r.end.line })
+                .collect();
+            let check = PassInput { file: &input.path, regions: &specs, debug_only: &analysis.debug_only, program_symbols: &HashSet::new() };
+            outline_file(&ir, &self.tmp.path().join(format!("check-{}.bc", input.index)), &check)?;
+        }
+        Ok(())
+    }
+
     /// The per-source rdb work of a compile: IR, twin, sidecar.
     fn rdb_object(&self, input: &Input, analysis: &Analysis, object: &Path, twin_dir: Option<&Path>) -> Result<ObjectInfo, DriverError> {
         let (json, bc, twin) = match twin_dir {
@@ -332,7 +356,12 @@ impl Run {
                 (d.join(format!("{stem}.rdb.json")), d.join(format!("{stem}.rdb.bc")), d.join(format!("{stem}.rdb-g.o")))
             }
         };
-        self.instrumented_ir(&input.path, &bc)?;
+        let ir = self.ir_path(input);
+        if twin_dir.is_none() {
+            std::fs::copy(&ir, &bc).map_err(io(&bc))?;
+        } else {
+            std::fs::rename(&ir, &bc).map_err(io(&bc))?;
+        }
         let dwarf_twin = if self.cmd.full_debug_info || twin_dir.is_some() {
             None
         } else {
@@ -360,7 +389,10 @@ impl Run {
     }
 
     fn compile(&self) -> Result<(), DriverError> {
-        self.clang_main()?;
+        self.check_sources()?;
+        if !self.cmd.sources.is_empty() || !self.cmd.objects.is_empty() {
+            self.clang_main()?;
+        }
         for (input, analysis) in &self.analyses {
             let object = self.object_of(&input.path);
             self.rdb_object(input, analysis, &object, None)?;
@@ -380,6 +412,7 @@ impl Run {
         if !self.cmd.debug_sources.is_empty() && self.cmd.sources.is_empty() && self.cmd.objects.is_empty() {
             return Err(DriverError::Usage("rdb-clang: only debug sources (*.rdb.c) to link: add the program's sources or objects".into()));
         }
+        self.check_sources()?;
         self.clang_main()?;
         let prog = self.cmd.output.as_ref().map(|(_, p)| p.clone()).unwrap_or_else(|| PathBuf::from("a.out"));
         // Objects built in this step (one-step compile+link) and given ones.
