@@ -9,7 +9,7 @@ fn main() {
         .enumerate()
         .map(|(n, r)| {
             let (b, e) = r.split_once(':').unwrap();
-            RegionSpec { id: n as u32 + 1, begin_line: b.parse().unwrap(), end_line: e.parse().unwrap() }
+            RegionSpec { id: n as u32 + 1, begin_line: b.parse().unwrap(), end_line: e.parse().unwrap(), identifiers: Default::default() }
         })
         .collect();
     let syms = a[5..].iter().cloned().collect();

@@ -15,7 +15,7 @@
 //!
 //! # Files beside each object `X.o` (compile step, `-c`)
 //! - `X.o.rdb.bc`: the instrumented source as LLVM IR (`-O0 -g -fPIC`);
-//! - `X.o.rdb-g.o`: the DWARF twin (the same command plus `-g`) when the
+//! - `X.o.rdb-dwarf`: the DWARF twin (the same command plus `-g`) when the
 //!   user's flags lack full debug info; its `.text` is checked identical;
 //! - `X.o.rdb.json`: what the link step needs ([`ObjectInfo`]).
 //! Only for sources that contain debug text; other objects get nothing.
@@ -116,6 +116,8 @@ pub struct RegionInfo {
     pub end: (u32, u32),
     /// In the stripped source.
     pub anchor: (u32, u32),
+    /// Identifiers written in the region.
+    pub identifiers: BTreeSet<String>,
 }
 
 fn pos(p: Pos) -> (u32, u32) {
@@ -125,7 +127,7 @@ fn pos(p: Pos) -> (u32, u32) {
 /// Sidecar paths of an object.
 pub fn sidecars(object: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let s = object.as_os_str().to_string_lossy();
-    (PathBuf::from(format!("{s}.rdb.json")), PathBuf::from(format!("{s}.rdb.bc")), PathBuf::from(format!("{s}.rdb-g.o")))
+    (PathBuf::from(format!("{s}.rdb.json")), PathBuf::from(format!("{s}.rdb.bc")), PathBuf::from(format!("{s}.rdb-dwarf")))
 }
 
 struct Run {
@@ -339,7 +341,7 @@ impl Run {
                 .regions
                 .iter()
                 .enumerate()
-                .map(|(k, r)| RegionSpec { id: k as u32 + 1, begin_line: r.begin.line, end_line: r.end.line })
+                .map(|(k, r)| RegionSpec { id: k as u32 + 1, begin_line: r.begin.line, end_line: r.end.line, identifiers: r.identifiers.clone() })
                 .collect();
             let check = PassInput { file: &input.path, regions: &specs, debug_only: &analysis.debug_only, program_symbols: &HashSet::new() };
             outline_file(&ir, &self.tmp.path().join(format!("check-{}.bc", input.index)), &check)?;
@@ -353,7 +355,7 @@ impl Run {
             None => sidecars(object),
             Some(d) => {
                 let stem = format!("src{}", input.index);
-                (d.join(format!("{stem}.rdb.json")), d.join(format!("{stem}.rdb.bc")), d.join(format!("{stem}.rdb-g.o")))
+                (d.join(format!("{stem}.rdb.json")), d.join(format!("{stem}.rdb.bc")), d.join(format!("{stem}.rdb-dwarf")))
             }
         };
         let ir = self.ir_path(input);
@@ -379,7 +381,7 @@ impl Run {
             regions: analysis
                 .regions
                 .iter()
-                .map(|r| RegionInfo { begin: pos(r.begin), end: pos(r.end), anchor: pos(r.anchor) })
+                .map(|r| RegionInfo { begin: pos(r.begin), end: pos(r.end), anchor: pos(r.anchor), identifiers: r.identifiers.clone() })
                 .collect(),
             debug_only: analysis.debug_only.clone(),
         };
@@ -451,7 +453,7 @@ impl Run {
                 .regions
                 .iter()
                 .enumerate()
-                .map(|(k, r)| RegionSpec { id: next_id + k as u32, begin_line: r.begin.0, end_line: r.end.0 })
+                .map(|(k, r)| RegionSpec { id: next_id + k as u32, begin_line: r.begin.0, end_line: r.end.0, identifiers: r.identifiers.clone() })
                 .collect();
             next_id += specs.len() as u32;
             let out = self.tmp.path().join(format!("debug-{n}.bc"));

@@ -56,6 +56,10 @@ pub struct RegionSpec {
     /// Lines of the `rdb_begin` and `rdb_end` markers.
     pub begin_line: u32,
     pub end_line: u32,
+    /// Identifiers written in the region: LLVM renames a variable that
+    /// shadows another (`b` becomes `b4763`); the source name is the longest
+    /// prefix of the IR name found here.
+    pub identifiers: BTreeSet<String>,
 }
 
 /// What the pass needs besides the module.
@@ -483,7 +487,7 @@ impl<'a> Outliner<'a> {
             let a = LLVMGetParam(nf, k as u32);
             let n = name(p);
             let local = !LLVMIsAAllocaInst(p).is_null();
-            let shown = if local { n.strip_suffix(".addr").unwrap_or(&n).to_string() } else { n.clone() };
+            let shown = if local { source_name(n.strip_suffix(".addr").unwrap_or(&n), &r.identifiers) } else { n.clone() };
             LLVMSetValueName2(a, shown.as_ptr() as _, shown.len());
             map.insert(p, a);
             arguments.push(OutlinedArgument { name: shown, local });
@@ -796,4 +800,18 @@ unsafe fn declare_target(call: LLVMValueRef) -> Option<String> {
     LLVMDisposeMessage(s);
     let target = text.rsplit(' ').next()?.trim();
     target.strip_prefix('%').map(|t| t.trim_matches('"').to_string())
+}
+
+/// The source name of a local whose IR name may carry a uniquing suffix.
+fn source_name(ir: &str, identifiers: &BTreeSet<String>) -> String {
+    let mut candidate = ir;
+    loop {
+        if identifiers.contains(candidate) {
+            return candidate.to_string();
+        }
+        match candidate.strip_suffix(|c: char| c.is_ascii_digit()) {
+            Some(shorter) if !shorter.is_empty() => candidate = shorter,
+            _ => return ir.to_string(),
+        }
+    }
 }

@@ -62,6 +62,9 @@ pub struct Region {
     /// (a statement, or the closing brace of the block), in stripped-source
     /// coordinates.
     pub anchor: Pos,
+    /// Identifiers written inside the region (to name the variables the
+    /// region uses as the source does).
+    pub identifiers: BTreeSet<String>,
 }
 
 /// Everything rdb-clang needs to know about one instrumented C file.
@@ -509,7 +512,8 @@ pub fn analyse(file: &Path, text: &str) -> Result<Analysis, Vec<Diagnostic>> {
             Some(t) => Pos { line: new_line_of[t.pos.line as usize - 1].unwrap(), column: t.pos.column },
             None => Pos { line: next.saturating_sub(1).max(1), column: 1 },
         };
-        regions.push(Region { begin: tokens[b].pos, end: tokens[end_marker].pos, anchor });
+        let identifiers = tokens[b + 1..end_marker].iter().filter(|t| t.kind == Kind::Ident).map(|t| tok(t).to_string()).collect();
+        regions.push(Region { begin: tokens[b].pos, end: tokens[end_marker].pos, anchor, identifiers });
     }
     Ok(Analysis { file: file.to_path_buf(), instrumented: !removed_lines.is_empty(), regions, debug_only, stripped })
 }

@@ -195,3 +195,48 @@ fn debug_only_code_may_not_use_program_objects_directly() {
     assert_eq!(out.status.code(), Some(1), "{e}");
     assert!(e.contains("debug-only `__rdb_show` uses the program's `counter` directly"), "{e}");
 }
+
+/// A real program: Lua 5.4 (about 30k lines, from the `lupa` package on
+/// PyPI), built object by object with rdb-clang at -O2 with a region in the
+/// interpreter's hot loop. The executable and the instrumented object must be
+/// byte-identical to clang-14's build of the unmodified sources.
+#[test]
+fn lua_with_a_region_in_its_hot_loop_is_identical() {
+    let tmp = tempfile::tempdir().unwrap();
+    let setup = repo().join("bench/lua-setup.sh");
+    run(tmp.path(), "bash", &[setup.to_str().unwrap(), tmp.path().to_str().unwrap()]);
+    let dir = tmp.path().join("src");
+    let mut sources: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".c"))
+        .collect();
+    sources.sort();
+    let objects: Vec<String> = sources.iter().map(|s| s.replace(".c", ".o")).collect();
+    let build = |compiler: &str| {
+        for (s, o) in sources.iter().zip(&objects) {
+            run(&dir, compiler, &["-O2", "-std=gnu99", "-DLUA_USE_LINUX", "-c", s, "-o", o]);
+        }
+        let mut link: Vec<&str> = objects.iter().map(String::as_str).collect();
+        link.extend(["-lm", "-ldl", "-o", "lua"]);
+        run(&dir, compiler, &link);
+    };
+    build(rdb_clang());
+    std::fs::write(dir.join("calls.lua"), "local function f(x) return x + 1 end\nlocal s = 0\nfor i = 1, 250000 do s = f(s) end\nprint(s)\n").unwrap();
+    let out = run(&dir, "./lua", &["calls.lua"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "250000\n");
+    let args = rdb_descriptors::load_arguments(&dir.join("lua.rdb-arguments.json")).unwrap();
+    let names: Vec<&str> = args.arguments.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["b"], "the region uses `b` only (`__rdb_calls` is debug-only)");
+    let funcs = rdb_descriptors::load_functions(&dir.join("lua.rdb-functions.json")).unwrap();
+    assert_eq!(funcs.functions[0].function.name, "luaV_execute");
+    let saved = tmp.path().join("rdb");
+    std::fs::create_dir(&saved).unwrap();
+    for f in ["lua", "lvm.o"] {
+        std::fs::rename(dir.join(f), saved.join(f)).unwrap();
+    }
+    std::fs::copy(tmp.path().join("plain-lvm.c"), dir.join("lvm.c")).unwrap();
+    build("clang-14");
+    same(&saved.join("lvm.o"), &dir.join("lvm.o"));
+    same(&saved.join("lua"), &dir.join("lua"));
+}
