@@ -63,6 +63,9 @@ fn replay_debug(replay: ReplayOptions, binary: PathBuf, timeout: f64) -> Result<
         Err(DebugError::Replay(e)) => return Err(e.into()),
         Err(e) => return Err(e.into()),
     };
+    for (region, why) in &out.regions_without_location {
+        eprintln!("rdb: warning: region {region} cannot run: {why}");
+    }
     for region in &out.regions_never_hit {
         eprintln!("rdb: note: region {region} was never reached in this replay");
     }

@@ -21,6 +21,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use rdb_descriptors::FunctionDescriptors;
 use rdb_host::{DebugHost, HostError, HostOptions, TraceeView};
 use rdb_runtime::{BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, ReplayOutcome, TraceReader};
 
@@ -43,6 +44,9 @@ pub struct DebugReplayOutcome {
     pub problems: u64,
     /// Regions whose code location was never reached.
     pub regions_never_hit: Vec<u32>,
+    /// Regions that have no code location in the binary, with the reason
+    /// the descriptors give.
+    pub regions_without_location: Vec<(u32, String)>,
 }
 
 /// Why a replay with regions could not run.
@@ -81,8 +85,8 @@ fn blake3_file(path: &Path) -> Result<String, DebugError> {
 
 /// Checks that `binary` may replay the trace in `trace_dir` with regions:
 /// same bytes as the recorded executable, descriptors written for it.
-/// Returns the binary's hash.
-pub fn check_binary(trace_dir: &Path, binary: &Path) -> Result<String, DebugError> {
+/// Returns the binary's hash and its function descriptors.
+pub fn check_binary(trace_dir: &Path, binary: &Path) -> Result<(String, FunctionDescriptors), DebugError> {
     let header = TraceReader::open(trace_dir)?.header;
     let actual = blake3_file(binary)?;
     if actual != header.program_blake3 {
@@ -103,14 +107,30 @@ pub fn check_binary(trace_dir: &Path, binary: &Path) -> Result<String, DebugErro
             actual,
         });
     }
-    Ok(actual)
+    Ok((actual, functions))
 }
 
 /// Replays the trace, running the binary's debug regions at their locations.
 /// See the crate docs.
 pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcome, DebugError> {
-    let hash = check_binary(&opts.replay.trace_dir, &opts.binary)?;
-    let host = DebugHost::for_binary(&opts.binary, opts.host)?;
+    let (hash, functions) = check_binary(&opts.replay.trace_dir, &opts.binary)?;
+    let regions_without_location = functions
+        .functions
+        .iter()
+        .filter(|f| f.locations.is_empty())
+        .map(|f| (f.region, f.note.clone().unwrap_or_else(|| "no code location".to_string())))
+        .collect();
+    let mut host_options = opts.host;
+    if opts.replay.pin_cpu && host_options.cpu.is_none() {
+        // One thread runs at a time (replayer, program or debug code): keeping all three on one
+        // CPU makes each hand-over a cheap same-CPU wake-up. The replayer pins itself to the CPU
+        // it runs on; pin first so the host gets the same one.
+        let cpu = rdb_runtime::sys::current_cpu();
+        if rdb_runtime::sys::pin_to_cpu(cpu).is_ok() {
+            host_options.cpu = Some(cpu);
+        }
+    }
+    let host = DebugHost::for_binary(&opts.binary, host_options)?;
     let locations = host.code_locations();
     let mut observer = RegionObserver {
         host,
@@ -126,7 +146,7 @@ pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcom
     never.sort_unstable();
     never.dedup();
     never.retain(|r| !observer.hit.contains(r));
-    Ok(DebugReplayOutcome { replay, calls: observer.calls, problems: observer.problems, regions_never_hit: never })
+    Ok(DebugReplayOutcome { replay, calls: observer.calls, problems: observer.problems, regions_never_hit: never, regions_without_location })
 }
 
 /// Breaks at region locations and calls the debug host there.
