@@ -202,20 +202,26 @@ fn locate_site(
         ));
     } else {
         let instances = function::instances(index, &units, &site.function)?;
-        if let Some(first) = instances.first() {
-            function = EnclosingFunction { name: first.name.clone(), linkage_name: first.linkage_name.clone() };
-        }
+        let mut found = Vec::new();
         for instance in instances {
             if let Some(code) = function::code_address(index, &instance, &site.anchor)? {
-                if let Some(line) = code.fallback_line {
-                    located.warnings.push(format!(
-                        "region {region}: no code for line {} in `{}`; it runs before line {line} at {:#x}",
-                        site.anchor.line, instance.name, code.address
-                    ));
-                }
-                if !placed.iter().any(|(_, a)| *a == code.address) {
-                    placed.push((instance, code.address));
-                }
+                found.push((instance, code));
+            }
+        }
+        // Copies with code on the anchor's own line win over copies that only
+        // have later lines (e.g. the function around a closure holding the region).
+        if found.iter().any(|(_, code)| code.fallback_line.is_none()) {
+            found.retain(|(_, code)| code.fallback_line.is_none());
+        }
+        for (instance, code) in found {
+            if let Some(line) = code.fallback_line {
+                located.warnings.push(format!(
+                    "region {region}: no code for line {} in `{}`; it runs before line {line} at {:#x}",
+                    site.anchor.line, instance.name, code.address
+                ));
+            }
+            if !placed.iter().any(|(_, a)| *a == code.address) {
+                placed.push((instance, code.address));
             }
         }
         if placed.is_empty() {
@@ -227,6 +233,9 @@ fn locate_site(
         }
     }
     placed.sort_by_key(|(_, a)| *a);
+    if let Some((first, _)) = placed.first() {
+        function = EnclosingFunction { name: first.name.clone(), linkage_name: first.linkage_name.clone() };
+    }
     if let Some(n) = &note {
         located.warnings.push(format!("region {region} ({}): {n}; it will never run", show(&site.begin)));
     }

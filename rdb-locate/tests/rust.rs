@@ -12,6 +12,7 @@ fn vm_sites() -> Vec<rdb_locate::RegionSite> {
         site(3, "vm.rs", "largest-ret", "largest", vec![local("best")]),
         site(4, "vm.rs", "shadow-sum", "shadow", vec![local("x"), local("keep"), local("seed")]),
         site(5, "vm.rs", "total-call", "total_of", vec![local("xs"), local("s")]),
+        site(6, "vm.rs", "closure-body", "main", vec![local("w"), local("v")]),
     ]
 }
 
@@ -80,6 +81,11 @@ fn dev_build_monomorphised_copies_and_shadowing() {
     assert_eq!(value("x"), value("seed") * 3 + 100);
     assert_eq!(value("keep"), value("seed") * 3);
     // A slice is a fat pointer: 16 bytes on the stack.
+    // A region in a closure runs in the closure's code, with its locals.
+    let closure = &located.functions[5];
+    assert_eq!(closure.function.name, "vm::main::{closure#0}");
+    let checked = check_against_gdb(&built.binary, &sites, &located, 6);
+    assert_eq!(checked.iter().find(|c| c.name == "w").and_then(|c| c.ours), Some(0));
     let xs = argument(&located, 5, "xs");
     assert_eq!((xs.type_name.as_str(), xs.size), ("&[i64]", 16));
     assert!(matches!(xs.locations[0].location, Location::Stack { .. }), "{xs:#?}");
