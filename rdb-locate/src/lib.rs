@@ -381,16 +381,26 @@ fn locate_static(
 ) -> Result<ArgumentResult, SiteError> {
     let path = argument.static_path.as_deref().unwrap_or(&argument.name);
     let mut warnings = Vec::new();
-    let (type_name, size, location) = match variable::find_static(index, path, units)? {
+    let search = variable::find_static(index, path, units)?;
+    let (type_name, size, location) = match search.found.first() {
         Some(found) => {
+            if search.found.len() > 1 {
+                warnings.push(format!(
+                    "region {}: {} statics match `{path}`; using the first ({:?}); write its full path to choose",
+                    site.region,
+                    search.found.len(),
+                    found.location
+                ));
+            }
             let (type_name, size) = variable::variable_type(index, found.die)?;
-            (type_name, size, found.location)
+            (type_name, size, found.location.clone())
         }
         None => {
-            warnings.push(format!(
-                "region {}: no static `{path}` with a fixed address in the DWARF; it is passed as optimized out",
-                site.region
-            ));
+            let why = match &search.rejected {
+                Some(why) => format!("the static `{path}` cannot be passed: {why}"),
+                None => format!("no static `{path}` with a fixed address in the DWARF"),
+            };
+            warnings.push(format!("region {}: {why}; it is passed as optimized out", site.region));
             ("<unknown>".into(), 0, Location::OptimizedOut)
         }
     };

@@ -13,6 +13,7 @@ fn vm_sites() -> Vec<rdb_locate::RegionSite> {
         site(4, "vm.rs", "shadow-sum", "shadow", vec![local("x"), local("keep"), local("seed")]),
         site(5, "vm.rs", "total-call", "total_of", vec![local("xs"), local("s")]),
         site(6, "vm.rs", "closure-body", "main", vec![local("w"), local("v")]),
+        site(7, "vm.rs", "run-acc", "Vm::run", vec![global("COUNTER", "crate::COUNTER")]),
     ]
 }
 
@@ -51,6 +52,8 @@ fn dev_build_locals_self_static_and_inlined() {
         matches!(&counter.locations[0].location, Location::Symbol { symbol, offset: 0, .. } if symbol.contains("7COUNTER")),
         "{counter:#?}"
     );
+
+    assert_eq!(argument(&located, 7, "COUNTER").locations, counter.locations, "`crate::` paths");
 
     // `scale` is #[inline(always)]: inlined into both calls in `main`.
     let scale = &located.functions[1];
