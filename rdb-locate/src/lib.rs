@@ -16,8 +16,58 @@
 //!   locations at an address.
 //! - [`eval`]: drives gimli's expression evaluator against a [`eval::Machine`]
 //!   (registers + memory); `symbolic` runs it on a symbolic machine to
-//!   obtain descriptor [`Location`](rdb_descriptors::Location)s.
+//!   obtain descriptor [`Location`]s.
 //! - `types`: type names and sizes.
+//!
+//! # What the descriptors mean, precisely
+//!
+//! **Code location.** For each copy of the enclosing function (the
+//! out-of-line subprogram, each monomorphised copy, each inlined copy, the
+//! closure holding the region) the region runs at the lowest address of an
+//! `is_stmt` line-table row of the anchor's file and line, among the rows
+//! whose column is at or after the anchor's column. Not "the row with the
+//! exact column": rustc and clang give a statement's sub-expressions (which
+//! run first) later columns than the statement itself, so the exact-column
+//! row is often in the middle of the statement (measured on
+//! `total += c * (i as i64);`: the column-13 row comes after the multiply).
+//! Rows of earlier statements on the same line have smaller columns and are
+//! left out. When no `is_stmt` row qualifies, any row of the line does; when
+//! the line has no code in that copy, the nearest later line with code is
+//! used and a warning says so (a region that ends a loop body whose closing
+//! brace has no code then runs after the loop: put such a region before the
+//! body's last statement instead). If some copy has code on the anchor line
+//! itself, copies that would only use a later line are dropped.
+//!
+//! **Function names.** `run`, `Vm::run`, `app::Vm::run`, `largest` (any
+//! generic instance), `Vm::fmt` (trait impls: rustc's `{impl#N}` scope
+//! matches any type name). Line-tables-only DWARF has no scopes (functions
+//! match by name) and omits functions nothing is inlined into (they are found
+//! in the ELF symbol table: C names, or Rust legacy-mangled names demangled).
+//!
+//! **Locals.** The innermost `DW_TAG_lexical_block` of the copy containing
+//! the address that declares the name, walking outward; among several
+//! declarations in one scope the latest `DW_AT_decl_line` at or before the
+//! anchor line. If no scope around the address declares it (optimised block
+//! ranges), any declaration in the copy; if only the abstract origin of an
+//! inlined copy declares it, it is optimised out there.
+//!
+//! **Locations.** The variable's expression (or its location-list entry at
+//! the address) is evaluated symbolically (see `symbolic`): `register`,
+//! `stack` (base register + offset; `DW_OP_fbreg` resolves through
+//! `DW_AT_frame_base`, and `DW_OP_call_frame_cfa` through the CFA rule of
+//! `.eh_frame`/`.debug_frame` at that address), `symbol` (+ offset),
+//! `pieces`, `implicit` (constants, `DW_AT_const_value`) and
+//! `optimized_out`. Values the descriptor format cannot express (a register
+//! plus an offset or any other computation marked `DW_OP_stack_value`, a
+//! pointer that must be read from memory, `DW_OP_entry_value`, TLS, implicit
+//! pointers) are passed as `optimized_out` with a warning naming the
+//! variable, the region, the address and the reason.
+//!
+//! **Statics.** A `DW_TAG_variable` whose name and enclosing scopes match the
+//! path (`app::COUNTER`, `crate::COUNTER`, C `counter`, a C function-local
+//! static by its name) and whose location is a fixed address, in the units
+//! of the region's file first; the ELF symbol covering it gives
+//! `symbol + offset`.
 
 pub mod eval;
 mod function;
