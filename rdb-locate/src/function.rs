@@ -59,7 +59,7 @@ pub fn matches_function(wanted: &str, path: &[String], name: &str) -> bool {
 pub fn units_with_file(index: &Index<'_>, file: &std::path::Path) -> Result<Vec<usize>, gimli::Error> {
     let mut out = Vec::new();
     for unit in 0..index.units.len() {
-        if index.lines(unit)?.files.iter().any(|f| same_file(f, file)) {
+        if index.files(unit)?.iter().any(|f| same_file(f, file)) {
             out.push(unit);
         }
     }

@@ -243,6 +243,7 @@ fn locate_site(
     let region = site.region;
     let units = function::units_with_file(index, &site.anchor.file)?;
     let mut note = None;
+    let mut fallback_note = None;
     let mut placed: Vec<(function::Instance, u64)> = Vec::new();
     let mut function = EnclosingFunction { name: site.function.clone(), linkage_name: None };
     if units.is_empty() {
@@ -265,10 +266,12 @@ fn locate_site(
         }
         for (instance, code) in found {
             if let Some(line) = code.fallback_line {
-                located.warnings.push(format!(
-                    "region {region}: no code for line {} in `{}`; it runs before line {line} at {:#x}",
+                let text = format!(
+                    "no code for line {} in `{}`; it runs before line {line} at {:#x}",
                     site.anchor.line, instance.name, code.address
-                ));
+                );
+                located.warnings.push(format!("region {region}: {text}"));
+                fallback_note.get_or_insert(text);
             }
             if !placed.iter().any(|(_, a)| *a == code.address) {
                 placed.push((instance, code.address));
@@ -283,11 +286,16 @@ fn locate_site(
         }
     }
     placed.sort_by_key(|(_, a)| *a);
+    if note.is_none() {
+        note = fallback_note;
+    }
     if let Some((first, _)) = placed.first() {
         function = EnclosingFunction { name: first.name.clone(), linkage_name: first.linkage_name.clone() };
     }
-    if let Some(n) = &note {
-        located.warnings.push(format!("region {region} ({}): {n}; it will never run", show(&site.begin)));
+    if placed.is_empty() {
+        if let Some(n) = &note {
+            located.warnings.push(format!("region {region} ({}): {n}; it will never run", show(&site.begin)));
+        }
     }
     let locations: Vec<CodeLocation> = placed
         .iter()

@@ -14,6 +14,7 @@ fn vm_sites() -> Vec<rdb_locate::RegionSite> {
         site(5, "vm.rs", "total-call", "total_of", vec![local("xs"), local("s")]),
         site(6, "vm.rs", "closure-body", "main", vec![local("w"), local("v")]),
         site(7, "vm.rs", "run-acc", "Vm::run", vec![global("COUNTER", "crate::COUNTER")]),
+        site(8, "vm.rs", "shadow-blank", "shadow", vec![local("x")]),
     ]
 }
 
@@ -91,6 +92,10 @@ fn dev_build_monomorphised_copies_and_shadowing() {
     assert_eq!(checked.iter().find(|c| c.name == "w").and_then(|c| c.ours), Some(0));
     let xs = argument(&located, 5, "xs");
     assert_eq!((xs.type_name.as_str(), xs.size), ("&[i64]", 16));
+    // No code on the anchor's line: the next line's code, with a note.
+    let blank = &located.functions[7];
+    assert_eq!(blank.locations, located.functions[3].locations);
+    assert!(blank.note.as_deref().is_some_and(|n| n.contains("no code for line")), "{blank:#?}");
     assert!(matches!(xs.locations[0].location, Location::Stack { .. }), "{xs:#?}");
 }
 

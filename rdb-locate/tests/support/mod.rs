@@ -78,6 +78,7 @@ pub fn anchor(file: &str, marker: &str) -> SourceLocation {
     for (i, line) in text.lines().enumerate() {
         if line.contains(&tag) && (line.ends_with(&tag) || line.contains(&format!("{tag} "))) {
             let column = line.chars().take_while(|c| c.is_whitespace()).count() + 1;
+
             return SourceLocation { file: file.into(), line: i as u32 + 1, column: column as u32 };
         }
     }
