@@ -99,3 +99,13 @@ fn gcc_frame_base_is_the_cfa() {
         assert!(checked.iter().filter(|c| c.ours.is_some()).count() >= 6, "{opt}: {checked:#?}");
     }
 }
+
+#[test]
+fn compressed_debug_sections() {
+    let plain = clang("list.c", &["-O0"]);
+    let compressed = clang("list.c", &["-O0", "-gz=zlib"]);
+    let sites = list_sites();
+    let a = rdb_locate::locate(&plain.binary, &sites).expect("locate");
+    let b = rdb_locate::locate(&compressed.binary, &sites).expect("locate with SHF_COMPRESSED sections");
+    assert_eq!(a, b);
+}

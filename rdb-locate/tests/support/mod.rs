@@ -21,12 +21,26 @@ pub struct Built {
     pub binary: PathBuf,
 }
 
+/// Where a fixture built with `flags` goes: one directory per test binary,
+/// so test binaries never write the same file.
 fn output_path(file: &str, flags: &[&str]) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rdb-locate");
+    let exe = std::env::current_exe().ok().and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rdb-locate").join(exe.unwrap_or_default());
     std::fs::create_dir_all(&dir).expect("target tmp dir");
     let stem = file.rsplit_once('.').map_or(file, |(s, _)| s);
     let flags: String = flags.iter().map(|f| f.replace(|c: char| !c.is_ascii_alphanumeric(), "")).collect::<Vec<_>>().join("-");
     dir.join(format!("{stem}-{flags}"))
+}
+
+/// Runs a compiler once per output path and process: tests of one binary
+/// run in parallel and may ask for the same build.
+fn build_once(binary: &Path, command: &mut Command) {
+    static BUILT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if !built.iter().any(|b| b == binary) {
+        run(command);
+        built.push(binary.to_path_buf());
+    }
 }
 
 fn run(command: &mut Command) {
@@ -45,7 +59,7 @@ pub fn rustc(file: &str, flags: &[&str]) -> Built {
 /// `rustc <flags> FILE`, no `-g` added.
 pub fn rustc_exactly(file: &str, flags: &[&str]) -> Built {
     let binary = output_path(file, flags);
-    run(Command::new("rustc").current_dir(fixtures()).args(["--edition", "2021"]).args(flags).arg("-o").arg(&binary).arg(file));
+    build_once(&binary, Command::new("rustc").current_dir(fixtures()).args(["--edition", "2021"]).args(flags).arg("-o").arg(&binary).arg(file));
     Built { binary }
 }
 
@@ -59,14 +73,14 @@ pub fn clang(file: &str, flags: &[&str]) -> Built {
 /// `gcc -g <flags> FILE` (its DWARF uses `DW_OP_call_frame_cfa` frame bases).
 pub fn gcc(file: &str, flags: &[&str]) -> Built {
     let binary = output_path(file, &[&["gcc"], flags].concat());
-    run(Command::new("gcc").current_dir(fixtures()).arg("-g").args(flags).arg("-o").arg(&binary).arg(file));
+    build_once(&binary, Command::new("gcc").current_dir(fixtures()).arg("-g").args(flags).arg("-o").arg(&binary).arg(file));
     Built { binary }
 }
 
 /// `clang-14 <flags> FILE`, no `-g` added.
 pub fn clang_exactly(file: &str, flags: &[&str]) -> Built {
     let binary = output_path(file, flags);
-    run(Command::new("clang-14").current_dir(fixtures()).args(flags).arg("-o").arg(&binary).arg(file));
+    build_once(&binary, Command::new("clang-14").current_dir(fixtures()).args(flags).arg("-o").arg(&binary).arg(file));
     Built { binary }
 }
 
