@@ -77,6 +77,21 @@ pub fn gcc(file: &str, flags: &[&str]) -> Built {
     Built { binary }
 }
 
+/// `cargo build <flags>` of the fixture package `dir` (its own workspace),
+/// into a target directory of its own; returns the binary `name`.
+pub fn cargo(dir: &str, flags: &[&str], name: &str) -> Built {
+    let target = output_path(dir, flags);
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command.current_dir(fixtures().join(dir)).args(["build", "--quiet", "--offline"]).args(flags).arg("--target-dir").arg(&target);
+    // The package must build as users build it, whatever this test run sets.
+    command.env_remove("RUSTFLAGS").env_remove("CARGO_ENCODED_RUSTFLAGS");
+    let marker = target.join("built");
+    build_once(&marker, &mut command);
+    let profile = if flags.contains(&"--release") { "release" } else { "debug" };
+    Built { binary: target.join(profile).join(name) }
+}
+
 /// `clang-14 <flags> FILE`, no `-g` added.
 pub fn clang_exactly(file: &str, flags: &[&str]) -> Built {
     let binary = output_path(file, flags);
@@ -253,6 +268,9 @@ pub fn check_against_gdb(binary: &Path, sites: &[RegionSite], located: &Located,
                 // format cannot express: then a warning must say so.
                 Location::OptimizedOut => assert!(
                     theirs.contains("optimized out")
+                        // gdb finds no such variable in scope there: no value either.
+                        // (`frame apply all -s` prints nothing when no frame knows the name.)
+                        || theirs.starts_with("<gdb error:  /")
                         || located.warnings.iter().any(|w| {
                             w.contains(&format!("`{}`", argument.name))
                                 && w.contains(&format!("{:#x}", code.address))
