@@ -109,3 +109,25 @@ fn compressed_debug_sections() {
     let b = rdb_locate::locate(&compressed.binary, &sites).expect("locate with SHF_COMPRESSED sections");
     assert_eq!(a, b);
 }
+
+#[test]
+fn anchor_paths_absolute_relative_or_dotted() {
+    let built = clang("list.c", &["-O0"]);
+    let sites = list_sites();
+    let reference = rdb_locate::locate(&built.binary, &sites).expect("locate");
+    for file in [fixtures().join("list.c"), "./list.c".into()] {
+        let mut moved = sites.clone();
+        for s in &mut moved {
+            s.anchor.file = file.clone();
+        }
+        let located = rdb_locate::locate(&built.binary, &moved).expect("locate");
+        for (a, b) in located.functions.iter().zip(&reference.functions) {
+            assert_eq!(a.locations, b.locations, "{}", file.display());
+        }
+    }
+    // A path naming another file of the same name elsewhere does not match.
+    let mut elsewhere = sites.clone();
+    elsewhere[0].anchor.file = "/elsewhere/list.c".into();
+    let located = rdb_locate::locate(&built.binary, &elsewhere).expect("locate");
+    assert!(located.functions[0].locations.is_empty());
+}
