@@ -43,6 +43,14 @@ fn build_once(binary: &Path, command: &mut Command) {
     }
 }
 
+/// `program` under `timeout`, so a hung compiler fails the test instead of
+/// stalling the suite.
+fn timed(program: &str) -> Command {
+    let mut command = Command::new("timeout");
+    command.args(["600", program]);
+    command
+}
+
 fn run(command: &mut Command) {
     let output = command.output().unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
     assert!(output.status.success(), "{command:?} failed:\n{}", String::from_utf8_lossy(&output.stderr));
@@ -59,7 +67,7 @@ pub fn rustc(file: &str, flags: &[&str]) -> Built {
 /// `rustc <flags> FILE`, no `-g` added.
 pub fn rustc_exactly(file: &str, flags: &[&str]) -> Built {
     let binary = output_path(file, flags);
-    build_once(&binary, Command::new("rustc").current_dir(fixtures()).args(["--edition", "2021"]).args(flags).arg("-o").arg(&binary).arg(file));
+    build_once(&binary, timed("rustc").current_dir(fixtures()).args(["--edition", "2021"]).args(flags).arg("-o").arg(&binary).arg(file));
     Built { binary }
 }
 
@@ -73,7 +81,7 @@ pub fn clang(file: &str, flags: &[&str]) -> Built {
 /// `gcc -g <flags> FILE` (its DWARF uses `DW_OP_call_frame_cfa` frame bases).
 pub fn gcc(file: &str, flags: &[&str]) -> Built {
     let binary = output_path(file, &[&["gcc"], flags].concat());
-    build_once(&binary, Command::new("gcc").current_dir(fixtures()).arg("-g").args(flags).arg("-o").arg(&binary).arg(file));
+    build_once(&binary, timed("gcc").current_dir(fixtures()).arg("-g").args(flags).arg("-o").arg(&binary).arg(file));
     Built { binary }
 }
 
@@ -82,7 +90,7 @@ pub fn gcc(file: &str, flags: &[&str]) -> Built {
 pub fn cargo(dir: &str, flags: &[&str], name: &str) -> Built {
     let target = output_path(dir, flags);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut command = Command::new(cargo);
+    let mut command = timed(&cargo);
     command.current_dir(fixtures().join(dir)).args(["build", "--quiet", "--offline"]).args(flags).arg("--target-dir").arg(&target);
     // The package must build as users build it, whatever this test run sets.
     command.env_remove("RUSTFLAGS").env_remove("CARGO_ENCODED_RUSTFLAGS");
@@ -95,7 +103,7 @@ pub fn cargo(dir: &str, flags: &[&str], name: &str) -> Built {
 /// `clang-14 <flags> FILE`, no `-g` added.
 pub fn clang_exactly(file: &str, flags: &[&str]) -> Built {
     let binary = output_path(file, flags);
-    build_once(&binary, Command::new("clang-14").current_dir(fixtures()).args(flags).arg("-o").arg(&binary).arg(file));
+    build_once(&binary, timed("clang-14").current_dir(fixtures()).args(flags).arg("-o").arg(&binary).arg(file));
     Built { binary }
 }
 
