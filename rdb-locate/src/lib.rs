@@ -191,6 +191,7 @@ pub fn locate_in(binary: &loader::Binary, sites: &[RegionSite]) -> Result<Locate
         }
     }
     if !sites.is_empty() && missing.len() == sites.len() {
+        missing.sort();
         missing.dedup();
         return Err(LocateError::NoDebugInfo {
             path: binary.path.clone(),
