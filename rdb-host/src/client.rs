@@ -230,8 +230,10 @@ impl DebugHost {
         if !entry.function.locations.iter().any(|l| l.address == address) {
             return Err(HostError::NoLocation { region, address, source_location });
         }
-        let refs: Vec<&ArgumentDescriptor> = entry.arguments.iter().collect();
+        let mut refs: Vec<&ArgumentDescriptor> = entry.arguments.iter().collect();
+        refs.sort_by_key(|a| a.position);
         let values = args::compute(region, address, &refs, tracee, &source_location)?;
+        let sizes: Vec<u64> = refs.iter().map(|a| a.size).collect();
         if tracee.pid() != self.last_pid {
             // Another process of the trace: its own address space.
             self.invalidate_mappings();
@@ -242,7 +244,7 @@ impl DebugHost {
             if self.process.is_none() {
                 self.start(tracee.pid())?;
             }
-            let result = self.call(region, &values, tracee, &source_location)?;
+            let result = self.call(region, &values, &sizes, tracee, &source_location)?;
             match result {
                 Called::Done(outcome) => return Ok(outcome),
                 Called::Collision(text) => {
@@ -264,6 +266,7 @@ impl DebugHost {
         &mut self,
         region: u32,
         values: &[ArgValue],
+        sizes: &[u64],
         tracee: &dyn TraceeView,
         source_location: &Loc,
     ) -> Result<Called, HostError> {
@@ -283,9 +286,9 @@ impl DebugHost {
             w.ranges(maps);
         }
         w.u32(values.len() as u32);
-        for v in values {
+        for (v, size) in values.iter().zip(sizes) {
             match v {
-                ArgValue::Address(a) => w.u32(0).u64(*a),
+                ArgValue::Address(a) => w.u32(0).u64(*a).u64(*size),
                 ArgValue::Bytes(b) => w.u32(1).bytes(b),
             };
         }

@@ -270,6 +270,10 @@ fn measure_invoke_cost() {
     let stops: u64 = std::env::var("RDB_STOPS").ok().and_then(|s| s.parse().ok()).unwrap_or(5000);
     let arg = stops.to_string();
     let cpu = std::env::var("RDB_CPU").ok().and_then(|s| s.parse::<usize>().ok());
+    let faults = match std::env::var("RDB_FAULTS").as_deref() {
+        Ok("signal") => FaultHandling::Signal,
+        _ => FaultHandling::Auto,
+    };
     if let Some(cpu) = cpu {
         pin(cpu);
     }
@@ -283,7 +287,9 @@ fn measure_invoke_cost() {
         let live = Live::start(&["1"], "measure-one-stop");
         let (mut opts, _) = options("measure");
         opts.cpu = cpu;
+        opts.faults = faults;
         let mut host = spawn_c(&live, &[5], opts);
+        println!("fault handling: {}", if host.uses_userfaultfd() { "userfaultfd" } else { "SIGSEGV handler" });
         let t = std::time::Instant::now();
         for _ in 0..stops {
             assert!(host.invoke(5, live.location(), &live).unwrap().is_clean());
@@ -299,6 +305,7 @@ fn measure_invoke_cost() {
         let mut live = Live::start(&[&arg], "measure");
         let (mut opts, _) = options("measure");
         opts.cpu = cpu;
+        opts.faults = faults;
         let mut host = spawn_c(&live, &[region], opts);
         let t = std::time::Instant::now();
         let mut n = 0u64;
@@ -477,14 +484,15 @@ fn a_host_for_the_artefacts_beside_a_binary() {
 /// A system call given a never-touched program page: served by userfaultfd;
 /// with the fault handler alone the kernel returns EFAULT (documented).
 fn system_calls_on_program_memory(faults: FaultHandling) {
-    let live = Live::start(&["1"], &format!("syscall-{faults:?}"));
+    let mut live = Live::start(&["3"], &format!("syscall-{faults:?}"));
     let (opts, out) = options_in("syscall", faults);
     let mut host = spawn_c(&live, &[12], opts);
     assert_eq!(host.uses_userfaultfd(), faults == FaultHandling::Userfaultfd);
+    assert!(live.resume() && live.resume()); // third stop: the block exists
     assert!(host.invoke(12, live.location(), &live).unwrap().is_clean());
     let printed = std::fs::read_to_string(&out).unwrap();
     match faults {
-        FaultHandling::Userfaultfd => assert_eq!(printed, "hello from the program\n[debug] write returned 22\n"),
+        FaultHandling::Userfaultfd => assert_eq!(printed, "AAAAAAAA\n[debug] write returned 8\n"),
         _ => assert_eq!(printed, "\n[debug] write returned -1 (errno 14)\n"),
     }
     live.finish();

@@ -141,6 +141,42 @@ impl Mirror {
         }
     }
 
+    /// Fills the pages holding `(address, size)` program objects, in mappings
+    /// untouched since the last invalidation (so no page is filled twice).
+    /// Failures are ignored: the access faults later and is reported then.
+    pub fn prefetch(&mut self, objects: &[(u64, u64)]) {
+        const MOST_PAGES: u64 = 16;
+        let cur = self.current;
+        let untouched: Vec<bool> = self.ranges().iter().map(|r| !r.touched).collect();
+        let mut done: Vec<u64> = Vec::new();
+        let mut bounce: Vec<u8> = Vec::new();
+        for &(address, size) in objects {
+            let first = address & !(PAGE - 1);
+            let last = address.saturating_add(size.max(1) - 1) & !(PAGE - 1);
+            let mut page = first;
+            while page <= last && page < first + MOST_PAGES * PAGE {
+                let Some(i) = self.find(page) else { break };
+                let r = self.tables[cur][i];
+                let block = (page & !(self.chunk - 1)).max(r.start);
+                let end = (block + self.chunk).min(r.end);
+                if untouched[i] && !r.collided && r.prot & libc::PROT_READ as u32 != 0 && !done.contains(&block) {
+                    done.push(block);
+                    let ok = if r.uffd {
+                        bounce.resize((end - block) as usize, 0);
+                        read_program(self, &mut bounce, block, end - block)
+                            && copy_in(self.uffd, &bounce, block, end - block)
+                    } else {
+                        fill(self, block, end - block, r.prot as i32)
+                    };
+                    if ok {
+                        self.tables[cur][i].touched = true;
+                    }
+                }
+                page = end.max(page + PAGE);
+            }
+        }
+    }
+
     /// Replaces the mirrored set by the first `n` ranges of `incoming`
     /// (sorted, non-overlapping): unmaps what went away, reserves what is
     /// new. Collisions with the host's own memory are recorded in `collisions`.

@@ -188,9 +188,15 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     // Register and constant values live in 16-byte aligned host storage.
     let mut storage: Vec<Vec<u128>> = Vec::new();
     let mut argv: Vec<*const c_void> = Vec::with_capacity(count as usize);
+    let mut in_program: Vec<(u64, u64)> = Vec::new();
     for _ in 0..count {
         match r.u32().ok_or("argument")? {
-            0 => argv.push(r.u64().ok_or("argument")? as *const c_void),
+            0 => {
+                let address = r.u64().ok_or("argument")?;
+                let size = r.u64().ok_or("argument")?;
+                in_program.push((address, size));
+                argv.push(address as *const c_void);
+            }
             _ => {
                 let bytes = r.bytes().ok_or("argument")?;
                 let mut cell = vec![0u128; bytes.len().div_ceil(16).max(1)];
@@ -214,6 +220,9 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     };
     st.nwrites = 0;
     st.wrote = false;
+    // Debug code is about to read its arguments: fill their pages now, in
+    // one go, rather than one fault each.
+    st.prefetch(&in_program);
     st.in_call = true;
     // SAFETY: the function has the documented calling convention and argv
     // holds one valid address per argument; program memory is mirrored
