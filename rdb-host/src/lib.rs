@@ -66,7 +66,9 @@
 //!   userfaultfd wins on what debug code may do; the handler stays for
 //!   unprivileged hosts, and catches writes and not-yet-mirrored addresses
 //!   in both modes. An address the host does not mirror yet (a heap that
-//!   grew, a new mmap) makes it ask for the current mapping list.
+//!   grew, a new mmap) makes it ask for the current mapping list. Before a
+//!   call, the pages of its in-memory arguments (stack and static
+//!   variables) are filled in one go instead of one fault each.
 //! - **Protection** (rdB §5.3). A write to a mirrored page is detected (x86
 //!   page-fault error code), reported as
 //!   [`InvokeOutcome::WroteProgramMemory`] and, by default, lands in a
