@@ -540,11 +540,26 @@ fn crash(st: &Mirror, signal: i32, addr: u64, why: u32) -> ! {
     msg[8..16].copy_from_slice(&addr.to_le_bytes());
     msg[16..20].copy_from_slice(&why.to_le_bytes());
     send_all(st.fd, &msg);
-    // SAFETY: best effort; the replayer kills the host if this hangs.
+    // Keep what debug code printed so far, unless another thread holds the
+    // stream (the faulting thread, when the userfaultfd thread gives up):
+    // flushing would then wait forever.
+    // SAFETY: glibc's standard streams; best effort before exiting.
     unsafe {
-        libc::fflush(std::ptr::null_mut());
+        for stream in [stdout, stderr] {
+            if ftrylockfile(stream) == 0 {
+                libc::fflush(stream);
+                funlockfile(stream);
+            }
+        }
         libc::_exit(128 + signal)
     }
+}
+
+extern "C" {
+    static stdout: *mut libc::FILE;
+    static stderr: *mut libc::FILE;
+    fn ftrylockfile(stream: *mut libc::FILE) -> libc::c_int;
+    fn funlockfile(stream: *mut libc::FILE);
 }
 
 extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
