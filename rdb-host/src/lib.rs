@@ -105,7 +105,7 @@ mod tracee;
 
 pub use args::ArgValue;
 pub use client::{DebugHost, FaultHandling, HostOptions, MemoryAccess, WritePolicy};
-pub use error::{HostError, InvokeOutcome, Invocation, Loc};
-pub use host::{host_main, run_if_host};
+pub use error::{HostError, Invocation, InvokeOutcome, Loc};
 pub use host::module::PANIC_HOOK_SYMBOL;
+pub use host::{host_main, run_if_host};
 pub use tracee::{parse_maps, Mapping, TraceeView};

@@ -58,7 +58,11 @@ impl Mapping {
                 prot |= libc::PROT_EXEC as u32;
             }
         }
-        RangeSpec { start: self.start, end: self.end, prot }
+        RangeSpec {
+            start: self.start,
+            end: self.end,
+            prot,
+        }
     }
 }
 
@@ -104,14 +108,22 @@ fn skip_fields(line: &str, n: usize) -> &str {
 
 fn read_xmm_ptrace(pid: i32, n: u16) -> io::Result<[u8; 16]> {
     if n > 15 {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("no register xmm{n} on x86-64")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("no register xmm{n} on x86-64"),
+        ));
     }
     // SAFETY: user_fpregs_struct is plain data; PTRACE_GETFPREGS fills it
     // or fails without touching it.
     let mut fp: libc::user_fpregs_struct = unsafe { std::mem::zeroed() };
     // SAFETY: the kernel writes at most size_of::<user_fpregs_struct>() bytes at `&mut fp`.
     let r = unsafe {
-        libc::ptrace(libc::PTRACE_GETFPREGS, pid, std::ptr::null_mut::<libc::c_void>(), &mut fp as *mut _)
+        libc::ptrace(
+            libc::PTRACE_GETFPREGS,
+            pid,
+            std::ptr::null_mut::<libc::c_void>(),
+            &mut fp as *mut _,
+        )
     };
     if r < 0 {
         return Err(io::Error::last_os_error());
@@ -149,6 +161,9 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
         assert_eq!(maps[4].name, "");
         assert_eq!(maps[4].spec().prot, 0);
         assert!(!maps[5].mirrored());
-        assert_eq!(maps[3].spec().prot, (libc::PROT_READ | libc::PROT_EXEC) as u32);
+        assert_eq!(
+            maps[3].spec().prot,
+            (libc::PROT_READ | libc::PROT_EXEC) as u32
+        );
     }
 }

@@ -2,7 +2,9 @@
 
 mod support;
 
-use rdb_host::{DebugHost, FaultHandling, HostError, HostOptions, InvokeOutcome, MemoryAccess, WritePolicy};
+use rdb_host::{
+    DebugHost, FaultHandling, HostError, HostOptions, InvokeOutcome, MemoryAccess, WritePolicy,
+};
 use std::time::Duration;
 use support::*;
 
@@ -45,7 +47,10 @@ fn userfaultfd_available() -> bool {
     // SAFETY: probing syscall; the descriptor is closed at once.
     let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC) };
     if fd < 0 {
-        eprintln!("userfaultfd unavailable here ({}); userfaultfd-mode test skipped", std::io::Error::last_os_error());
+        eprintln!(
+            "userfaultfd unavailable here ({}); userfaultfd-mode test skipped",
+            std::io::Error::last_os_error()
+        );
         return false;
     }
     // SAFETY: our own descriptor.
@@ -95,16 +100,26 @@ fn sees_program_memory(memory: MemoryAccess, tag: &str, faults: FaultHandling) {
             let report = host.invoke(1, live.location(), &live).unwrap();
             assert!(report.is_clean(), "{report}");
         }
-        assert_eq!(live.read_u64(counter + live.bias), before, "the program's memory changed");
+        assert_eq!(
+            live.read_u64(counter + live.bias),
+            before,
+            "the program's memory changed"
+        );
         host.invalidate();
         if !live.resume() {
             break;
         }
     }
     assert_eq!(k, 5);
-    assert_eq!(live.finish(), plain_run(&["5"]), "the program's output changed");
+    assert_eq!(
+        live.finish(),
+        plain_run(&["5"]),
+        "the program's output changed"
+    );
     let printed = std::fs::read_to_string(&out).unwrap();
-    let expected: Vec<String> = (1..=10).map(|hit| expected_line(hit, hit.div_ceil(2))).collect();
+    let expected: Vec<String> = (1..=10)
+        .map(|hit| expected_line(hit, hit.div_ceil(2)))
+        .collect();
     assert_eq!(printed.lines().collect::<Vec<_>>(), expected);
     assert_eq!(host.restarts(), 0);
 }
@@ -125,10 +140,19 @@ fn a_write_to_program_memory_is_reported_and_discarded(faults: FaultHandling) {
     let counter = counter + live.bias;
     live.resume(); // second stop: counter == 1
     let report = host.invoke(2, live.location(), &live).unwrap();
-    assert_eq!(report.outcome, InvokeOutcome::WroteProgramMemory { addresses: vec![counter], aborted: false });
+    assert_eq!(
+        report.outcome,
+        InvokeOutcome::WroteProgramMemory {
+            addresses: vec![counter],
+            aborted: false
+        }
+    );
     assert!(!report.host_restarted);
     let text = report.to_string();
-    assert!(text.contains("region 2 (program.c:20:5)") && text.contains(&format!("{counter:#x}")), "{text}");
+    assert!(
+        text.contains("region 2 (program.c:20:5)") && text.contains(&format!("{counter:#x}")),
+        "{text}"
+    );
     assert_eq!(live.read_u64(counter), 1, "the program was written");
     // Same stop: the debug copy of the page was discarded, state kept (hit=2).
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
@@ -137,7 +161,10 @@ fn a_write_to_program_memory_is_reported_and_discarded(faults: FaultHandling) {
     let printed = std::fs::read_to_string(&out).unwrap();
     assert_eq!(
         printed,
-        format!("[debug] wrote counter, now reads 999\n{}\n", expected_line(2, 2))
+        format!(
+            "[debug] wrote counter, now reads 999\n{}\n",
+            expected_line(2, 2)
+        )
     );
 }
 
@@ -150,14 +177,23 @@ fn a_write_can_abort_the_call(faults: FaultHandling) {
     let report = host.invoke(2, live.location(), &live).unwrap();
     assert_eq!(
         report.outcome,
-        InvokeOutcome::WroteProgramMemory { addresses: vec![counter + live.bias], aborted: true }
+        InvokeOutcome::WroteProgramMemory {
+            addresses: vec![counter + live.bias],
+            aborted: true
+        }
     );
-    assert!(report.host_restarted && report.to_string().contains("debug-only state"), "{report}");
+    assert!(
+        report.host_restarted && report.to_string().contains("debug-only state"),
+        "{report}"
+    );
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
     assert_eq!(live.finish(), plain_run(&["3"]));
     // The aborted call printed nothing (stopped before its printf); the
     // restarted host counts from 1 again.
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{}\n", expected_line(1, 1)));
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        format!("{}\n", expected_line(1, 1))
+    );
 }
 
 fn a_crash_in_debug_code_is_reported_and_the_host_restarts(faults: FaultHandling) {
@@ -168,7 +204,11 @@ fn a_crash_in_debug_code_is_reported_and_the_host_restarts(faults: FaultHandling
     let pid = host.host_pid();
     let report = host.invoke(3, live.location(), &live).unwrap();
     match &report.outcome {
-        InvokeOutcome::Crashed { signal, address, reason } => {
+        InvokeOutcome::Crashed {
+            signal,
+            address,
+            reason,
+        } => {
             assert_eq!(*signal, libc::SIGSEGV);
             assert_eq!(*address, Some(0x10));
             assert!(reason.contains("no memory at this address"), "{reason}");
@@ -180,9 +220,22 @@ fn a_crash_in_debug_code_is_reported_and_the_host_restarts(faults: FaultHandling
     host.invalidate();
     assert!(live.resume());
     let report = host.invoke(6, live.location(), &live).unwrap();
-    assert!(matches!(report.outcome, InvokeOutcome::Crashed { signal: libc::SIGABRT, .. }), "{report}");
+    assert!(
+        matches!(
+            report.outcome,
+            InvokeOutcome::Crashed {
+                signal: libc::SIGABRT,
+                ..
+            }
+        ),
+        "{report}"
+    );
     let report = host.invoke(9, live.location(), &live).unwrap();
-    assert!(report.to_string().contains("SIGSEGV") && report.to_string().contains("overflowed its stack"), "{report}");
+    assert!(
+        report.to_string().contains("SIGSEGV")
+            && report.to_string().contains("overflowed its stack"),
+        "{report}"
+    );
     host.invalidate();
     assert!(live.resume());
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
@@ -207,12 +260,20 @@ fn a_hang_times_out_and_the_host_restarts() {
     opts.timeout = Duration::from_millis(1500);
     let mut host = spawn_c(&live, &[1, 4], opts);
     let report = host.invoke(4, live.location(), &live).unwrap();
-    assert_eq!(report.outcome, InvokeOutcome::TimedOut { after: Duration::from_millis(1500) });
+    assert_eq!(
+        report.outcome,
+        InvokeOutcome::TimedOut {
+            after: Duration::from_millis(1500)
+        }
+    );
     assert!(report.host_restarted);
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
     assert_eq!(live.finish(), plain_run(&["2"]));
     let printed = std::fs::read_to_string(&out).unwrap();
-    assert!(printed.ends_with(&format!("{}\n", expected_line(1, 1))), "{printed}");
+    assert!(
+        printed.ends_with(&format!("{}\n", expected_line(1, 1))),
+        "{printed}"
+    );
 }
 
 #[test]
@@ -223,7 +284,12 @@ fn rust_module_panics_are_reported_and_state_survives() {
     let mut host = DebugHost::spawn(&fixtures().rust_module, &functions, &arguments, opts).unwrap();
     assert!(host.invoke(10, live.location(), &live).unwrap().is_clean());
     let report = host.invoke(11, live.location(), &live).unwrap();
-    assert_eq!(report.outcome, InvokeOutcome::Panicked { message: "debug code gave up at call 2".into() });
+    assert_eq!(
+        report.outcome,
+        InvokeOutcome::Panicked {
+            message: "debug code gave up at call 2".into()
+        }
+    );
     assert!(!report.host_restarted);
     host.invalidate();
     assert!(live.resume());
@@ -241,23 +307,51 @@ fn unknown_functions_and_unavailable_arguments_are_clear_errors() {
     let live = Live::start(&["1"], "errors");
     let (opts, _) = options("errors");
     let (functions, arguments) = descriptors(live.location(), &[1, 77], c_entry);
-    let err = DebugHost::spawn(&fixtures().c_module, &functions, &arguments, opts).err().unwrap();
+    let err = DebugHost::spawn(&fixtures().c_module, &functions, &arguments, opts)
+        .err()
+        .unwrap();
     assert!(matches!(err, HostError::Module { .. }));
-    assert!(err.to_string().contains("region 77: no exported symbol `__rdb_entry_77`"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("region 77: no exported symbol `__rdb_entry_77`"),
+        "{err}"
+    );
 
     let (opts, _) = options("errors2");
     let (functions, mut arguments) = descriptors(live.location(), &[1], c_entry);
     arguments.arguments[1].locations[0].location = rdb_descriptors::Location::OptimizedOut;
     let mut host = DebugHost::spawn(&fixtures().c_module, &functions, &arguments, opts).unwrap();
-    let err = host.invoke(1, live.location(), &live).unwrap_err().to_string();
-    assert!(err.contains("region 1 (program.c:10:5): argument `i` (position 1) is optimized out"), "{err}");
-    let err = host.invoke(1, live.location() + 1, &live).unwrap_err().to_string();
+    let err = host
+        .invoke(1, live.location(), &live)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("region 1 (program.c:10:5): argument `i` (position 1) is optimized out"),
+        "{err}"
+    );
+    let err = host
+        .invoke(1, live.location() + 1, &live)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("has no code location at address"), "{err}");
-    let err = host.invoke(5, live.location(), &live).unwrap_err().to_string();
-    assert!(err.contains("region 5 is not in the function descriptors"), "{err}");
+    let err = host
+        .invoke(5, live.location(), &live)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("region 5 is not in the function descriptors"),
+        "{err}"
+    );
 
     let (opts, _) = options("errors3");
-    let err = DebugHost::spawn(&fixtures().dir.join("missing.so"), &functions, &arguments, opts).err().unwrap();
+    let err = DebugHost::spawn(
+        &fixtures().dir.join("missing.so"),
+        &functions,
+        &arguments,
+        opts,
+    )
+    .err()
+    .unwrap();
     assert!(err.to_string().contains("missing.so"), "{err}");
     live.finish();
 }
@@ -267,9 +361,14 @@ fn unknown_functions_and_unavailable_arguments_are_clear_errors() {
 #[test]
 #[ignore]
 fn measure_invoke_cost() {
-    let stops: u64 = std::env::var("RDB_STOPS").ok().and_then(|s| s.parse().ok()).unwrap_or(5000);
+    let stops: u64 = std::env::var("RDB_STOPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5000);
     let arg = stops.to_string();
-    let cpu = std::env::var("RDB_CPU").ok().and_then(|s| s.parse::<usize>().ok());
+    let cpu = std::env::var("RDB_CPU")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok());
     let faults = match std::env::var("RDB_FAULTS").as_deref() {
         Ok("signal") => FaultHandling::Signal,
         _ => FaultHandling::Auto,
@@ -289,7 +388,14 @@ fn measure_invoke_cost() {
         opts.cpu = cpu;
         opts.faults = faults;
         let mut host = spawn_c(&live, &[5], opts);
-        println!("fault handling: {}", if host.uses_userfaultfd() { "userfaultfd" } else { "SIGSEGV handler" });
+        println!(
+            "fault handling: {}",
+            if host.uses_userfaultfd() {
+                "userfaultfd"
+            } else {
+                "SIGSEGV handler"
+            }
+        );
         let t = std::time::Instant::now();
         for _ in 0..stops {
             assert!(host.invoke(5, live.location(), &live).unwrap().is_clean());
@@ -313,7 +419,10 @@ fn measure_invoke_cost() {
         loop {
             if region == 5 || n < 200 {
                 let t = std::time::Instant::now();
-                assert!(host.invoke(region, live.location(), &live).unwrap().is_clean());
+                assert!(host
+                    .invoke(region, live.location(), &live)
+                    .unwrap()
+                    .is_clean());
                 in_invoke += t.elapsed();
                 n += 1;
             }
@@ -403,7 +512,14 @@ impl rdb_host::TraceeView for WithExtraMappings<'_> {
 }
 
 fn fake_mapping(start: u64, end: u64) -> rdb_host::Mapping {
-    rdb_host::Mapping { start, end, readable: true, writable: true, executable: false, name: "[fake]".into() }
+    rdb_host::Mapping {
+        start,
+        end,
+        readable: true,
+        writable: true,
+        executable: false,
+        name: "[fake]".into(),
+    }
 }
 
 #[test]
@@ -412,13 +528,23 @@ fn a_collision_at_start_up_gets_a_fresh_host() {
     let (opts, out) = options("collision-once");
     let mut host = spawn_c(&live, &[1], opts);
     // Pretend the program has memory exactly where this host has its stack.
-    let host_maps = std::fs::read_to_string(format!("/proc/{}/maps", host.host_pid().unwrap())).unwrap();
-    let stack = rdb_host::parse_maps(&host_maps).into_iter().find(|m| m.name == "[stack]").unwrap();
-    let view = WithExtraMappings { live: &live, extra: vec![fake_mapping(stack.start, stack.end)] };
+    let host_maps =
+        std::fs::read_to_string(format!("/proc/{}/maps", host.host_pid().unwrap())).unwrap();
+    let stack = rdb_host::parse_maps(&host_maps)
+        .into_iter()
+        .find(|m| m.name == "[stack]")
+        .unwrap();
+    let view = WithExtraMappings {
+        live: &live,
+        extra: vec![fake_mapping(stack.start, stack.end)],
+    };
     let report = host.invoke(1, live.location(), &view).unwrap();
     assert!(report.is_clean(), "{report}");
     assert_eq!(host.restarts(), 1);
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{}\n", expected_line(1, 1)));
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        format!("{}\n", expected_line(1, 1))
+    );
     live.finish();
 }
 
@@ -429,11 +555,19 @@ fn a_lasting_collision_is_refused_with_an_explanation() {
     let mut host = spawn_c(&live, &[1], opts);
     // Where a randomised process keeps its shared libraries and (almost
     // always) its stack, below the program's own (ASLR off) libraries.
-    let view = WithExtraMappings { live: &live, extra: vec![fake_mapping(0x7e00_0000_0000, 0x7fff_0000_0000)] };
+    let view = WithExtraMappings {
+        live: &live,
+        extra: vec![fake_mapping(0x7e00_0000_0000, 0x7fff_0000_0000)],
+    };
     let err = host.invoke(1, live.location(), &view).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, HostError::Collision(_)), "{text}");
-    assert!(text.contains("program range 0x7e0000000000-0x7fff00000000 overlaps the debug host's own 0x7"), "{text}");
+    assert!(
+        text.contains(
+            "program range 0x7e0000000000-0x7fff00000000 overlaps the debug host's own 0x7"
+        ),
+        "{text}"
+    );
     assert!(text.contains("libc") || text.contains("[stack]"), "{text}");
     assert_eq!(host.restarts(), 3);
     // Without the made-up range, the same host works.
@@ -453,7 +587,9 @@ fn debug_code_can_run_program_code_on_program_data(faults: FaultHandling) {
         }
     }
     assert_eq!(live.finish(), plain_run(&["3"]));
-    let expected: String = (1..=3).map(|k| format!("[debug] program's list_len says {k}, ours says {k}\n")).collect();
+    let expected: String = (1..=3)
+        .map(|k| format!("[debug] program's list_len says {k}, ours says {k}\n"))
+        .collect();
     assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
 }
 
@@ -470,9 +606,15 @@ fn a_host_for_the_artefacts_beside_a_binary() {
     rdb_descriptors::store(&paths.arguments, &arguments).unwrap();
     let (opts, out) = options("artefacts");
     let mut host = DebugHost::for_binary(&binary, opts).unwrap();
-    assert_eq!(host.code_locations().into_iter().collect::<Vec<_>>(), vec![(live.location(), vec![1, 5])]);
+    assert_eq!(
+        host.code_locations().into_iter().collect::<Vec<_>>(),
+        vec![(live.location(), vec![1, 5])]
+    );
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{}\n", expected_line(1, 1)));
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        format!("{}\n", expected_line(1, 1))
+    );
     live.finish();
 
     std::fs::write(&paths.arguments, "{}").unwrap();
@@ -487,7 +629,10 @@ fn system_calls_on_program_memory(faults: FaultHandling) {
     let mut live = Live::start(&["3"], &format!("syscall-{faults:?}"));
     let (opts, out) = options_in("syscall", faults);
     let mut host = spawn_c(&live, &[12], opts);
-    assert_eq!(host.uses_userfaultfd(), faults == FaultHandling::Userfaultfd);
+    assert_eq!(
+        host.uses_userfaultfd(),
+        faults == FaultHandling::Userfaultfd
+    );
     assert!(live.resume() && live.resume()); // third stop: the block exists
     assert!(host.invoke(12, live.location(), &live).unwrap().is_clean());
     let printed = std::fs::read_to_string(&out).unwrap();

@@ -26,10 +26,17 @@ pub fn run_if_host() {
 /// that re-executes itself with these arguments). Never returns.
 pub fn host_main() -> ! {
     let args: Vec<String> = std::env::args().collect();
-    let fd = match args.iter().position(|a| a == "--fd").and_then(|i| args.get(i + 1)).and_then(|s| s.parse().ok()) {
+    let fd = match args
+        .iter()
+        .position(|a| a == "--fd")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+    {
         Some(fd) => fd,
         None => {
-            eprintln!("rdb-debug-host: this program is started by rdb (usage: rdb-debug-host --fd N)");
+            eprintln!(
+                "rdb-debug-host: this program is started by rdb (usage: rdb-debug-host --fd N)"
+            );
             std::process::exit(2)
         }
     };
@@ -61,9 +68,19 @@ fn recv(fd: i32, buf: &mut [u8]) -> Result<usize, String> {
 
 fn send(fd: i32, message: &[u8]) -> Result<(), String> {
     // SAFETY: message is a valid buffer.
-    let n = unsafe { libc::send(fd, message.as_ptr().cast(), message.len(), libc::MSG_NOSIGNAL) };
+    let n = unsafe {
+        libc::send(
+            fd,
+            message.as_ptr().cast(),
+            message.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
     if n != message.len() as isize {
-        return Err(format!("sending to rdb: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "sending to rdb: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     Ok(())
 }
@@ -93,7 +110,10 @@ fn serve(fd: i32) -> Result<(), String> {
             Some(protocol::INVOKE) => {
                 let reply = invoke(&module, r).unwrap_or_else(|e| {
                     let mut w = Writer::new(protocol::DONE);
-                    w.u32(protocol::STATUS_PROTOCOL).u32(0).bytes(b"").bytes(format!("malformed request: {e}").as_bytes());
+                    w.u32(protocol::STATUS_PROTOCOL)
+                        .u32(0)
+                        .bytes(b"")
+                        .bytes(format!("malformed request: {e}").as_bytes());
                     w
                 });
                 send(fd, &reply.0)?;
@@ -122,7 +142,14 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
         let region = r.u32().ok_or_else(bad)?;
         let kind = r.u32().ok_or_else(bad)?;
         let name = String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned();
-        wants.push((region, if kind == 0 { Want::Symbol(name) } else { Want::RegionTable }));
+        wants.push((
+            region,
+            if kind == 0 {
+                Want::Symbol(name)
+            } else {
+                Want::RegionTable
+            },
+        ));
     }
     if cpu != u32::MAX {
         pin_to_cpu(cpu as usize);
@@ -201,7 +228,13 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
                 let bytes = r.bytes().ok_or("argument")?;
                 let mut cell = vec![0u128; bytes.len().div_ceil(16).max(1)];
                 // SAFETY: cell has at least bytes.len() bytes.
-                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), cell.as_mut_ptr().cast::<u8>(), bytes.len()) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        bytes.as_ptr(),
+                        cell.as_mut_ptr().cast::<u8>(),
+                        bytes.len(),
+                    )
+                };
                 argv.push(cell.as_ptr().cast());
                 storage.push(cell);
             }
@@ -211,11 +244,19 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     if st.ncollisions > 0 {
         let text = collision_report(&st.collisions[..st.ncollisions]);
         st.ncollisions = 0;
-        reply.u32(protocol::STATUS_COLLISION).u32(0).bytes(b"").bytes(text.as_bytes());
+        reply
+            .u32(protocol::STATUS_COLLISION)
+            .u32(0)
+            .bytes(b"")
+            .bytes(text.as_bytes());
         return Ok(reply);
     }
     let Some(&function) = module.functions.get(&region) else {
-        reply.u32(protocol::STATUS_PROTOCOL).u32(0).bytes(b"").bytes(format!("region {region} was not loaded").as_bytes());
+        reply
+            .u32(protocol::STATUS_PROTOCOL)
+            .u32(0)
+            .bytes(b"")
+            .bytes(format!("region {region} was not loaded").as_bytes());
         return Ok(reply);
     };
     st.nwrites = 0;
@@ -238,12 +279,20 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
         st.invalidate();
     }
     drop(storage);
-    let status = if st.ncollisions > 0 { protocol::STATUS_RAN_WITH_COLLISION } else { protocol::STATUS_RAN };
+    let status = if st.ncollisions > 0 {
+        protocol::STATUS_RAN_WITH_COLLISION
+    } else {
+        protocol::STATUS_RAN
+    };
     reply.u32(status).u32(st.nwrites as u32);
     for &w in &st.writes[..st.nwrites] {
         reply.u64(w);
     }
-    let panic = module::PANIC.lock().ok().and_then(|mut p| p.take()).unwrap_or_default();
+    let panic = module::PANIC
+        .lock()
+        .ok()
+        .and_then(|mut p| p.take())
+        .unwrap_or_default();
     reply.bytes(panic.as_bytes());
     let collisions = if st.ncollisions > 0 {
         let text = collision_report(&st.collisions[..st.ncollisions]);
@@ -266,13 +315,28 @@ fn collision_report(ranges: &[protocol::RangeSpec]) -> String {
         let hits: Vec<String> = own
             .iter()
             .filter(|m| m.start < r.end && r.start < m.end)
-            .map(|m| format!("{:#x}-{:#x} {}", m.start, m.end, if m.name.is_empty() { "(anonymous)" } else { &m.name }))
+            .map(|m| {
+                format!(
+                    "{:#x}-{:#x} {}",
+                    m.start,
+                    m.end,
+                    if m.name.is_empty() {
+                        "(anonymous)"
+                    } else {
+                        &m.name
+                    }
+                )
+            })
             .collect();
         parts.push(format!(
             "program range {:#x}-{:#x} overlaps the debug host's own {}",
             r.start,
             r.end,
-            if hits.is_empty() { "memory".to_string() } else { hits.join(", ") }
+            if hits.is_empty() {
+                "memory".to_string()
+            } else {
+                hits.join(", ")
+            }
         ));
     }
     format!(
