@@ -642,3 +642,23 @@ fn system_calls_on_program_memory(faults: FaultHandling) {
     }
     live.finish();
 }
+
+#[test]
+fn floating_point_arguments_come_from_xmm_registers() {
+    let mut live = Live::start(&["3"], "xmm");
+    let (opts, out) = options("xmm");
+    let mut host = spawn_c(&live, &[13], opts);
+    loop {
+        let report = host.invoke(13, live.location(), &live).unwrap();
+        assert!(report.is_clean(), "{report}");
+        host.invalidate();
+        if !live.resume() {
+            break;
+        }
+    }
+    live.finish();
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "[debug] i=0 ratio=0.00\n[debug] i=1 ratio=0.50\n[debug] i=2 ratio=1.00\n"
+    );
+}

@@ -240,6 +240,9 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
             }
         }
     }
+    // A null after the last argument: a module expecting more arguments than
+    // the descriptors give crashes on a null pointer, not on stray memory.
+    argv.push(std::ptr::null());
     let mut reply = Writer::new(protocol::DONE);
     if st.ncollisions > 0 {
         let text = collision_report(&st.collisions[..st.ncollisions]);

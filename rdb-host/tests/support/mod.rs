@@ -361,6 +361,13 @@ pub fn descriptors(
                     address: len_fn,
                 },
             ),
+            (
+                "ratio",
+                8,
+                Location::Register {
+                    register: Register::x86_64(17),
+                },
+            ),
         ];
         for (position, (name, size, place)) in args.into_iter().enumerate() {
             arguments.arguments.push(ArgumentDescriptor {
