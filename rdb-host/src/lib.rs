@@ -10,16 +10,18 @@
 //! ```no_run
 //! # fn demo(tracee: &dyn rdb_host::TraceeView) -> Result<(), rdb_host::HostError> {
 //! use rdb_host::{DebugHost, HostOptions};
-//! let paths = rdb_descriptors::artefact_paths("target/rdb/debug/app".as_ref());
-//! let functions = rdb_descriptors::load_functions(&paths.functions).unwrap();
-//! let arguments = rdb_descriptors::load_arguments(&paths.arguments).unwrap();
-//! let mut host = DebugHost::spawn(&paths.debug_module, &functions, &arguments, HostOptions::default())?;
-//! // ... program stopped at functions.functions[0].locations[0].address (+ load bias):
-//! let report = host.invoke(functions.functions[0].region, functions.functions[0].locations[0].address, tracee)?;
-//! if !report.is_clean() {
-//!     eprintln!("warning: {report}");
+//! // <bin>.rdb-functions.json, <bin>.rdb-arguments.json and the module they name:
+//! let mut host = DebugHost::for_binary("target/rdb/debug/app".as_ref(), HostOptions::default())?;
+//! for (address, regions) in host.code_locations() {
+//!     // ... set a breakpoint at load_bias + address; when the program stops there:
+//!     for region in regions {
+//!         let report = host.invoke(region, address, tracee)?;
+//!         if !report.is_clean() {
+//!             eprintln!("warning: {report}");
+//!         }
+//!     }
+//!     host.invalidate(); // before resuming the program
 //! }
-//! host.invalidate(); // before resuming the program
 //! # Ok(()) }
 //! ```
 //!
@@ -95,6 +97,19 @@
 //!   [`InvokeOutcome::Panicked`]. It should also flush its Rust `stdout`
 //!   (the host flushes C stdio only). A panic that escapes aborts the host:
 //!   reported as a crash with `SIGABRT`.
+//! - `argv` ends with a null pointer after the last argument.
+//!
+//! # Limits
+//!
+//! - Debug code runs on one thread; threads it starts must not touch
+//!   program memory.
+//! - The program's thread-local storage is not mirrored (debug code has its
+//!   own); program code run through a pointer sees the host's.
+//! - Program text is mirrored as it is at the stop, breakpoints included:
+//!   debug code calling a program function that holds a region breakpoint
+//!   hits `int3` (reported as a `SIGTRAP` crash).
+//! - The host is a child process of the caller: a replayer that reaps with
+//!   `waitpid(-1, ...)` must leave [`DebugHost::host_pid`] alone.
 
 mod args;
 mod client;
