@@ -673,3 +673,36 @@ fn floating_point_arguments_come_from_xmm_registers() {
         "[debug] i=0 ratio=0.00\n[debug] i=1 ratio=0.50\n[debug] i=2 ratio=1.00\n"
     );
 }
+
+#[test]
+fn a_host_killed_from_outside_is_reported_and_replaced() {
+    let live = Live::start(&["1"], "killed");
+    let (opts, out) = options("killed");
+    let mut host = spawn_c(&live, &[1], opts);
+    assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
+    let pid = host.host_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let report = host.invoke(1, live.location(), &live).unwrap();
+    assert!(
+        matches!(
+            report.outcome,
+            InvokeOutcome::Crashed {
+                signal: libc::SIGKILL,
+                ..
+            }
+        ),
+        "{report}"
+    );
+    assert!(report.host_restarted);
+    assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
+    assert_ne!(host.host_pid(), Some(pid));
+    live.finish();
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        format!("{}\n{}\n", expected_line(1, 1), expected_line(1, 1))
+    );
+}
