@@ -352,7 +352,7 @@ impl DebugHost {
             match r.u32() {
                 Some(protocol::PAGE_REQUEST) => {
                     r.u32();
-                    let (addr, len) = (r.u64().unwrap_or(0), r.u64().unwrap_or(0).min(1 << 20));
+                    let (addr, len) = (r.u64().unwrap_or(0), r.u64().unwrap_or(0).min(64 * 1024));
                     let mut reply = vec![0u8; protocol::PAGE_DATA_HEADER + len as usize];
                     let errno = match tracee.read(addr, &mut reply[protocol::PAGE_DATA_HEADER..]) {
                         Ok(()) => 0,

@@ -469,11 +469,16 @@ fn pin(cpu: usize) {
 }
 
 fn memory_mapped_after_the_first_call_is_mirrored_on_demand(faults: FaultHandling) {
-    for pages in [1, 16] {
-        let tag = format!("late-map-{pages}");
+    for (pages, memory) in [
+        (1, MemoryAccess::Direct),
+        (16, MemoryAccess::Direct),
+        (256, MemoryAccess::ViaReplayer),
+    ] {
+        let tag = format!("late-map-{pages}-{memory:?}");
         let mut live = Live::start(&["5"], &format!("{tag}-{faults:?}"));
         let (mut opts, out) = options_in(&tag, faults);
         opts.pages_per_fill = pages;
+        opts.memory = memory;
         let mut host = spawn_c(&live, &[7], opts);
         loop {
             // Mappings are sent with the first call only: the 1 MiB block

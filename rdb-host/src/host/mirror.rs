@@ -559,6 +559,20 @@ fn fill(st: &mut Mirror, start: u64, len: u64, prot: i32) -> bool {
 
 /// Asks the replayer for the program bytes at `start`, received at `dst`.
 fn request_bytes(fd: i32, dst: u64, start: u64, len: u64) -> bool {
+    // One socket message must fit the socket buffer (≈200 KiB by default).
+    const MOST: u64 = 64 * 1024;
+    let mut done = 0;
+    while done < len {
+        let part = (len - done).min(MOST);
+        if !request_part(fd, dst + done, start + done, part) {
+            return false;
+        }
+        done += part;
+    }
+    true
+}
+
+fn request_part(fd: i32, dst: u64, start: u64, len: u64) -> bool {
     let mut req = [0u8; 24];
     req[0..4].copy_from_slice(&protocol::PAGE_REQUEST.to_le_bytes());
     req[8..16].copy_from_slice(&start.to_le_bytes());
