@@ -265,15 +265,15 @@ impl DebugHost {
         refs.sort_by_key(|a| a.position);
         let values = args::compute(region, address, &refs, tracee, &source_location)?;
         let sizes: Vec<u64> = refs.iter().map(|a| a.size).collect();
-        if tracee.pid() != self.last_pid {
+        if tracee.process_id() != self.last_pid {
             // Another process of the trace: its own address space.
             self.invalidate_mappings();
-            self.last_pid = tracee.pid();
+            self.last_pid = tracee.process_id();
         }
         let mut collision_retries = 0;
         loop {
             if self.process.is_none() {
-                self.start(tracee.pid())?;
+                self.start(tracee.process_id())?;
             }
             let result = self.call(region, &values, &sizes, tracee, &source_location)?;
             match result {
@@ -312,7 +312,7 @@ impl DebugHost {
         } else {
             None
         };
-        w.u32(region).u32(flags).u32(tracee.pid() as u32);
+        w.u32(region).u32(flags).u32(tracee.process_id() as u32);
         if let Some(maps) = &maps {
             w.ranges(maps);
         }

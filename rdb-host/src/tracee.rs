@@ -9,9 +9,15 @@ use std::io;
 ///
 /// The host never writes through this view and never resumes the program.
 pub trait TraceeView {
-    /// Process id of the stopped program (used to read its memory directly
-    /// with `process_vm_readv` when the kernel allows it).
+    /// Thread id of the stopped thread (ptrace requests such as reading
+    /// `xmm` registers go to it).
     fn pid(&self) -> i32;
+    /// Process id (thread-group id) of the stopped program: the address
+    /// space the host mirrors, read directly with `process_vm_readv` when
+    /// the kernel allows it. Defaults to [`TraceeView::pid`].
+    fn process_id(&self) -> i32 {
+        self.pid()
+    }
     /// The general-purpose registers at the stop.
     fn regs(&self) -> &libc::user_regs_struct;
     /// Load bias of the main binary (0 for a non-PIE executable).
@@ -25,7 +31,7 @@ pub trait TraceeView {
     }
     /// The program's mappings. The default parses `/proc/PID/maps`.
     fn mappings(&self) -> io::Result<Vec<Mapping>> {
-        let text = std::fs::read_to_string(format!("/proc/{}/maps", self.pid()))?;
+        let text = std::fs::read_to_string(format!("/proc/{}/maps", self.process_id()))?;
         Ok(parse_maps(&text))
     }
 }
