@@ -343,6 +343,47 @@ fn unknown_functions_and_unavailable_arguments_are_clear_errors() {
         "{err}"
     );
 
+    let (opts, _) = options("errors-table");
+    let (functions_t, arguments_t) = descriptors(live.location(), &[1], table_entry);
+    let err = DebugHost::spawn(&fixtures().c_module, &functions_t, &arguments_t, opts)
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .contains("no section `rdb_regions` (is this an rdb debug module?)"),
+        "{err}"
+    );
+    let (opts, _) = options("errors-table2");
+    let (functions_t, arguments_t) = descriptors(live.location(), &[10, 12], table_entry);
+    let err = DebugHost::spawn(&fixtures().rust_module, &functions_t, &arguments_t, opts)
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .contains("region 12: no entry in section `rdb_regions`"),
+        "{err}"
+    );
+    let (mut opts, _) = options("errors-program");
+    opts.program = Some("/nonexistent/rdb-debug-host".into());
+    let err = DebugHost::spawn(&fixtures().c_module, &functions, &arguments, opts)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, HostError::Spawn { .. })
+            && err.to_string().contains("/nonexistent/rdb-debug-host"),
+        "{err}"
+    );
+    let (opts, _) = options("errors-not-elf");
+    let err = DebugHost::spawn(
+        &fixtures().dir.join("program-errors.out"),
+        &functions,
+        &arguments,
+        opts,
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(err, HostError::Module { .. }), "{err}");
+
     let (opts, _) = options("errors3");
     let err = DebugHost::spawn(
         &fixtures().dir.join("missing.so"),
