@@ -123,4 +123,4 @@ pub use client::{DebugHost, FaultHandling, HostOptions, MemoryAccess, WritePolic
 pub use error::{HostError, Invocation, InvokeOutcome, Loc};
 pub use host::module::PANIC_HOOK_SYMBOL;
 pub use host::{host_main, run_if_host};
-pub use tracee::{parse_maps, Mapping, TraceeView};
+pub use tracee::{parse_maps, Mapping, StoppedProcess, TraceeView};

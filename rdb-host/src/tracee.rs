@@ -36,6 +36,114 @@ pub trait TraceeView {
     }
 }
 
+/// A [`TraceeView`] of a live thread stopped under ptrace by the caller
+/// (registers read with `PTRACE_GETREGS` when made, memory read with
+/// `process_vm_readv`).
+#[derive(Debug, Clone)]
+pub struct StoppedProcess {
+    tid: i32,
+    tgid: i32,
+    regs: libc::user_regs_struct,
+    load_bias: u64,
+}
+
+impl StoppedProcess {
+    /// A view of thread `tid` (of process `tgid`), which the calling thread
+    /// traces and which is in a ptrace stop. The load bias is the
+    /// difference between the program's entry point in memory (`AT_ENTRY`)
+    /// and in its ELF header (`/proc/PID/exe`).
+    pub fn new(tid: i32, tgid: i32) -> io::Result<StoppedProcess> {
+        // SAFETY: user_regs_struct is plain data, filled by the kernel.
+        let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        // SAFETY: PTRACE_GETREGS writes one user_regs_struct at `&mut regs`.
+        let r = unsafe {
+            libc::ptrace(
+                libc::PTRACE_GETREGS,
+                tid,
+                std::ptr::null_mut::<libc::c_void>(),
+                &mut regs as *mut _,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("cannot read the registers of thread {tid} (is it ptrace-stopped by this thread?): {e}")));
+        }
+        let load_bias = load_bias(tgid)?;
+        Ok(StoppedProcess {
+            tid,
+            tgid,
+            regs,
+            load_bias,
+        })
+    }
+}
+
+/// `AT_ENTRY` from `/proc/PID/auxv` minus the ELF entry point of `/proc/PID/exe`.
+fn load_bias(pid: i32) -> io::Result<u64> {
+    use object::Object;
+    let auxv = std::fs::read(format!("/proc/{pid}/auxv"))?;
+    let entry = auxv
+        .chunks_exact(16)
+        .map(|c| {
+            (
+                u64::from_le_bytes(c[..8].try_into().unwrap()),
+                u64::from_le_bytes(c[8..].try_into().unwrap()),
+            )
+        })
+        .find(|(key, _)| *key == libc::AT_ENTRY)
+        .map(|(_, value)| value)
+        .ok_or_else(|| {
+            io::Error::other(format!(
+                "process {pid} has no AT_ENTRY in its auxiliary vector"
+            ))
+        })?;
+    let exe = std::fs::read(format!("/proc/{pid}/exe"))?;
+    let file = object::File::parse(&*exe).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("/proc/{pid}/exe is not an ELF file: {e}"),
+        )
+    })?;
+    Ok(entry.wrapping_sub(file.entry()))
+}
+
+impl TraceeView for StoppedProcess {
+    fn pid(&self) -> i32 {
+        self.tid
+    }
+    fn process_id(&self) -> i32 {
+        self.tgid
+    }
+    fn regs(&self) -> &libc::user_regs_struct {
+        &self.regs
+    }
+    fn load_bias(&self) -> u64 {
+        self.load_bias
+    }
+    fn read(&self, addr: u64, buf: &mut [u8]) -> io::Result<()> {
+        let local = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        let remote = libc::iovec {
+            iov_base: addr as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        // SAFETY: `local` is our buffer; the kernel checks the remote range.
+        let n = unsafe { libc::process_vm_readv(self.tgid, &local, 1, &remote, 1, 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n as usize != buf.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("only {n} of {} bytes readable at {addr:#x}", buf.len()),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// One line of `/proc/PID/maps`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mapping {

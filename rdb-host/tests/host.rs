@@ -752,3 +752,33 @@ fn a_host_killed_from_outside_is_reported_and_replaced() {
         format!("{}\n{}\n", expected_line(1, 1), expected_line(1, 1))
     );
 }
+
+#[test]
+fn a_stopped_process_view_matches_the_tests_own() {
+    let mut live = Live::start(&["2"], "stopped-process");
+    assert!(live.resume());
+    let view = rdb_host::StoppedProcess::new(live.pid.as_raw(), live.pid.as_raw()).unwrap();
+    use rdb_host::TraceeView;
+    assert_eq!(view.load_bias(), live.bias);
+    assert_eq!(view.regs().rip, live.regs.rip);
+    assert_eq!(view.regs().rdi, live.regs.rdi);
+    let (counter, _) = symbol(&fixtures().program, "counter");
+    let mut b = [0u8; 8];
+    view.read(counter + live.bias, &mut b).unwrap();
+    assert_eq!(u64::from_le_bytes(b), 1);
+    let (opts, out) = options("stopped-process");
+    let mut host = spawn_c(&live, &[1], opts);
+    assert!(host.invoke(1, live.location(), &view).unwrap().is_clean());
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        format!("{}\n", expected_line(1, 2))
+    );
+    let err = view.read(0x10, &mut b).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EFAULT));
+    live.finish();
+    let err = rdb_host::StoppedProcess::new(1, 1).unwrap_err().to_string();
+    assert!(
+        err.contains("is it ptrace-stopped by this thread?"),
+        "{err}"
+    );
+}
