@@ -40,8 +40,14 @@ pub fn host_main() -> ! {
             std::process::exit(2)
         }
     };
-    // SAFETY: plain prctl; the host must not outlive the replayer.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+    // SAFETY: plain prctl and signal dispositions. The host must not outlive
+    // the replayer; a Ctrl-C at the terminal is for rdb to handle (the host
+    // dies with it through PDEATHSIG), not for the host.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
     let code = match serve(fd) {
         Ok(()) => 0,
         Err(message) => {
