@@ -109,7 +109,9 @@
 //!   debug code calling a program function that holds a region breakpoint
 //!   hits `int3` (reported as a `SIGTRAP` crash).
 //! - The host is a child process of the caller: a replayer that reaps with
-//!   `waitpid(-1, ...)` must leave [`DebugHost::host_pid`] alone.
+//!   `waitpid(-1, ...)` must leave [`DebugHost::host_pid`] alone. It is
+//!   killed when the *thread* that spawned it exits (`PR_SET_PDEATHSIG`),
+//!   so spawn it from a thread that lives as long as the replay.
 
 mod args;
 mod client;
