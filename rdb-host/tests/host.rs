@@ -410,6 +410,16 @@ fn measure_invoke_cost() {
     let cpu = std::env::var("RDB_CPU")
         .ok()
         .and_then(|s| s.parse::<usize>().ok());
+    let host_cpu = std::env::var("RDB_HOST_CPU")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .or(cpu);
+    let spin = Duration::from_micros(
+        std::env::var("RDB_SPIN_US")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+    );
     let faults = match std::env::var("RDB_FAULTS").as_deref() {
         Ok("signal") => FaultHandling::Signal,
         _ => FaultHandling::Auto,
@@ -426,7 +436,8 @@ fn measure_invoke_cost() {
     {
         let live = Live::start(&["1"], "measure-one-stop");
         let (mut opts, _) = options("measure");
-        opts.cpu = cpu;
+        opts.cpu = host_cpu;
+        opts.spin = spin;
         opts.faults = faults;
         let mut host = spawn_trivial(&live, opts);
         println!(
@@ -451,7 +462,8 @@ fn measure_invoke_cost() {
     for region in [5, 1] {
         let mut live = Live::start(&[&arg], "measure");
         let (mut opts, _) = options("measure");
-        opts.cpu = cpu;
+        opts.cpu = host_cpu;
+        opts.spin = spin;
         opts.faults = faults;
         let mut host = if region == 5 {
             spawn_trivial(&live, opts)
@@ -781,4 +793,24 @@ fn a_stopped_process_view_matches_the_tests_own() {
         err.contains("is it ptrace-stopped by this thread?"),
         "{err}"
     );
+}
+
+#[test]
+fn busy_waiting_hosts_behave_the_same() {
+    let mut live = Live::start(&["3"], "spin");
+    let (mut opts, out) = options("spin");
+    opts.spin = Duration::from_micros(50);
+    let mut host = spawn_c(&live, &[1], opts);
+    let mut k = 0;
+    loop {
+        k += 1;
+        assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
+        host.invalidate();
+        if !live.resume() {
+            break;
+        }
+    }
+    assert_eq!(live.finish(), plain_run(&["3"]));
+    let expected: String = (1..=k).map(|k| format!("{}\n", expected_line(k, k))).collect();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
 }

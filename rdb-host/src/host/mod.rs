@@ -106,7 +106,9 @@ fn serve(fd: i32) -> Result<(), String> {
             return Ok(());
         }
     };
+    let spin = SPIN.get().copied().unwrap_or_default();
     loop {
+        crate::client::spin_readable(fd, spin);
         let n = recv(fd, &mut buf)?;
         if n == 0 {
             return Ok(()); // rdb closed the connection
@@ -129,6 +131,9 @@ fn serve(fd: i32) -> Result<(), String> {
     }
 }
 
+/// How long the main loop busy-waits for the next request ([`crate::HostOptions::spin`]).
+static SPIN: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+
 fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     let bad = || "malformed init message".to_string();
     let mut r = Reader(message);
@@ -141,6 +146,7 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     let chunk_pages = r.u32().ok_or_else(bad)?.clamp(1, 256) as u64;
     let cpu = r.u32().ok_or_else(bad)?;
     let faults = r.u32().ok_or_else(bad)?;
+    let spin = std::time::Duration::from_micros(r.u32().ok_or_else(bad)? as u64);
     let path = PathBuf::from(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned());
     let count = r.u32().ok_or_else(bad)?;
     let mut wants = Vec::new();
@@ -167,6 +173,7 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     st.fill = fill;
     st.abort_on_write = abort_on_write;
     st.chunk = chunk_pages.next_power_of_two() * 4096;
+    SPIN.set(spin).ok();
     if faults != protocol::FAULTS_SIGNAL {
         st.uffd = mirror::open_userfaultfd();
         if st.uffd < 0 && faults == protocol::FAULTS_USERFAULTFD {
