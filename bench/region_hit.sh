@@ -43,4 +43,9 @@ for faults in uffd signal; do
   echo "rdb-host ($faults), tracer, program and host pinned to CPU $CPU:"
   measure env RDB_FAULTS=$faults RDB_CPU="$CPU"
 done
+OTHER=$(( CPU == 0 ? 1 : 0 ))
+echo "rdb-host (auto), tracer and program on CPU $OTHER, host on CPU $CPU, no busy-wait:"
+measure env RDB_CPU="$OTHER" RDB_HOST_CPU="$CPU"
+echo "rdb-host (auto), tracer and program on CPU $OTHER, host on CPU $CPU, busy-wait 200 us:"
+measure env RDB_CPU="$OTHER" RDB_HOST_CPU="$CPU" RDB_SPIN_US=200
 echo "(stops come from the test's own ptrace loop: cont, trap, step, re-insert; the replayer's differ)"
