@@ -78,9 +78,11 @@ pub(crate) struct Mirror {
 }
 
 struct Global(UnsafeCell<Mirror>);
-// SAFETY: the host process runs debug code on one thread; the state is only
-// touched by that thread, in its main loop or in a synchronous fault handler
-// interrupting it (never concurrently).
+// SAFETY: the host runs debug code on one thread; the state is touched by
+// that thread (main loop, or its synchronous fault handler), or by the
+// userfaultfd thread while that thread is blocked in a fault (never
+// concurrently: the fault is resolved by the userfaultfd thread's copy,
+// which it makes after its last access).
 unsafe impl Sync for Global {}
 
 static STATE: Global = Global(UnsafeCell::new(Mirror {
@@ -114,9 +116,10 @@ static STATE: Global = Global(UnsafeCell::new(Mirror {
 /// The mirror state.
 ///
 /// # Safety
-/// Only from the host's single thread, and no two returned references may
-/// be used at overlapping times except the fault handler's, which runs while
-/// the main loop is inside debug code and holds no reference across the call.
+/// No two returned references may be used at overlapping times: the main
+/// loop holds none across a call into debug code, during which only the
+/// fault handler or the userfaultfd thread (while debug code waits in a
+/// fault) use the state.
 pub(crate) unsafe fn state() -> &'static mut Mirror {
     // SAFETY: see the function's contract.
     unsafe { &mut *STATE.0.get() }
