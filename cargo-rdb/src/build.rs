@@ -158,7 +158,7 @@ pub fn run(args: &BuildArgs) -> Result<()> {
         let mut roots: Vec<&Path> = pkg.targets.iter().filter_map(|t| t.src_path.as_std_path().parent()).collect();
         roots.sort();
         roots.dedup();
-        roots.dedup_by(|b, a| b.starts_with(&*a));
+        roots.dedup_by(|b, a| b.starts_with(*a));
         let files: BTreeSet<PathBuf> = roots.iter().flat_map(|r| package_sources(r, &target_dir)).collect();
         for path in files {
             let rel_ws = path.strip_prefix(&ws_root).unwrap_or(&path).to_path_buf();

@@ -705,7 +705,7 @@ impl<'a> FileWalk<'a> {
                     {
                         continue;
                     }
-                    if let Resolved::Arg(a) = self.resolve(&[name.clone()]) {
+                    if let Resolved::Arg(a) = self.resolve(std::slice::from_ref(&name)) {
                         let param = self.region.as_ref().expect("in region").args[a].param.clone();
                         let r = self.range(id.span());
                         self.push_edit(r, format!("(*{param})"));
@@ -717,7 +717,7 @@ impl<'a> FileWalk<'a> {
                         continue;
                     }
                     for name in format_captures(&s) {
-                        if let Resolved::Arg(a) = self.resolve(&[name.clone()]) {
+                        if let Resolved::Arg(a) = self.resolve(std::slice::from_ref(&name)) {
                             let arg = self.region.as_ref().expect("in region").args[a].clone();
                             if arg.param != arg.name {
                                 self.error(
