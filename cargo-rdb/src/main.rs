@@ -17,8 +17,8 @@
 //! `shadow-debug/` (copies of the workspace, rewritten file by file only when
 //! a file changed), `debug-packages/<bin>/` (the generated cdylib package of
 //! each debug module), `rdb-region/` (the support crate, embedded in this
-//! binary) and `target/` (cargo's target directory for both builds, so
-//! dependencies compile once). The user's files are only read. The user's
+//! binary), `target/` (cargo's target directory for the main build) and
+//! `target-debug/` (for the debug modules). The user's files are only read. The user's
 //! `RUSTFLAGS` / `CARGO_ENCODED_RUSTFLAGS` or `build.rustflags` config are
 //! kept; `--remap-path-prefix <shadow>=<workspace root>` is appended so that
 //! paths embedded in the binary are those of a build in place.
