@@ -1,0 +1,242 @@
+//! rdb-clang end to end: byte-identical objects and executables, the debug
+//! module, diagnostics. Each test works in its own temporary directory and
+//! compares against clang-14 run on the stripped source at the same path.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn rdb_clang() -> &'static str {
+    env!("CARGO_BIN_EXE_rdb-clang")
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
+    let out = Command::new(program).args(args).current_dir(dir).output().expect("spawn");
+    assert!(
+        out.status.success(),
+        "`{program} {}` failed: {}\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+fn same(a: &Path, b: &Path) {
+    let (x, y) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+    assert!(x == y, "{} and {} differ ({} vs {} bytes)", a.display(), b.display(), x.len(), y.len());
+}
+
+/// Builds `app` from its instrumented sources with rdb-clang, then from its
+/// plain sources with clang-14 in the same directory, and compares: every
+/// object (separate compile), and the executables of the separate and the
+/// one-step builds.
+fn identity(app: &str, main_source: &str, debug_sources: &[&str], flags: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("src");
+    let src = repo().join("sample-apps/c").join(app);
+    copy_dir(&src.join("instrumented"), &dir);
+    let obj = main_source.replace(".c", ".o");
+    // Separate compile and link.
+    let mut a: Vec<&str> = flags.to_vec();
+    a.extend(["-c", main_source, "-o", &obj]);
+    run(&dir, rdb_clang(), &a);
+    let mut l = vec![obj.as_str()];
+    let dobjs: Vec<String> = debug_sources.iter().map(|d| d.replace(".c", ".o")).collect();
+    for (d, o) in debug_sources.iter().zip(&dobjs) {
+        run(&dir, rdb_clang(), &["-c", d, "-o", o]);
+        l.push(o);
+    }
+    l.extend(["-o", "app"]);
+    run(&dir, rdb_clang(), &l);
+    // One-step compile and link.
+    let mut one: Vec<&str> = flags.to_vec();
+    one.push(main_source);
+    one.extend(debug_sources.iter().copied());
+    one.extend(["-o", "app1"]);
+    run(&dir, rdb_clang(), &one);
+    for f in ["app.rdb.so", "app.rdb-functions.json", "app.rdb-arguments.json", "app1.rdb.so"] {
+        assert!(dir.join(f).exists(), "{f} missing");
+    }
+    rdb_descriptors::load_functions(&dir.join("app.rdb-functions.json")).unwrap();
+    rdb_descriptors::load_arguments(&dir.join("app.rdb-arguments.json")).unwrap();
+    // The reference: clang-14 on the plain source at the same path.
+    let out = tmp.path().join("rdb");
+    std::fs::create_dir(&out).unwrap();
+    for f in [obj.as_str(), "app", "app1"] {
+        std::fs::rename(dir.join(f), out.join(f)).unwrap();
+    }
+    std::fs::copy(src.join("plain").join(main_source), dir.join(main_source)).unwrap();
+    let mut a: Vec<&str> = flags.to_vec();
+    a.extend(["-c", main_source, "-o", &obj]);
+    run(&dir, "clang-14", &a);
+    run(&dir, "clang-14", &[obj.as_str(), "-o", "app"]);
+    let mut one: Vec<&str> = flags.to_vec();
+    one.extend([main_source, "-o", "app1"]);
+    run(&dir, "clang-14", &one);
+    same(&out.join(&obj), &dir.join(&obj));
+    same(&out.join("app"), &dir.join("app"));
+    same(&out.join("app1"), &dir.join("app1"));
+}
+
+#[test]
+fn list_identical_at_o0() {
+    identity("list", "list.c", &["dump.rdb.c"], &["-O0", "-g"]);
+}
+
+#[test]
+fn list_identical_at_o2_without_g() {
+    identity("list", "list.c", &["dump.rdb.c"], &["-O2"]);
+}
+
+#[test]
+fn minibc_identical_at_o0_and_o2() {
+    identity("minibc", "minibc.c", &[], &["-O0", "-g"]);
+    identity("minibc", "minibc.c", &[], &["-O2", "-g"]);
+}
+
+#[test]
+fn plain_sources_are_the_stripped_instrumented_ones() {
+    for (app, file) in [("list", "list.c"), ("minibc", "minibc.c")] {
+        let dir = repo().join("sample-apps/c").join(app);
+        let inst = std::fs::read_to_string(dir.join("instrumented").join(file)).unwrap();
+        let plain = std::fs::read_to_string(dir.join("plain").join(file)).unwrap();
+        let a = rdb_codegen_llvm::source::analyse(Path::new(file), &inst).unwrap();
+        assert_eq!(a.stripped, plain, "{app}");
+    }
+}
+
+#[test]
+fn instrumented_sources_build_with_plain_clang() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inc = repo().join("rdb-codegen-llvm/include");
+    let inc = inc.to_str().unwrap();
+    for (app, file) in [("list", "list.c"), ("minibc", "minibc.c")] {
+        let src = repo().join("sample-apps/c").join(app).join("instrumented").join(file);
+        run(tmp.path(), "clang-14", &["-Wall", "-Werror", "-Wno-unused-variable", "-I", inc, "-c", src.to_str().unwrap(), "-o", "x.o"]);
+    }
+}
+
+#[test]
+fn debug_module_region_runs_with_hand_built_arguments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&repo().join("sample-apps/c/list/instrumented"), dir);
+    run(dir, rdb_clang(), &["-O2", "list.c", "dump.rdb.c", "-o", "list"]);
+    let harness = repo().join("rdb-codegen-llvm/tests/data/call_region.c");
+    run(dir, "clang-14", &[harness.to_str().unwrap(), "-ldl", "-o", "call_region"]);
+    let module = dir.join("list.rdb.so");
+    let out = run(dir, dir.join("call_region").to_str().unwrap(), &[module.to_str().unwrap()]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "rdb: list shrank from 3 to 2 after inserting 7: 1 5 \n");
+    // The program itself never prints debug output.
+    let out = run(dir, "./list", &["5", "1", "9", "3"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2 numbers: 1 3\n");
+}
+
+fn diagnose(source: &str) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("bad.c"), source).unwrap();
+    let out = Command::new(rdb_clang()).args(["-c", "bad.c", "-o", "bad.o"]).current_dir(tmp.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!tmp.path().join("bad.o").exists());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn break_and_continue_out_of_a_region_are_errors() {
+    let e = diagnose("#include \"rdb.h\"\nint f(int n) {\n  int s = 0;\n  for (int i = 0; i < n; i++) {\n    rdb_begin\n    if (i == 3)\n      break;\n    rdb_end\n    s += i;\n  }\n  return s;\n}\n");
+    assert!(e.starts_with("bad.c:7:7: error: control leaves the debug region"), "{e}");
+    let e = diagnose("#include \"rdb.h\"\nint f(int n) {\n  int s = 0;\n  while (n--) {\n    rdb_begin\n    if (n == 3) continue;\n    rdb_end\n    s += n;\n  }\n  return s;\n}\n");
+    assert!(e.starts_with("bad.c:6:17: error: control leaves the debug region"), "{e}");
+}
+
+#[test]
+fn a_break_inside_a_loop_of_the_region_is_fine() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("ok.c"),
+        "#include <stdio.h>\n#include \"rdb.h\"\nint main(void) {\n  int s = 0;\n  rdb_begin\n  for (int i = 0; ; i++) {\n    if (i > s + 3) break;\n    printf(\"%d\\n\", i);\n  }\n  rdb_end\n  return s;\n}\n",
+    )
+    .unwrap();
+    run(tmp.path(), rdb_clang(), &["ok.c", "-o", "ok"]);
+}
+
+#[test]
+fn return_goto_and_unbalanced_markers_are_errors() {
+    let e = diagnose("#include \"rdb.h\"\nint f(int n) {\n  rdb_begin\n  if (n) return 1;\n  rdb_end\n  return 0;\n}\n");
+    assert!(e.starts_with("bad.c:4:10: error: `return` inside a debug region"), "{e}");
+    let e = diagnose("#include \"rdb.h\"\nint f(int n) {\n  rdb_begin\n  n++;\n  return n;\n}\n");
+    assert!(e.contains("bad.c:3:3: error: `rdb_begin` without a matching `rdb_end`"), "{e}");
+    let e = diagnose("int f(int n) {\n  rdb_begin\n  goto out;\n  rdb_end\nout:\n  return n;\n}\n");
+    assert!(e.starts_with("bad.c:3:3: error: `goto out` leaves the debug region"), "{e}");
+}
+
+#[test]
+fn debug_only_code_may_not_use_program_objects_directly() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("p.c"),
+        "#include <stdio.h>\n#include \"rdb.h\"\nint counter;\nstatic void __rdb_show(void) {\n  printf(\"%d\\n\", counter);\n}\nint main(void) {\n  counter++;\n  rdb_begin\n  __rdb_show();\n  rdb_end\n  return 0;\n}\n",
+    )
+    .unwrap();
+    let out = Command::new(rdb_clang()).args(["p.c", "-o", "p"]).current_dir(tmp.path()).output().unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains("debug-only `__rdb_show` uses the program's `counter` directly"), "{e}");
+}
+
+/// A real program: Lua 5.4 (about 30k lines, from the `lupa` package on
+/// PyPI), built object by object with rdb-clang at -O2 with a region in the
+/// interpreter's hot loop. The executable and the instrumented object must be
+/// byte-identical to clang-14's build of the unmodified sources.
+#[test]
+fn lua_with_a_region_in_its_hot_loop_is_identical() {
+    let tmp = tempfile::tempdir().unwrap();
+    let setup = repo().join("bench/lua-setup.sh");
+    run(tmp.path(), "bash", &[setup.to_str().unwrap(), tmp.path().to_str().unwrap()]);
+    let dir = tmp.path().join("src");
+    let mut sources: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".c"))
+        .collect();
+    sources.sort();
+    let objects: Vec<String> = sources.iter().map(|s| s.replace(".c", ".o")).collect();
+    let build = |compiler: &str| {
+        for (s, o) in sources.iter().zip(&objects) {
+            run(&dir, compiler, &["-O2", "-std=gnu99", "-DLUA_USE_LINUX", "-c", s, "-o", o]);
+        }
+        let mut link: Vec<&str> = objects.iter().map(String::as_str).collect();
+        link.extend(["-lm", "-ldl", "-o", "lua"]);
+        run(&dir, compiler, &link);
+    };
+    build(rdb_clang());
+    std::fs::write(dir.join("calls.lua"), "local function f(x) return x + 1 end\nlocal s = 0\nfor i = 1, 250000 do s = f(s) end\nprint(s)\n").unwrap();
+    let out = run(&dir, "./lua", &["calls.lua"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "250000\n");
+    let args = rdb_descriptors::load_arguments(&dir.join("lua.rdb-arguments.json")).unwrap();
+    let names: Vec<&str> = args.arguments.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["b"], "the region uses `b` only (`__rdb_calls` is debug-only)");
+    let funcs = rdb_descriptors::load_functions(&dir.join("lua.rdb-functions.json")).unwrap();
+    assert_eq!(funcs.functions[0].function.name, "luaV_execute");
+    let saved = tmp.path().join("rdb");
+    std::fs::create_dir(&saved).unwrap();
+    for f in ["lua", "lvm.o"] {
+        std::fs::rename(dir.join(f), saved.join(f)).unwrap();
+    }
+    std::fs::copy(tmp.path().join("plain-lvm.c"), dir.join("lvm.c")).unwrap();
+    build("clang-14");
+    same(&saved.join("lvm.o"), &dir.join("lvm.o"));
+    same(&saved.join("lua"), &dir.join("lua"));
+}

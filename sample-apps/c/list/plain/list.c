@@ -1,0 +1,45 @@
+/* A sorted linked list of the numbers given on the command line.
+ * Bug: inserting in the middle drops everything after the new node. */
+#include <stdio.h>
+#include <stdlib.h>
+
+struct node {
+  int value;
+  struct node *next;
+};
+
+struct node *head;
+
+long list_len(const struct node *n) {
+  long len = 0;
+  for (; n; n = n->next)
+    len++;
+  return len;
+}
+
+void insert(int value) {
+  struct node *n = malloc(sizeof *n);
+  n->value = value;
+  n->next = NULL;
+  if (!head || value < head->value) {
+    n->next = head;
+    head = n;
+    return;
+  }
+  struct node *p = head;
+  while (p->next && p->next->value < value)
+    p = p->next;
+  p->next = n; /* BUG: n->next = p->next is missing */
+}
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    int value = atoi(argv[i]);
+    insert(value);
+  }
+  printf("%ld numbers:", list_len(head));
+  for (struct node *n = head; n; n = n->next)
+    printf(" %d", n->value);
+  printf("\n");
+  return 0;
+}
