@@ -328,7 +328,11 @@ pub fn run(args: &BuildArgs) -> Result<()> {
             .filter(|r| file_pkg.get(&r.file).is_some_and(|id| closure.contains(id)))
             .filter(|r| region_in_binary(&r.file, &pkg_rel, pkg, bin, &file_pkg))
             .collect();
-        let (functions, arguments) = artefacts::write_descriptors(&out_bin, &toolchain, &regions, &ws_root)?;
+        // Descriptors come from the binary as copied (its identity is recorded).
+        let (functions, arguments, warnings) = artefacts::write_descriptors(&out_bin, &toolchain, &regions, &ws_root)?;
+        for w in warnings {
+            term::warn(format!("`{}`: {w}", bin.name));
+        }
         outputs.push((bin.name.clone(), out_bin, paths.debug_module, functions, arguments, regions.len()));
     }
     for (name, bin, module, functions, arguments, n) in outputs {
