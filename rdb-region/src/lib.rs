@@ -155,3 +155,49 @@ pub unsafe extern "C" fn trampoline<A: FromArgv, F: Fn(A)>(argv: *const *const c
         eprintln!("rdb: debug code panicked (see the message above); continuing the replay");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    fn trampoline_of<A: FromArgv, F: Fn(A)>(_body: &F) -> DebugFn {
+        trampoline::<A, F>
+    }
+
+    #[test]
+    fn trampoline_rebuilds_arguments_from_argv() {
+        let body = move |(n, s, v): (&i64, &String, &Vec<u8>)| {
+            SEEN.lock().unwrap().push(format!("{n} {s} {v:?}"));
+        };
+        let f = trampoline_of(&body);
+        let (n, s, v) = (42i64, String::from("hi"), vec![1u8, 2]);
+        let argv: [*const c_void; 3] =
+            [&n as *const i64 as *const c_void, &s as *const String as *const c_void, &v as *const Vec<u8> as *const c_void];
+        // SAFETY: argv holds pointers to live values of the closure's argument types.
+        unsafe { f(argv.as_ptr()) };
+        assert_eq!(SEEN.lock().unwrap().last().map(String::as_str), Some("42 hi [1, 2]"));
+    }
+
+    #[test]
+    fn a_panicking_region_returns_normally() {
+        let body = move |(n,): (&u32,)| {
+            if *n > 1 {
+                panic!("debug code bug");
+            }
+        };
+        let f = trampoline_of(&body);
+        let n = 7u32;
+        let argv = [&n as *const u32 as *const c_void];
+        // SAFETY: argv[0] points to a live u32.
+        unsafe { f(argv.as_ptr()) };
+    }
+
+    #[test]
+    fn region_does_not_run_its_body() {
+        let n = 1u8;
+        region::<99, _, _>((&n,), move |(n,): (&u8,)| panic!("ran with {n}"));
+    }
+}
