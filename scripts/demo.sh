@@ -31,9 +31,8 @@ cp -r "$root/sample-apps/minibc/rdb/src/." src/
 sed "s|path = \"../../rdb-macros\"|path = \"$root/rdb-macros\"|" "$root/sample-apps/minibc/rdb/Cargo.toml" > Cargo.toml
 grep -n -A9 'rdb_begin!' src/vm.rs | head -12
 
-say "4. cargo rdb build && rdb replay --debug: the same run, with the regions printing the VM's state"
-cargo rdb build
-rdb replay "$work/trace" --debug target/rdb/debug/minibc
+say "4. cargo rdb replay $work/trace: rebuild with regions, replay the same run with them printing the VM's state"
+cargo rdb replay "$work/trace"
 
 say "done: the last lines show BranchIfFalse popping an empty operand stack (stack=[]),"
 echo "   the empty 'for (;;)' condition never pushed 'true'. Work directory: $work"

@@ -108,8 +108,8 @@ fn a_trace_from_another_binary_is_refused() {
     let main = app.dir.join("src/main.rs");
     let src = std::fs::read_to_string(&main).unwrap();
     std::fs::write(&main, src.replace("usage: minibc PROGRAM.bc", "usage: minibc FILE.bc")).unwrap();
-    assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
-    let out = rdb(&["replay", trace.to_str().unwrap(), "--debug", "target/rdb/debug/minibc"], &app.dir);
+    tools();
+    let out = run_cargo_rdb(&app.dir, &["replay", trace.to_str().unwrap()]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(EXIT_ERROR), "{err}");
     assert!(err.contains("is not the executable the trace was recorded from"), "{err}");
