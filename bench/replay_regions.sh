@@ -8,8 +8,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 N=${RDB_HITS:-20000}
 CPU=${RDB_BENCH_CPU:-0}
-(cd "$root" && cargo build -q --workspace --bins)
-export PATH="$root/target/debug:$PATH"
+(cd "$root" && cargo build -q --release --workspace --bins)
+export PATH="$root/target/release:$PATH"
 tmp=$(mktemp -d)
 [ -n "${RDB_KEEP:-}" ] && echo "keeping $tmp" >&2 || trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/hot/src"
