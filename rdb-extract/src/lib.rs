@@ -1,1 +1,139 @@
-//! Finds rdb debug regions in Rust source, strips them byte-exactly and writes the debug-module source.
+//! Finds rdb debug regions in Rust source, strips them byte-exactly and
+//! writes the debug-module source.
+//!
+//! Start with [`extract`]: it takes every source file of one crate (or
+//! package) and returns, per file, the *stripped* text the main binary is
+//! built from (regions, `#[debug_only]` items and `use rdb_macros…` items
+//! removed, so the text equals the file the user had before adding them) and
+//! the *debug* text the debug module is built from (each region rewritten as
+//! a call of `rdb_region::region`), plus one [`Region`] per region with the
+//! program variables it reads. Malformed regions come back as rustc-style
+//! [`Diagnostics`]. [`strip_manifest`] removes the `rdb-macros` dependency
+//! from a `Cargo.toml`.
+//!
+//! Stripping rule: a removed piece of code that sits alone on its lines takes
+//! those whole lines with it (indentation and line break); one that shares a
+//! line with other code takes the blanks separating it from that code.
+//! Plain `//` comments are not part of any item or region and stay; doc
+//! comments of a `#[debug_only]` item are part of it and go with it.
+//!
+//! The debug text keeps every line where it was, so compiler messages about
+//! debug code point at the user's lines.
+
+mod diag;
+mod manifest;
+mod text;
+mod walk;
+
+pub use diag::{Diagnostic, Diagnostics};
+pub use manifest::strip_manifest;
+pub use rdb_descriptors::ArgumentKind;
+
+use std::path::{Path, PathBuf};
+
+/// One source file of a crate.
+#[derive(Debug, Clone)]
+pub struct SourceInput {
+    /// The path shown in diagnostics and written to the descriptors (the
+    /// user's path, e.g. `src/main.rs` or `/abs/app/src/main.rs`).
+    pub path: PathBuf,
+    /// The file's text.
+    pub text: String,
+    /// Module path of the file inside its crate (`[]` for the crate root,
+    /// `["vm"]` for `src/vm.rs`), see [`module_path_of`].
+    pub module_path: Vec<String>,
+    /// Name of the crate the file belongs to (`minibc`), for the paths of
+    /// statics in the descriptors.
+    pub crate_name: String,
+}
+
+/// Result of [`extract`].
+#[derive(Debug, Clone)]
+pub struct Extraction {
+    /// One entry per input file, in input order.
+    pub files: Vec<ExtractedFile>,
+    /// Every region, ordered by id.
+    pub regions: Vec<Region>,
+}
+
+/// The two rewritten texts of one file.
+#[derive(Debug, Clone)]
+pub struct ExtractedFile {
+    pub path: PathBuf,
+    /// Text for the main build.
+    pub stripped: String,
+    /// Text for the debug module.
+    pub debug: String,
+    /// Whether the file contained any region, `#[debug_only]` item or `use rdb_macros`.
+    pub instrumented: bool,
+}
+
+/// A position in a file: 1-based line and 1-based character column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LineCol {
+    pub line: u32,
+    pub column: u32,
+}
+
+/// One debug region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Region {
+    /// Region id, unique within the extraction (from `first_id` on).
+    pub id: u32,
+    /// The file, as in [`SourceInput::path`].
+    pub file: PathBuf,
+    /// The `rdb_begin!` and `rdb_end!` markers in the user's file.
+    pub begin: LineCol,
+    pub end: LineCol,
+    /// In the stripped text: the first statement after the region, or the
+    /// closing brace of the block when the region ends it.
+    pub anchor: LineCol,
+    /// The enclosing function as written: `run`, or `Vm::run` in an impl.
+    pub function: String,
+    /// The program variables the region reads, in `argv` order.
+    pub arguments: Vec<RegionArgument>,
+}
+
+/// A program variable passed to a region's debug function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionArgument {
+    /// The variable's name (`self` for the receiver, `COUNTER` for a static).
+    pub name: String,
+    pub kind: ArgumentKind,
+    /// For statics: the full path, crate name first (`minibc::vm::COUNTER`).
+    pub static_path: Option<String>,
+}
+
+/// Extracts the regions of one crate's files. Region ids start at
+/// `first_id` and follow file order, then source order.
+///
+/// All files are checked before anything is returned: either every file
+/// extracted cleanly, or the error lists every problem found.
+pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagnostics> {
+    walk::extract(files, first_id)
+}
+
+/// The module path of a file from its path relative to the crate's source
+/// root directory (`src/`): `main.rs`, `lib.rs` and `bin/x.rs` are crate
+/// roots; `a/b.rs` and `a/b/mod.rs` are `a::b`.
+pub fn module_path_of(relative_to_src: &Path) -> Vec<String> {
+    let mut parts: Vec<String> =
+        relative_to_src.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let Some(last) = parts.pop() else { return Vec::new() };
+    if parts.is_empty() && (last == "main.rs" || last == "lib.rs") {
+        return Vec::new();
+    }
+    if parts.first().map(String::as_str) == Some("bin") {
+        // src/bin/x.rs is a crate root; src/bin/x/main.rs too.
+        if parts.len() == 1 || last == "main.rs" {
+            return Vec::new();
+        }
+        parts.remove(0);
+        parts.remove(0);
+    }
+    let stem = last.strip_suffix(".rs").unwrap_or(&last).to_string();
+    if stem != "mod" {
+        parts.push(stem);
+    }
+    parts
+}

@@ -1,1 +1,391 @@
-//! Reads the main binary's DWARF to compute rdb descriptors (code and argument locations).
+//! Reads the main binary's DWARF to compute rdb descriptors (code and
+//! argument locations).
+//!
+//! Start at [`locate`]: give it the main binary and one [`RegionSite`] per
+//! debug region (what the extractor knows from the source: the anchor
+//! statement, the enclosing function, the region's arguments), and it
+//! returns the function and argument descriptors of `rdb-descriptors`.
+//!
+//! How it works, module by module:
+//! - [`loader`]: reads the ELF file (sections, symbol table, unwind tables);
+//!   the only module doing I/O.
+//! - `index`: per-unit DIE trees and line tables, parsed lazily on first use.
+//! - `function`: the copies of the enclosing function (out-of-line,
+//!   monomorphised, inlined) and the anchor's address in each.
+//! - `variable`: locals by lexical scope, statics by path, and their
+//!   locations at an address.
+//! - [`eval`]: drives gimli's expression evaluator against a [`eval::Machine`]
+//!   (registers + memory); `symbolic` runs it on a symbolic machine to
+//!   obtain descriptor [`Location`](rdb_descriptors::Location)s.
+//! - `types`: type names and sizes.
+
+pub mod eval;
+mod function;
+mod index;
+pub mod loader;
+mod symbolic;
+mod types;
+mod variable;
+
+use rdb_descriptors::{
+    ArgumentDescriptor, ArgumentDescriptors, ArgumentKind, BinaryIdentity, CodeLocation, DebugEntry, EnclosingFunction,
+    FunctionDescriptor, FunctionDescriptors, Language, Location, PlacedLocation, SourceLocation,
+};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+pub use function::matches_function;
+
+/// What the source side knows about one debug region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionSite {
+    pub region: u32,
+    /// `rdb_begin` in the user's file.
+    pub begin: SourceLocation,
+    /// `rdb_end` in the user's file.
+    pub end: SourceLocation,
+    /// First statement after the region in the stripped source (path as the
+    /// DWARF shows it: the user's original path, possibly relative to the
+    /// compilation directory, e.g. `src/main.rs`); the block's closing brace
+    /// if the region ends its block.
+    pub anchor: SourceLocation,
+    /// Enclosing function as written (`run`, `Vm::run`, C `main`).
+    pub function: String,
+    /// The region's arguments, in argv order.
+    pub arguments: Vec<ArgumentSite>,
+}
+
+/// One argument of a region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgumentSite {
+    pub name: String,
+    pub kind: ArgumentKind,
+    /// For statics: the path (Rust `app::COUNTER`; C: the global's name).
+    /// `None` means `name`.
+    pub static_path: Option<String>,
+}
+
+/// The descriptors computed for a set of sites.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Located {
+    /// One per site, in site order; `entry` is [`DebugEntry::RegionTable`]
+    /// (callers may override it).
+    pub functions: Vec<FunctionDescriptor>,
+    /// One per site argument, ordered by site then position.
+    pub arguments: Vec<ArgumentDescriptor>,
+    /// Things the user should know (variables optimised out, regions without
+    /// code, ...), one sentence each.
+    pub warnings: Vec<String>,
+}
+
+impl Located {
+    /// The two descriptor files' contents for these results.
+    pub fn into_descriptors(
+        self,
+        language: Language,
+        toolchain: String,
+        binary: BinaryIdentity,
+        debug_module: String,
+    ) -> (FunctionDescriptors, ArgumentDescriptors) {
+        let mut functions = FunctionDescriptors::new(language, toolchain, binary, debug_module);
+        functions.functions = self.functions;
+        let mut arguments = ArgumentDescriptors::new();
+        arguments.arguments = self.arguments;
+        (functions, arguments)
+    }
+}
+
+/// Why descriptors could not be computed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LocateError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path} is not a binary rdb can read: {reason}")]
+    NotElf { path: PathBuf, reason: String },
+    #[error(
+        "{path} has no debug information rdb can use ({detail}); rdb needs full DWARF to find variables: \
+         add `debug = \"full\"` under `[profile.dev]` (or `[profile.release]`, or the profile you record with) \
+         in Cargo.toml, or pass `-g` to the C compiler, then rebuild"
+    )]
+    NoDebugInfo { path: PathBuf, detail: String },
+    #[error("malformed DWARF in {path}: {source}")]
+    Dwarf { path: PathBuf, source: gimli::Error },
+}
+
+/// The identity (path, size, BLAKE3) of a file.
+pub fn binary_identity(path: &Path) -> Result<BinaryIdentity, LocateError> {
+    let data = std::fs::read(path).map_err(|source| LocateError::Io { path: path.into(), source })?;
+    Ok(BinaryIdentity { path: path.into(), size: data.len() as u64, blake3: blake3::hash(&data).to_hex().to_string() })
+}
+
+/// Computes the descriptors of `sites` from the DWARF of `binary`.
+pub fn locate(binary: &Path, sites: &[RegionSite]) -> Result<Located, LocateError> {
+    let loaded = loader::Binary::load(binary)?;
+    locate_in(&loaded, sites)
+}
+
+/// [`locate`] on an already loaded binary.
+pub fn locate_in(binary: &loader::Binary, sites: &[RegionSite]) -> Result<Located, LocateError> {
+    let dwarf_error = |source| LocateError::Dwarf { path: binary.path.clone(), source };
+    let index = index::Index::new(binary).map_err(dwarf_error)?;
+    if index.units.is_empty() {
+        return Err(LocateError::NoDebugInfo { path: binary.path.clone(), detail: "its .debug_info has no units".into() });
+    }
+    // Sites whose files no line table mentions: if that is all of them, the
+    // program's own code has no DWARF (only the standard library's).
+    let mut missing = Vec::new();
+    for site in sites {
+        if function::units_with_file(&index, &site.anchor.file).map_err(dwarf_error)?.is_empty() {
+            missing.push(site.anchor.file.display().to_string());
+        }
+    }
+    if !sites.is_empty() && missing.len() == sites.len() {
+        missing.dedup();
+        return Err(LocateError::NoDebugInfo {
+            path: binary.path.clone(),
+            detail: format!(
+                "no line table mentions {}: the program's own code was compiled without debug information \
+                 (or that path is not the one the compiler saw)",
+                missing.join(", ")
+            ),
+        });
+    }
+    let mut located = Located { functions: Vec::new(), arguments: Vec::new(), warnings: Vec::new() };
+    let mut has_variables: HashMap<usize, bool> = HashMap::new();
+    for site in sites {
+        locate_site(&index, site, &mut located, &mut has_variables).map_err(|e| match e {
+            SiteError::Dwarf(source) => dwarf_error(source),
+            SiteError::LineTablesOnly => LocateError::NoDebugInfo {
+                path: binary.path.clone(),
+                detail: format!(
+                    "the unit holding `{}` has line tables but no variables, as with `debug = \"line-tables-only\"` \
+                     or `debug = \"limited\"`",
+                    site.function
+                ),
+            },
+        })?;
+    }
+    Ok(located)
+}
+
+enum SiteError {
+    Dwarf(gimli::Error),
+    LineTablesOnly,
+}
+
+impl From<gimli::Error> for SiteError {
+    fn from(e: gimli::Error) -> Self {
+        SiteError::Dwarf(e)
+    }
+}
+
+fn show(location: &SourceLocation) -> String {
+    format!("{}:{}:{}", location.file.display(), location.line, location.column)
+}
+
+fn locate_site(
+    index: &index::Index<'_>,
+    site: &RegionSite,
+    located: &mut Located,
+    has_variables: &mut HashMap<usize, bool>,
+) -> Result<(), SiteError> {
+    let region = site.region;
+    let units = function::units_with_file(index, &site.anchor.file)?;
+    let mut note = None;
+    let mut placed: Vec<(function::Instance, u64)> = Vec::new();
+    let mut function = EnclosingFunction { name: site.function.clone(), linkage_name: None };
+    if units.is_empty() {
+        note = Some(format!(
+            "the DWARF has no line information for {}: the file was not compiled into this binary, or its path differs",
+            site.anchor.file.display()
+        ));
+    } else {
+        let instances = function::instances(index, &units, &site.function)?;
+        if let Some(first) = instances.first() {
+            function = EnclosingFunction { name: first.name.clone(), linkage_name: first.linkage_name.clone() };
+        }
+        for instance in instances {
+            if let Some(code) = function::code_address(index, &instance, &site.anchor)? {
+                if let Some(line) = code.fallback_line {
+                    located.warnings.push(format!(
+                        "region {region}: no code for line {} in `{}`; it runs before line {line} at {:#x}",
+                        site.anchor.line, instance.name, code.address
+                    ));
+                }
+                if !placed.iter().any(|(_, a)| *a == code.address) {
+                    placed.push((instance, code.address));
+                }
+            }
+        }
+        if placed.is_empty() {
+            note = Some(format!(
+                "no code of function `{}` comes from {} or later lines: the compiler removed it or the function is not in this binary",
+                site.function,
+                show(&site.anchor)
+            ));
+        }
+    }
+    placed.sort_by_key(|(_, a)| *a);
+    if let Some(n) = &note {
+        located.warnings.push(format!("region {region} ({}): {n}; it will never run", show(&site.begin)));
+    }
+    let locations: Vec<CodeLocation> = placed
+        .iter()
+        .map(|(_, address)| {
+            let (symbol, offset) = index.binary.symbols.lookup(*address);
+            CodeLocation { address: *address, symbol, offset: offset as u64 }
+        })
+        .collect();
+    located.functions.push(FunctionDescriptor {
+        region,
+        entry: DebugEntry::RegionTable,
+        begin: site.begin.clone(),
+        end: site.end.clone(),
+        anchor: site.anchor.clone(),
+        function,
+        locations,
+        note,
+    });
+
+    for (position, argument) in site.arguments.iter().enumerate() {
+        let descriptor = match argument.kind {
+            ArgumentKind::Local => locate_local(index, site, argument, &placed, has_variables)?,
+            ArgumentKind::Static => locate_static(index, site, argument, &placed, &units)?,
+        };
+        let (type_name, size, locations, warnings) = descriptor;
+        located.warnings.extend(warnings);
+        located.arguments.push(ArgumentDescriptor {
+            region,
+            position: position as u32,
+            name: argument.name.clone(),
+            kind: argument.kind,
+            type_name,
+            size,
+            locations,
+        });
+    }
+    Ok(())
+}
+
+type ArgumentResult = (String, u64, Vec<PlacedLocation>, Vec<String>);
+
+fn unit_has_variables(index: &index::Index<'_>, unit: usize) -> Result<bool, gimli::Error> {
+    let dies = index.dies(unit)?;
+    for die in dies {
+        if matches!(die.tag, gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter | gimli::DW_TAG_base_type) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn locate_local(
+    index: &index::Index<'_>,
+    site: &RegionSite,
+    argument: &ArgumentSite,
+    placed: &[(function::Instance, u64)],
+    has_variables: &mut HashMap<usize, bool>,
+) -> Result<ArgumentResult, SiteError> {
+    let region = site.region;
+    let name = &argument.name;
+    let mut type_info: Option<(String, u64)> = None;
+    let mut locations = Vec::new();
+    let mut warnings = Vec::new();
+    for (instance, address) in placed {
+        let unit = instance.unit;
+        let full = match has_variables.get(&unit) {
+            Some(v) => *v,
+            None => {
+                let v = unit_has_variables(index, unit)?;
+                has_variables.insert(unit, v);
+                v
+            }
+        };
+        if !full {
+            return Err(SiteError::LineTablesOnly);
+        }
+        let location = match variable::find_local(index, instance, *address, name, site.anchor.line)? {
+            None => {
+                warnings.push(format!(
+                    "region {region}: no variable `{name}` is visible in `{}` at {} ({address:#x}); it is passed as optimized out",
+                    instance.name,
+                    show(&site.anchor)
+                ));
+                Location::OptimizedOut
+            }
+            Some(found) => {
+                if found.outside_scope {
+                    warnings.push(format!(
+                        "region {region}: the DWARF scopes of `{}` at {address:#x} do not declare `{name}`; using its declaration elsewhere in the function",
+                        instance.name
+                    ));
+                }
+                let (type_name, size) = variable::variable_type(index, found.die)?;
+                let described = if found.only_in_origin {
+                    Ok(Location::OptimizedOut)
+                } else {
+                    variable::variable_location(index, found.die, instance.frame_owner, *address, size)?
+                };
+                let location =
+                    match described {
+                        Ok(Location::OptimizedOut) => {
+                            warnings.push(format!(
+                                "region {region}: variable `{name}` is optimized out in `{}` at {address:#x}",
+                                instance.name
+                            ));
+                            Location::OptimizedOut
+                        }
+                        Ok(l) => l,
+                        Err(why) => {
+                            warnings.push(format!(
+                                "region {region}: variable `{name}` in `{}` at {address:#x}: {why}; it is passed as optimized out",
+                                instance.name
+                            ));
+                            Location::OptimizedOut
+                        }
+                    };
+                match &type_info {
+                    None => type_info = Some((type_name, size)),
+                    Some((first, first_size)) if *first != type_name || *first_size != size => warnings.push(format!(
+                        "region {region}: the type of `{name}` differs between copies of `{}` ({first}, {type_name}); \
+                         the descriptor gives the first",
+                        site.function
+                    )),
+                    Some(_) => {}
+                }
+                location
+            }
+        };
+        locations.push(PlacedLocation { address: *address, location });
+    }
+    let (type_name, size) = type_info.unwrap_or_else(|| ("<unknown>".into(), 0));
+    Ok((type_name, size, locations, warnings))
+}
+
+fn locate_static(
+    index: &index::Index<'_>,
+    site: &RegionSite,
+    argument: &ArgumentSite,
+    placed: &[(function::Instance, u64)],
+    units: &[usize],
+) -> Result<ArgumentResult, SiteError> {
+    let path = argument.static_path.as_deref().unwrap_or(&argument.name);
+    let mut warnings = Vec::new();
+    let (type_name, size, location) = match variable::find_static(index, path, units)? {
+        Some(found) => {
+            let (type_name, size) = variable::variable_type(index, found.die)?;
+            (type_name, size, found.location)
+        }
+        None => {
+            warnings.push(format!(
+                "region {}: no static `{path}` with a fixed address in the DWARF; it is passed as optimized out",
+                site.region
+            ));
+            ("<unknown>".into(), 0, Location::OptimizedOut)
+        }
+    };
+    let locations =
+        placed.iter().map(|(_, address)| PlacedLocation { address: *address, location: location.clone() }).collect();
+    Ok((type_name, size, locations, warnings))
+}

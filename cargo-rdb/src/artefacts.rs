@@ -1,0 +1,78 @@
+//! The files `cargo rdb build` leaves in `target/rdb/<profile>/`.
+
+use anyhow::{Context, Result};
+use object::{Object, ObjectSection};
+use rdb_descriptors::{
+    ArgumentDescriptor, ArgumentDescriptors, BinaryIdentity, DebugEntry, EnclosingFunction, FunctionDescriptor,
+    FunctionDescriptors, Language, SourceLocation,
+};
+use rdb_extract::{LineCol, Region};
+use std::path::{Path, PathBuf};
+
+/// Whether the binary carries DWARF with variable information.
+pub fn has_debug_info(binary: &Path) -> Result<bool> {
+    let data = std::fs::read(binary).with_context(|| format!("cannot read {}", binary.display()))?;
+    let file = object::File::parse(&*data).with_context(|| format!("{} is not an object file", binary.display()))?;
+    // `debug = "line-tables-only"` still has .debug_info, but no variables;
+    // a size check cannot tell them apart, so look for a variable entry tag
+    // cheaply: full debug info has a .debug_loclists or many abbrevs. Keep
+    // it simple and robust: require .debug_info and .debug_line.
+    Ok(file.section_by_name(".debug_info").is_some_and(|s| s.size() > 0)
+        && file.section_by_name(".debug_line").is_some())
+}
+
+pub fn identity(path: &Path) -> Result<BinaryIdentity> {
+    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(BinaryIdentity { path: path.to_path_buf(), size: data.len() as u64, blake3: blake3::hash(&data).to_hex().to_string() })
+}
+
+fn location(file: &Path, lc: LineCol) -> SourceLocation {
+    SourceLocation { file: file.to_path_buf(), line: lc.line, column: lc.column }
+}
+
+/// Writes `<bin>.rdb-functions.json` and `<bin>.rdb-arguments.json` for the
+/// regions compiled into `binary`. `source_root` turns the regions'
+/// workspace-relative paths into the absolute paths DWARF shows.
+pub fn write_descriptors(
+    binary: &Path,
+    toolchain: &str,
+    regions: &[&Region],
+    source_root: &Path,
+) -> Result<(PathBuf, PathBuf)> {
+    let paths = rdb_descriptors::artefact_paths(binary);
+    let module_name = paths.debug_module.file_name().expect("has a name").to_string_lossy().into_owned();
+    let mut functions = FunctionDescriptors::new(Language::Rust, toolchain.to_string(), identity(binary)?, module_name);
+    let mut arguments = ArgumentDescriptors::new();
+    for r in regions {
+        let file = source_root.join(&r.file);
+        // TODO(rdb-locate): fill `locations` (and the arguments' type, size and
+        // locations) with `rdb_locate::locate(binary, &sites)` once that crate
+        // is merged; until then the descriptors carry the source side only.
+        functions.functions.push(FunctionDescriptor {
+            region: r.id,
+            entry: DebugEntry::RegionTable,
+            begin: location(&file, r.begin),
+            end: location(&file, r.end),
+            anchor: location(&file, r.anchor),
+            function: EnclosingFunction { name: r.function.clone(), linkage_name: None },
+            locations: Vec::new(),
+            note: Some("code locations not computed: rdb-locate is not wired in yet".into()),
+        });
+        for (position, a) in r.arguments.iter().enumerate() {
+            arguments.arguments.push(ArgumentDescriptor {
+                region: r.id,
+                position: position as u32,
+                name: a.name.clone(),
+                kind: a.kind,
+                type_name: String::new(),
+                size: 0,
+                locations: Vec::new(),
+            });
+        }
+    }
+    rdb_descriptors::store(&paths.functions, &functions)
+        .with_context(|| format!("cannot write {}", paths.functions.display()))?;
+    rdb_descriptors::store(&paths.arguments, &arguments)
+        .with_context(|| format!("cannot write {}", paths.arguments.display()))?;
+    Ok((paths.functions, paths.arguments))
+}

@@ -1,0 +1,76 @@
+//! Command line of `cargo rdb`.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Invoked by cargo as `cargo-rdb rdb ...`.
+#[derive(Parser, Debug)]
+#[command(bin_name = "cargo", version, styles = clap::builder::Styles::plain())]
+pub enum Cargo {
+    /// Replay debugging: build with debug regions, record, replay.
+    Rdb(Rdb),
+}
+
+#[derive(Args, Debug)]
+pub struct Rdb {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Build main binaries (identical to a plain build without debug regions),
+    /// debug modules and descriptors into target/rdb/<profile>/.
+    Build(BuildArgs),
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct BuildArgs {
+    /// Build with the release profile.
+    #[arg(short = 'r', long, conflicts_with = "profile")]
+    pub release: bool,
+    /// Build with the given profile.
+    #[arg(long, value_name = "PROFILE-NAME")]
+    pub profile: Option<String>,
+    /// Package(s) to build (default: the workspace's default members).
+    #[arg(short = 'p', long = "package", value_name = "SPEC")]
+    pub packages: Vec<String>,
+    /// Binary target(s) to build (default: every binary of the packages).
+    #[arg(long = "bin", value_name = "NAME")]
+    pub bins: Vec<String>,
+    /// Space or comma separated list of features to activate.
+    #[arg(short = 'F', long)]
+    pub features: Vec<String>,
+    /// Activate all available features.
+    #[arg(long)]
+    pub all_features: bool,
+    /// Do not activate the `default` feature.
+    #[arg(long)]
+    pub no_default_features: bool,
+    /// Path to Cargo.toml.
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// Do not print cargo log messages.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Use verbose output.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+impl BuildArgs {
+    /// The cargo profile name and the directory its artefacts go to.
+    pub fn profile(&self) -> (String, String) {
+        let name = match (&self.profile, self.release) {
+            (Some(p), _) => p.clone(),
+            (None, true) => "release".to_string(),
+            (None, false) => "dev".to_string(),
+        };
+        let dir = match name.as_str() {
+            "dev" | "test" => "debug".to_string(),
+            "bench" => "release".to_string(),
+            other => other.to_string(),
+        };
+        (name, dir)
+    }
+}

@@ -1,0 +1,128 @@
+//! Extraction on small inputs: stripping is byte-exact, arguments are found,
+//! the debug text is rewritten as documented.
+
+use rdb_extract::{extract, ArgumentKind, SourceInput};
+
+fn input(text: &str) -> SourceInput {
+    SourceInput { path: "src/main.rs".into(), text: text.into(), module_path: vec![], crate_name: "app".into() }
+}
+
+const PLAIN: &str = r#"use std::sync::atomic::{AtomicUsize, Ordering};
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+struct Vm { name: String, stack: Vec<i64> }
+
+impl Vm {
+    fn run(&mut self, code: &[i64]) -> i64 {
+        let mut pc = 0;
+        while pc < code.len() {
+            self.stack.push(code[pc]);
+            pc += 1;
+        }
+        COUNTER.fetch_add(1, Ordering::Relaxed);
+        self.stack.iter().sum()
+    }
+}
+
+fn main() {
+    let mut vm = Vm { name: "x".into(), stack: vec![] };
+    println!("{}", vm.run(&[1, 2, 3])); // trailing
+}
+"#;
+
+const INSTRUMENTED: &str = r#"use std::sync::atomic::{AtomicUsize, Ordering};
+use rdb_macros::{debug_only, rdb_begin, rdb_end};
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// Renders a stack.
+#[debug_only]
+fn render(s: &[i64]) -> String {
+    format!("{s:?}")
+}
+
+#[debug_only]
+static HITS: AtomicUsize = AtomicUsize::new(0);
+
+struct Vm { name: String, stack: Vec<i64> }
+
+impl Vm {
+    fn run(&mut self, code: &[i64]) -> i64 {
+        let mut pc = 0;
+        while pc < code.len() {
+            rdb_begin!();
+            let depth = self.stack.len();
+            HITS.fetch_add(1, Ordering::Relaxed);
+            println!("pc={pc} depth={depth} {} {}", render(&self.stack), code[pc]);
+            for i in 0..depth { if i > 3 { break; } }
+            rdb_end!();
+            self.stack.push(code[pc]);
+            pc += 1;
+        }
+        COUNTER.fetch_add(1, Ordering::Relaxed);
+        rdb_macros::rdb_begin!();
+        println!("{} {}", self.name, COUNTER.load(Ordering::Relaxed));
+        rdb_macros::rdb_end!();
+        self.stack.iter().sum()
+    }
+}
+
+fn main() {
+    let mut vm = Vm { name: "x".into(), stack: vec![] };
+    println!("{}", vm.run(&[1, 2, 3])); rdb_begin!(); dbg!(vm.name.len()); rdb_end!(); // trailing
+}
+"#;
+
+#[test]
+fn stripping_gives_back_the_plain_file() {
+    let x = extract(&[input(INSTRUMENTED)], 1).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(x.files[0].stripped, PLAIN);
+    assert!(x.files[0].instrumented);
+    assert_eq!(x.regions.len(), 3);
+}
+
+#[test]
+fn regions_know_their_arguments_and_places() {
+    let x = extract(&[input(INSTRUMENTED)], 1).unwrap_or_else(|d| panic!("{d}"));
+    let r = &x.regions[0];
+    assert_eq!(r.id, 1);
+    assert_eq!(r.function, "Vm::run");
+    assert_eq!((r.begin.line, r.begin.column), (21, 13));
+    assert_eq!((r.end.line, r.end.column), (26, 13));
+    // `self.stack.push(...)` is line 11 of the plain file.
+    assert_eq!((r.anchor.line, r.anchor.column), (11, 13));
+    let names: Vec<&str> = r.arguments.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["self", "pc", "code"]);
+    let r = &x.regions[1];
+    assert_eq!(r.arguments[1].kind, ArgumentKind::Static);
+    assert_eq!(r.arguments[1].static_path.as_deref(), Some("app::COUNTER"));
+    assert_eq!((r.anchor.line, r.anchor.column), (15, 9));
+    let r = &x.regions[2];
+    assert_eq!(r.function, "main");
+    assert_eq!(r.arguments[0].name, "vm");
+    // Region ends the block: anchor is the closing brace.
+    assert_eq!((r.anchor.line, r.anchor.column), (22, 1));
+}
+
+#[test]
+fn debug_text_calls_region_and_keeps_lines() {
+    let x = extract(&[input(INSTRUMENTED)], 1).unwrap_or_else(|d| panic!("{d}"));
+    let d = &x.files[0].debug;
+    assert_eq!(d.lines().count(), INSTRUMENTED.lines().count());
+    assert!(d.contains("::rdb_region::region::<1, _, _>((&self, &pc, &code,), move |(__rdb_self, pc, code,)| {"), "{d}");
+    assert!(d.contains("let depth = (*__rdb_self).stack.len();"), "{d}");
+    assert!(d.contains("render(&(*__rdb_self).stack), (*code)[(*pc)]"), "{d}");
+    assert!(d.contains("((&self, &crate::COUNTER,), move |(__rdb_self, __rdb_static_COUNTER,)| {"), "{d}");
+    assert!(d.contains("#[allow(dead_code, unused)]\nfn render"), "{d}");
+    assert!(!d.contains("use rdb_macros"), "{d}");
+    assert!(!d.contains("rdb_end"), "{d}");
+}
+
+#[test]
+fn files_without_markers_are_untouched() {
+    let x = extract(&[input(PLAIN)], 1).unwrap();
+    assert_eq!(x.files[0].stripped, PLAIN);
+    assert_eq!(x.files[0].debug, PLAIN);
+    assert!(!x.files[0].instrumented);
+}

@@ -1,0 +1,275 @@
+//! Finding a region's code: the instances of the enclosing function (the
+//! out-of-line copies, monomorphised copies and inlined copies) and, in each,
+//! the address of the anchor statement.
+
+use crate::index::{same_file, DieRef, Index};
+use rdb_descriptors::SourceLocation;
+
+/// One copy of the enclosing function's code.
+#[derive(Debug, Clone)]
+pub struct Instance {
+    /// The unit whose line table covers this copy.
+    pub unit: usize,
+    /// The `DW_TAG_subprogram` or `DW_TAG_inlined_subroutine`; `None` when
+    /// the copy was found through the ELF symbol table only (line-tables-only
+    /// DWARF omits functions that have nothing inlined into them).
+    pub die: Option<DieRef>,
+    /// The concrete subprogram whose frame holds this copy (itself, or the
+    /// function it is inlined into): its `DW_AT_frame_base` applies.
+    pub frame_owner: Option<DieRef>,
+    pub ranges: Vec<gimli::Range>,
+    /// Qualified name (`app::Vm::run`) and linkage name.
+    pub name: String,
+    pub linkage_name: Option<String>,
+}
+
+/// Why a code address was chosen, for notes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeAddress {
+    pub address: u64,
+    /// The line the address belongs to when it is not the anchor's line.
+    pub fallback_line: Option<u32>,
+}
+
+/// `foo<T>` → `foo`: generic arguments are not part of what the user writes.
+fn strip_generics(segment: &str) -> &str {
+    segment.find('<').map_or(segment, |i| &segment[..i])
+}
+
+/// Whether a function written as `wanted` (`run`, `Vm::run`, `app::Vm::run`)
+/// is the DWARF function `name` declared in scopes `path`. An `{impl#N}`
+/// scope (Rust trait impls) stands for whatever type the user names.
+pub fn matches_function(wanted: &str, path: &[String], name: &str) -> bool {
+    let wanted: Vec<&str> = wanted.split("::").map(|s| strip_generics(s.trim())).collect();
+    let Some((last, scopes)) = wanted.split_last() else { return false };
+    if *last != strip_generics(name) {
+        return false;
+    }
+    if scopes.len() > path.len() {
+        return false;
+    }
+    scopes
+        .iter()
+        .rev()
+        .zip(path.iter().rev())
+        .all(|(w, p)| *w == strip_generics(p) || p.starts_with("{impl#") || p.starts_with('<'))
+}
+
+/// Units whose line table mentions `file`.
+pub fn units_with_file(index: &Index<'_>, file: &std::path::Path) -> Result<Vec<usize>, gimli::Error> {
+    let mut out = Vec::new();
+    for unit in 0..index.units.len() {
+        if index.lines(unit)?.files.iter().any(|f| same_file(f, file)) {
+            out.push(unit);
+        }
+    }
+    Ok(out)
+}
+
+/// All copies of the function `wanted` in `units`.
+pub fn instances(index: &Index<'_>, units: &[usize], wanted: &str) -> Result<Vec<Instance>, gimli::Error> {
+    let found = instances_matching(index, units, wanted, false)?;
+    if !found.is_empty() {
+        return Ok(found);
+    }
+    // Line-tables-only DWARF names functions without their scopes...
+    let found = instances_matching(index, units, wanted, true)?;
+    if !found.is_empty() {
+        return Ok(found);
+    }
+    // ...and leaves out the functions nothing was inlined into.
+    symbol_instances(index, units, wanted)
+}
+
+/// Copies of `wanted` found by ELF symbol (C names, or Rust legacy-mangled
+/// names demangled), placed in the unit whose line table covers them.
+fn symbol_instances(index: &Index<'_>, units: &[usize], wanted: &str) -> Result<Vec<Instance>, gimli::Error> {
+    let mut out = Vec::new();
+    for (symbol, address, size) in index.binary.symbols.functions() {
+        let path = demangle_legacy(symbol).unwrap_or_else(|| vec![symbol.to_string()]);
+        let Some((name, scopes)) = path.split_last() else { continue };
+        if !matches_function(wanted, scopes, name) {
+            continue;
+        }
+        let range = gimli::Range { begin: address, end: address.saturating_add(size) };
+        for &unit in units {
+            let lines = index.lines(unit)?;
+            if lines.rows.iter().any(|r| range.begin <= r.address && r.address < range.end) {
+                out.push(Instance {
+                    unit,
+                    die: None,
+                    frame_owner: None,
+                    ranges: vec![range],
+                    name: path.join("::"),
+                    linkage_name: Some(symbol.to_string()).filter(|s| s != name),
+                });
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The path of a Rust legacy-mangled symbol (`_ZN2vm2Vm3run17h…E` →
+/// `vm`, `Vm`, `run`), without the hash; `None` for other symbols.
+pub fn demangle_legacy(symbol: &str) -> Option<Vec<String>> {
+    let mut rest = symbol.strip_prefix("_ZN").or_else(|| symbol.strip_prefix("__ZN"))?;
+    let mut path = Vec::new();
+    while !rest.starts_with('E') {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        let len: usize = rest[..digits].parse().ok()?;
+        let ident = rest.get(digits..digits.checked_add(len)?)?;
+        rest = &rest[digits + len..];
+        path.push(unescape(ident));
+    }
+    if path.last().is_some_and(|h| h.len() == 17 && h.starts_with('h') && h[1..].chars().all(|c| c.is_ascii_hexdigit())) {
+        path.pop();
+    }
+    (!path.is_empty()).then_some(path)
+}
+
+fn unescape(ident: &str) -> String {
+    let ident = ident.strip_prefix("_$").map(|r| format!("${r}")).unwrap_or_else(|| ident.to_string());
+    let mut out = ident.replace("..", "::");
+    for (from, to) in [
+        ("$LT$", "<"), ("$GT$", ">"), ("$u20$", " "), ("$RF$", "&"), ("$BP$", "*"), ("$C$", ","),
+        ("$LP$", "("), ("$RP$", ")"), ("$u7b$", "{"), ("$u7d$", "}"), ("$u27$", "'"), ("$SP$", "@"),
+    ] {
+        out = out.replace(from, to);
+    }
+    out
+}
+
+fn instances_matching(
+    index: &Index<'_>,
+    units: &[usize],
+    wanted: &str,
+    unscoped: bool,
+) -> Result<Vec<Instance>, gimli::Error> {
+    let mut out = Vec::new();
+    for &unit in units {
+        let dies = index.dies(unit)?;
+        for (i, die) in dies.iter().enumerate() {
+            if !matches!(die.tag, gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine) {
+                continue;
+            }
+            let r = DieRef { unit, die: i };
+            let declaration = index.declaration(r)?;
+            let Some(name) = index.string(declaration, gimli::DW_AT_name)? else { continue };
+            if strip_generics(&name) != strip_generics(wanted.rsplit("::").next().unwrap_or(wanted).trim()) {
+                continue;
+            }
+            let path = index.scope_path(declaration)?;
+            let matched = if unscoped { path.is_empty() } else { matches_function(wanted, &path, &name) };
+            if !matched {
+                continue;
+            }
+            let ranges = index.ranges(r)?;
+            if ranges.is_empty() {
+                continue;
+            }
+            let frame_owner = Some(frame_owner(index, r)?);
+            let linkage_name = match index.inherited(r, gimli::DW_AT_linkage_name)? {
+                Some((owner, _)) => index.string(owner, gimli::DW_AT_linkage_name)?,
+                None => match index.inherited(r, gimli::DW_AT_MIPS_linkage_name)? {
+                    Some((owner, _)) => index.string(owner, gimli::DW_AT_MIPS_linkage_name)?,
+                    None => None,
+                },
+            };
+            let mut qualified = path.clone();
+            qualified.push(name);
+            out.push(Instance { unit, die: Some(r), frame_owner, ranges, name: qualified.join("::"), linkage_name });
+        }
+    }
+    Ok(out)
+}
+
+/// The nearest enclosing concrete subprogram (itself for a subprogram).
+fn frame_owner(index: &Index<'_>, r: DieRef) -> Result<DieRef, gimli::Error> {
+    let dies = index.dies(r.unit)?;
+    let mut current = Some(r.die);
+    while let Some(i) = current {
+        if dies[i].tag == gimli::DW_TAG_subprogram {
+            return Ok(DieRef { unit: r.unit, die: i });
+        }
+        current = dies[i].parent;
+    }
+    Ok(r)
+}
+
+fn in_ranges(ranges: &[gimli::Range], address: u64) -> bool {
+    ranges.iter().any(|r| r.begin <= address && address < r.end)
+}
+
+/// The address where the anchor statement begins in `instance`: the lowest
+/// `is_stmt` row of the anchor line whose column is at or after the anchor's
+/// column (rustc and clang put a statement's sub-expressions, which run
+/// first, at later columns than the statement's own start, so the exact
+/// column is often *not* the first instruction). Without rows on that line,
+/// the nearest following line with code.
+pub fn code_address(index: &Index<'_>, instance: &Instance, anchor: &SourceLocation) -> Result<Option<CodeAddress>, gimli::Error> {
+    let lines = index.lines(instance.unit)?;
+    let files: Vec<usize> =
+        lines.files.iter().enumerate().filter(|(_, f)| same_file(f, &anchor.file)).map(|(i, _)| i).collect();
+    let rows: Vec<_> = lines
+        .rows
+        .iter()
+        .filter(|r| files.contains(&r.file) && r.line >= anchor.line)
+        // Rows of the anchor's file and line inside a callee inlined here
+        // are call-site rows of this function (gcc emits one at the start
+        // of each inlined copy): they count.
+        .filter(|r| in_ranges(&instance.ranges, r.address))
+        .collect();
+    let Some(line) = rows.iter().map(|r| r.line).min() else { return Ok(None) };
+    let on_line: Vec<_> = rows.iter().filter(|r| r.line == line).collect();
+    let after_column: Vec<_> = if line == anchor.line {
+        on_line.iter().filter(|r| r.column == 0 || r.column >= anchor.column).copied().collect()
+    } else {
+        on_line.clone()
+    };
+    let pool = if after_column.is_empty() { &on_line } else { &after_column };
+    let statements: Vec<_> = pool.iter().filter(|r| r.is_stmt).collect();
+    let address = if statements.is_empty() {
+        pool.iter().map(|r| r.address).min()
+    } else {
+        statements.iter().map(|r| r.address).min()
+    };
+    Ok(address.map(|address| CodeAddress {
+        address,
+        fallback_line: (line != anchor.line).then_some(line),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::matches_function;
+
+    fn p(s: &[&str]) -> Vec<String> {
+        s.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn function_names() {
+        assert!(matches_function("run", &p(&["app", "Vm"]), "run"));
+        assert!(matches_function("Vm::run", &p(&["app", "Vm"]), "run"));
+        assert!(matches_function("app::Vm::run", &p(&["app", "Vm"]), "run"));
+        assert!(!matches_function("Other::run", &p(&["app", "Vm"]), "run"));
+        assert!(matches_function("Vm::fmt", &p(&["app", "{impl#1}"]), "fmt"));
+        assert!(matches_function("Stack::push", &p(&["app", "Stack<i32>"]), "push"));
+        assert!(matches_function("largest", &p(&["app"]), "largest<u8>"));
+        assert!(matches_function("main", &p(&[]), "main"));
+        assert!(!matches_function("a::b::main", &p(&["b"]), "main"));
+        assert!(matches_function("Vm::fmt", &p(&["app", "<impl core::fmt::Display for app::Vm>"]), "fmt"));
+    }
+
+    #[test]
+    fn legacy_symbols() {
+        assert_eq!(super::demangle_legacy("_ZN2vm2Vm3run17h834a807d36d7f155E").unwrap(), ["vm", "Vm", "run"]);
+        assert_eq!(
+            super::demangle_legacy("_ZN46_$LT$app..Vm$u20$as$u20$core..fmt..Display$GT$3fmt17h0123456789abcdefE").unwrap(),
+            ["<app::Vm as core::fmt::Display>", "fmt"]
+        );
+        assert_eq!(super::demangle_legacy("main"), None);
+        assert_eq!(super::demangle_legacy("_ZN99short"), None);
+    }
+}

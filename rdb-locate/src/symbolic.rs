@@ -1,0 +1,244 @@
+//! Turning a location expression into a descriptor [`Location`].
+//!
+//! A descriptor says *where* a value lives in terms a replayer resolves at
+//! run time (`rbp - 24`, `rdi`, `COUNTER + 0`), so the expression is
+//! evaluated against a symbolic [`Machine`]: register `r` reads as
+//! `origin + (r + 1) << 36`. Evaluating twice with two different origins
+//! tells an address that depends on one register (it moves with the origin)
+//! from an absolute one (it does not), and decodes which register and what
+//! offset. Anything else (memory reads, several registers combined, scaled
+//! registers) is reported as not expressible.
+
+use crate::eval::{evaluate, EvalError, Frame, Machine};
+use crate::loader::R;
+use gimli::{Reader, Register};
+use rdb_descriptors::{Location, Piece as DescriptorPiece, Register as DescriptorRegister};
+
+const STRIDE_SHIFT: u32 = 36;
+const ORIGINS: [u64; 2] = [1 << 56, 2 << 56];
+
+struct Symbolic {
+    origin: u64,
+}
+
+impl Machine for Symbolic {
+    fn register(&mut self, register: Register) -> Option<u64> {
+        if register.0 >= 64 {
+            return None;
+        }
+        Some(self.origin.wrapping_add((u64::from(register.0) + 1) << STRIDE_SHIFT))
+    }
+    fn memory(&mut self, _address: u64, _size: u8) -> Option<u64> {
+        None
+    }
+}
+
+/// An address or value as the symbolic evaluation found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Symbol {
+    Absolute(u64),
+    Relative { register: u16, offset: i64 },
+}
+
+fn decode(first: u64, second: u64) -> Option<Symbol> {
+    if first == second {
+        return Some(Symbol::Absolute(first));
+    }
+    if second.wrapping_sub(first) != ORIGINS[1].wrapping_sub(ORIGINS[0]) {
+        return None;
+    }
+    let relative = first.wrapping_sub(ORIGINS[0]) as i64;
+    let half = 1i64 << (STRIDE_SHIFT - 1);
+    let slot = relative.checked_add(half)? >> STRIDE_SHIFT;
+    if !(1..=64).contains(&slot) {
+        return None;
+    }
+    let offset = relative - (slot << STRIDE_SHIFT);
+    Some(Symbol::Relative { register: (slot - 1) as u16, offset })
+}
+
+/// What the caller must supply to finish a location: static addresses become
+/// `symbol + offset` through the ELF symbol table.
+pub trait Symbolizer {
+    /// The symbol covering module-relative `address`, with the offset into it.
+    fn symbolize(&self, address: u64) -> (String, i64);
+}
+
+/// The descriptor location of a variable whose location expression is
+/// `expression`, or why it cannot be expressed. `size` is the variable's
+/// size, used to cut constant values.
+pub fn describe(
+    expression: gimli::Expression<R>,
+    frame: &Frame<'_>,
+    size: u64,
+    symbols: &dyn Symbolizer,
+) -> Result<Location, String> {
+    let mut runs = Vec::with_capacity(2);
+    for origin in ORIGINS {
+        let pieces = evaluate(expression.clone(), frame, &mut Symbolic { origin }).map_err(|e| match e {
+            EvalError::Unavailable(what) => format!("its location {what}, which a descriptor cannot express"),
+            other => other.to_string(),
+        })?;
+        runs.push(pieces);
+    }
+    let (first, second) = (&runs[0], &runs[1]);
+    if first.len() != second.len() || first.is_empty() {
+        return Err("its location expression does not evaluate consistently".into());
+    }
+    if first.len() == 1 && first[0].size_in_bits.is_none() {
+        return piece_location(&first[0], &second[0], size, symbols);
+    }
+    let mut pieces = Vec::new();
+    for (a, b) in first.iter().zip(second) {
+        let bits = a.size_in_bits.ok_or("a piece of a split value has no size")?;
+        if bits % 8 != 0 || a.bit_offset.is_some() {
+            return Err("it is split into bit pieces, which a descriptor cannot express".into());
+        }
+        let piece_size = bits / 8;
+        pieces.push(DescriptorPiece { size: piece_size, location: piece_location(a, b, piece_size, symbols)? });
+    }
+    Ok(Location::Pieces { pieces })
+}
+
+fn piece_location(
+    first: &gimli::Piece<R>,
+    second: &gimli::Piece<R>,
+    size: u64,
+    symbols: &dyn Symbolizer,
+) -> Result<Location, String> {
+    use gimli::Location as G;
+    match (&first.location, &second.location) {
+        (G::Empty, _) => Ok(Location::OptimizedOut),
+        (G::Register { register }, _) => Ok(Location::Register { register: DescriptorRegister::x86_64(register.0) }),
+        (G::Address { address: a }, G::Address { address: b }) => match decode(*a, *b) {
+            Some(Symbol::Absolute(address)) => {
+                let (symbol, offset) = symbols.symbolize(address);
+                Ok(Location::Symbol { symbol, offset, address })
+            }
+            Some(Symbol::Relative { register, offset }) => {
+                Ok(Location::Stack { base: DescriptorRegister::x86_64(register), offset })
+            }
+            None => Err("its address is computed in a way a descriptor cannot express".into()),
+        },
+        (G::Value { value: a }, G::Value { value: b }) => {
+            let a = a.to_u64(!0).map_err(|e| e.to_string())?;
+            let b = b.to_u64(!0).map_err(|e| e.to_string())?;
+            match decode(a, b) {
+                Some(Symbol::Absolute(value)) => Ok(Location::Implicit { bytes: hex(&value.to_le_bytes(), size) }),
+                Some(Symbol::Relative { register, offset: 0 }) => {
+                    Ok(Location::Register { register: DescriptorRegister::x86_64(register) })
+                }
+                Some(Symbol::Relative { register, offset }) => Err(format!(
+                    "its value is computed ({} {:+}), which a descriptor cannot express",
+                    DescriptorRegister::x86_64(register).name,
+                    offset
+                )),
+                None => Err("its value is computed in a way a descriptor cannot express".into()),
+            }
+        }
+        (G::Bytes { value }, _) => {
+            let bytes = value.to_slice().map_err(|e| e.to_string())?;
+            Ok(Location::Implicit { bytes: hex(&bytes, size) })
+        }
+        (G::ImplicitPointer { .. }, _) => {
+            Err("it is an implicit pointer (DW_OP_implicit_pointer), which a descriptor cannot express".into())
+        }
+        _ => Err("its location expression does not evaluate consistently".into()),
+    }
+}
+
+/// Lowercase hex of the first `size` bytes (all of them if `size` is 0 or larger).
+pub fn hex(bytes: &[u8], size: u64) -> String {
+    let n = if size == 0 { bytes.len() } else { bytes.len().min(size as usize) };
+    bytes[..n].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_register_plus_offset() {
+        let reg = |r: u64, off: i64, origin: u64| origin.wrapping_add((r + 1) << STRIDE_SHIFT).wrapping_add(off as u64);
+        for (r, off) in [(6u64, -24i64), (7, 144), (0, 0), (15, -(1 << 20))] {
+            assert_eq!(
+                decode(reg(r, off, ORIGINS[0]), reg(r, off, ORIGINS[1])),
+                Some(Symbol::Relative { register: r as u16, offset: off })
+            );
+        }
+        assert_eq!(decode(0x5a318, 0x5a318), Some(Symbol::Absolute(0x5a318)));
+        // Twice the register (scaled): not affine with coefficient one.
+        assert_eq!(decode(reg(6, 0, ORIGINS[0]) * 2, reg(6, 0, ORIGINS[1]) * 2), None);
+    }
+
+    use crate::eval::tests::{encoding, expr};
+    use crate::eval::CfaRule;
+    use rdb_descriptors::Register as Reg;
+
+    struct Names;
+    impl Symbolizer for Names {
+        fn symbolize(&self, address: u64) -> (String, i64) {
+            ("COUNTER".into(), address as i64 - 0x4000)
+        }
+    }
+
+    fn describe_bytes(bytes: &[u8], frame_base: &[u8], size: u64) -> Result<Location, String> {
+        let frame = Frame {
+            encoding: encoding(),
+            unit: None,
+            frame_base: Some(expr(frame_base)),
+            cfa: Some(CfaRule { register: Register(6), offset: 16 }),
+        };
+        describe(expr(bytes), &frame, size, &Names)
+    }
+
+    #[test]
+    fn descriptor_locations() {
+        let stack = |r: u16, offset: i64| Location::Stack { base: Reg::x86_64(r), offset };
+        // fbreg over a register frame base, over the CFA; breg.
+        assert_eq!(describe_bytes(&[0x91, 0x68], &[0x57], 8), Ok(stack(7, -24)));
+        assert_eq!(describe_bytes(&[0x91, 0x6c], &[0x9c], 8), Ok(stack(6, -4)));
+        assert_eq!(describe_bytes(&[0x76, 0x10], &[0x57], 8), Ok(stack(6, 16)));
+        // A register; a register's value (breg 0, stack_value).
+        assert_eq!(describe_bytes(&[0x55], &[0x57], 8), Ok(Location::Register { register: Reg::x86_64(5) }));
+        assert_eq!(describe_bytes(&[0x73, 0x00, 0x9f], &[0x57], 8), Ok(Location::Register { register: Reg::x86_64(3) }));
+        // DW_OP_addr 0x4010: symbol + offset.
+        let addr = [0x03, 0x10, 0x40, 0, 0, 0, 0, 0, 0];
+        assert_eq!(
+            describe_bytes(&addr, &[0x57], 8),
+            Ok(Location::Symbol { symbol: "COUNTER".into(), offset: 0x10, address: 0x4010 })
+        );
+        // Constants: lit5 stack_value, implicit_value.
+        assert_eq!(describe_bytes(&[0x35, 0x9f], &[0x57], 4), Ok(Location::Implicit { bytes: "05000000".into() }));
+        assert_eq!(describe_bytes(&[0x9e, 0x02, 0x34, 0x12], &[0x57], 2), Ok(Location::Implicit { bytes: "3412".into() }));
+        // Pieces: rax (8 bytes) then rbp - 8 (8 bytes); an empty piece.
+        assert_eq!(
+            describe_bytes(&[0x50, 0x93, 0x08, 0x76, 0x78, 0x93, 0x08, 0x93, 0x04], &[0x57], 20),
+            Ok(Location::Pieces {
+                pieces: vec![
+                    DescriptorPiece { size: 8, location: Location::Register { register: Reg::x86_64(0) } },
+                    DescriptorPiece { size: 8, location: stack(6, -8) },
+                    DescriptorPiece { size: 4, location: Location::OptimizedOut },
+                ]
+            })
+        );
+    }
+
+    #[test]
+    fn what_a_descriptor_cannot_express() {
+        // A pointer to the value: needs memory at replay time.
+        assert!(describe_bytes(&[0x76, 0x08, 0x06], &[0x57], 8).unwrap_err().contains("memory"));
+        // rbx + 8 as a value, twice rbx, rbx + rsi.
+        assert!(describe_bytes(&[0x73, 0x08, 0x9f], &[0x57], 8).unwrap_err().contains("rbx +8"));
+        assert!(describe_bytes(&[0x73, 0x00, 0x32, 0x1e, 0x9f], &[0x57], 8).is_err());
+        assert!(describe_bytes(&[0x73, 0x00, 0x74, 0x00, 0x22], &[0x57], 8).is_err());
+        // DW_OP_entry_value(DW_OP_reg5), stack_value.
+        assert!(describe_bytes(&[0xa3, 0x01, 0x55, 0x9f], &[0x57], 8).unwrap_err().contains("entry"));
+    }
+
+    #[test]
+    fn hex_cuts_to_size() {
+        assert_eq!(hex(&0x1234u64.to_le_bytes(), 2), "3412");
+        assert_eq!(hex(&[1, 2], 0), "0102");
+    }
+}

@@ -1,0 +1,135 @@
+//! Rust programs built with rustc, located, and checked against gdb.
+
+mod support;
+
+use rdb_descriptors::Location;
+use support::*;
+
+fn vm_sites() -> Vec<rdb_locate::RegionSite> {
+    vec![
+        site(1, "vm.rs", "run-acc", "Vm::run", vec![local("total"), local("self"), local("i"), global("COUNTER", "vm::COUNTER")]),
+        site(2, "vm.rs", "scale-ret", "scale", vec![local("x"), local("k"), local("y")]),
+        site(3, "vm.rs", "largest-ret", "largest", vec![local("best")]),
+        site(4, "vm.rs", "shadow-sum", "shadow", vec![local("x"), local("keep"), local("seed")]),
+        site(5, "vm.rs", "total-call", "total_of", vec![local("xs"), local("s")]),
+    ]
+}
+
+/// The dev build, shared by the tests of this file (one rustc run).
+fn dev_build() -> &'static Built {
+    static BUILT: std::sync::OnceLock<Built> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| rustc("vm.rs", &[]))
+}
+
+fn argument<'a>(located: &'a rdb_locate::Located, region: u32, name: &str) -> &'a rdb_descriptors::ArgumentDescriptor {
+    located.arguments.iter().find(|a| a.region == region && a.name == name).expect("argument described")
+}
+
+#[test]
+fn dev_build_locals_self_static_and_inlined() {
+    let built = dev_build();
+    let sites = vm_sites();
+    let located = rdb_locate::locate(&built.binary, &sites).expect("locate");
+    assert!(!located.warnings.iter().any(|w| w.starts_with("region 1") || w.starts_with("region 2")), "{:#?}", located.warnings);
+
+    let run = &located.functions[0];
+    assert_eq!(run.function.name, "vm::Vm::run");
+    assert!(run.function.linkage_name.as_deref().is_some_and(|l| l.contains("3run")), "{:?}", run.function);
+    assert_eq!(run.locations.len(), 1, "{run:#?}");
+    assert!(run.locations[0].symbol.contains("2Vm3run"), "{run:#?}");
+    assert!(run.locations[0].offset > 0);
+
+    let total = argument(&located, 1, "total");
+    assert_eq!((total.type_name.as_str(), total.size), ("i64", 8));
+    assert!(matches!(total.locations[0].location, Location::Stack { .. }), "{total:#?}");
+    let this = argument(&located, 1, "self");
+    assert_eq!((this.type_name.as_str(), this.size), ("&mut vm::Vm", 8));
+    let counter = argument(&located, 1, "COUNTER");
+    assert_eq!(counter.type_name, "core::sync::atomic::AtomicU64");
+    assert!(
+        matches!(&counter.locations[0].location, Location::Symbol { symbol, offset: 0, .. } if symbol.contains("7COUNTER")),
+        "{counter:#?}"
+    );
+
+    // `scale` is #[inline(always)]: inlined into both calls in `main`.
+    let scale = &located.functions[1];
+    assert_eq!(scale.locations.len(), 2, "{scale:#?}");
+    assert!(scale.locations.iter().all(|l| l.symbol.contains("4main")), "{scale:#?}");
+
+    let checked = check_against_gdb(&built.binary, &sites, &located, 1);
+    assert_eq!(checked.iter().find(|c| c.name == "total").and_then(|c| c.ours), Some(7));
+    assert_eq!(checked.iter().find(|c| c.name == "COUNTER").and_then(|c| c.ours), Some(1));
+    let checked = check_against_gdb(&built.binary, &sites, &located, 2);
+    assert_eq!(checked.len(), 6);
+}
+
+#[test]
+fn dev_build_monomorphised_copies_and_shadowing() {
+    let built = dev_build();
+    let sites = vm_sites();
+    let located = rdb_locate::locate(&built.binary, &sites).expect("locate");
+    // `largest::<i64>` and `largest::<u8>`: one location each, differently typed.
+    let largest = &located.functions[2];
+    assert_eq!(largest.locations.len(), 2, "{largest:#?}");
+    assert!(located.warnings.iter().any(|w| w.contains("`best`") && w.contains("differs")), "{:#?}", located.warnings);
+    let checked = check_against_gdb(&built.binary, &sites, &located, 3);
+    assert_eq!(checked.len(), 2);
+    // The second `let x` shadows the first: x = seed * 3 + 100.
+    let checked = check_against_gdb(&built.binary, &sites, &located, 4);
+    let value = |name: &str| checked.iter().find(|c| c.name == name).and_then(|c| c.ours).unwrap();
+    assert_eq!(value("x"), value("seed") * 3 + 100);
+    assert_eq!(value("keep"), value("seed") * 3);
+    // A slice is a fat pointer: 16 bytes on the stack.
+    let xs = argument(&located, 5, "xs");
+    assert_eq!((xs.type_name.as_str(), xs.size), ("&[i64]", 16));
+    assert!(matches!(xs.locations[0].location, Location::Stack { .. }), "{xs:#?}");
+}
+
+#[test]
+fn release_build_registers_and_optimized_out() {
+    let built = rustc("vm.rs", &["-C", "opt-level=2"]);
+    let sites = vm_sites();
+    let located = rdb_locate::locate(&built.binary, &sites).expect("locate");
+
+    // `run` stays out of line (#[inline(never)]); its locals live in registers.
+    let run = &located.functions[0];
+    assert_eq!(run.locations.len(), 1, "{run:#?}");
+    let checked = check_against_gdb(&built.binary, &sites, &located, 1);
+    let in_register = checked.iter().filter(|c| matches!(c.location, Location::Register { .. })).count();
+    assert!(in_register >= 2, "{checked:#?}");
+    assert_eq!(checked.iter().find(|c| c.name == "total").and_then(|c| c.ours), Some(7));
+
+    // `scale` inlined twice; the optimiser dropped some of its variables,
+    // which are described as optimized out (gdb agrees), with their type.
+    let scale = &located.functions[1];
+    assert_eq!(scale.locations.len(), 2, "{scale:#?}");
+    let checked = check_against_gdb(&built.binary, &sites, &located, 2);
+    assert!(checked.iter().any(|c| c.location == Location::OptimizedOut), "{checked:#?}");
+    let y = argument(&located, 2, "y");
+    assert_eq!((y.type_name.as_str(), y.size), ("i64", 8));
+    assert!(located.warnings.iter().any(|w| w.contains("`y` is optimized out")), "{:#?}", located.warnings);
+    // A slice in two registers: pieces.
+    let xs = argument(&located, 5, "xs");
+    assert!(matches!(&xs.locations[0].location, Location::Pieces { pieces } if pieces.len() == 2), "{xs:#?}");
+    check_against_gdb(&built.binary, &sites, &located, 5);
+    // `x` is `seed * 3 + 100`, computed from a register: reported as not expressible.
+    check_against_gdb(&built.binary, &sites, &located, 4);
+    assert!(located.warnings.iter().any(|w| w.contains("`x`") && w.contains("cannot express")), "{:#?}", located.warnings);
+}
+
+#[test]
+fn descriptor_files_round_trip() {
+    let built = dev_build();
+    let located = rdb_locate::locate(&built.binary, &vm_sites()).expect("locate");
+    let identity = rdb_locate::binary_identity(&built.binary).expect("identity");
+    assert_eq!(identity.size, std::fs::metadata(&built.binary).unwrap().len());
+    assert_eq!(identity.blake3.len(), 64);
+    let (functions, arguments) =
+        located.clone().into_descriptors(rdb_descriptors::Language::Rust, "rustc".into(), identity, "vm.rdb.so".into());
+    let dir = tempfile::tempdir().unwrap();
+    let paths = rdb_descriptors::artefact_paths(&dir.path().join("vm"));
+    rdb_descriptors::store(&paths.functions, &functions).unwrap();
+    rdb_descriptors::store(&paths.arguments, &arguments).unwrap();
+    assert_eq!(rdb_descriptors::load_functions(&paths.functions).unwrap().functions, located.functions);
+    assert_eq!(rdb_descriptors::load_arguments(&paths.arguments).unwrap().arguments, located.arguments);
+}

@@ -1,0 +1,81 @@
+//! `cargo rdb build` of an instrumented sample app produces a main binary
+//! byte-identical to a plain `cargo build` of the plain app at the same path
+//! (dev and release), plus the debug module and descriptors.
+
+use rdb_tests::{assert_success, hash_file, run_cargo, run_cargo_rdb, tree_snapshot, SampleApp};
+
+fn identity(app: &str, release: bool) {
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = SampleApp::plain(app, tmp.path());
+    let profile_dir = if release { "release" } else { "debug" };
+    let mut args = vec!["build"];
+    if release {
+        args.push("--release");
+    }
+    assert_success("plain cargo build", &run_cargo(&sample.dir, &args));
+    let plain = hash_file(&sample.dir.join("target").join(profile_dir).join(app));
+
+    sample.instrument();
+    // Plain cargo also builds the instrumented source (markers expand to nothing).
+    assert_success("plain cargo build of the instrumented source", &run_cargo(&sample.dir, &args));
+    let before = tree_snapshot(&sample.dir);
+    let out = run_cargo_rdb(&sample.dir, &args);
+    assert_success("cargo rdb build", &out);
+    assert_eq!(before, tree_snapshot(&sample.dir), "cargo rdb build modified the user's files");
+
+    let out_dir = sample.dir.join("target/rdb").join(profile_dir);
+    let bin = out_dir.join(app);
+    assert_eq!(hash_file(&bin), plain, "main binary differs from the plain build ({app}, {profile_dir})");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for suffix in ["", ".rdb.so", ".rdb-functions.json", ".rdb-arguments.json"] {
+        let p = out_dir.join(format!("{app}{suffix}"));
+        assert!(p.is_file(), "{} missing", p.display());
+        assert!(stdout.contains(&p.display().to_string()), "path {} not printed:\n{stdout}", p.display());
+    }
+    let functions = rdb_descriptors::load_functions(&out_dir.join(format!("{app}.rdb-functions.json"))).unwrap();
+    assert!(functions.toolchain.starts_with("rustc 1."), "{}", functions.toolchain);
+    assert!(!functions.functions.is_empty());
+    assert_eq!(functions.binary.blake3, plain);
+    let arguments = rdb_descriptors::load_arguments(&out_dir.join(format!("{app}.rdb-arguments.json"))).unwrap();
+    assert!(arguments.arguments.iter().any(|a| a.kind == rdb_descriptors::ArgumentKind::Static));
+}
+
+#[test]
+fn minibc_dev() {
+    identity("minibc", false);
+}
+
+#[test]
+fn minibc_release() {
+    identity("minibc", true);
+}
+
+#[test]
+fn jobq_dev() {
+    identity("jobq", false);
+}
+
+#[test]
+fn jobq_release() {
+    identity("jobq", true);
+}
+
+/// A second build with no change rewrites nothing in the shadows and keeps
+/// the artefacts identical.
+#[test]
+fn rebuild_without_change_is_identical() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = SampleApp::plain("minibc", tmp.path());
+    sample.instrument();
+    assert_success("first cargo rdb build", &run_cargo_rdb(&sample.dir, &["build"]));
+    let shadow = sample.dir.join("target/rdb/shadow-main/src/vm.rs");
+    let mtime = std::fs::metadata(&shadow).unwrap().modified().unwrap();
+    let bin = sample.dir.join("target/rdb/debug/minibc");
+    let first = hash_file(&bin);
+    let out = run_cargo_rdb(&sample.dir, &["build", "-v"]);
+    assert_success("second cargo rdb build", &out);
+    assert_eq!(hash_file(&bin), first);
+    assert_eq!(std::fs::metadata(&shadow).unwrap().modified().unwrap(), mtime, "unchanged file was rewritten");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("(0 written, 0 removed)"), "{stderr}");
+}

@@ -1,0 +1,10 @@
+use rdb_macros::{rdb_begin, rdb_end};
+
+fn main() {
+    let x = 1;
+    rdb_begin!();
+    println!("outer {x}");
+    rdb_begin!();
+    println!("inner {x}");
+    rdb_end!();
+}

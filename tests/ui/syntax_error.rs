@@ -1,0 +1,7 @@
+use rdb_macros::{rdb_begin, rdb_end};
+
+fn main() {
+    rdb_begin!();
+    let x = ;
+    rdb_end!();
+}
