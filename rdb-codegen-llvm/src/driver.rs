@@ -60,6 +60,8 @@ pub enum DriverError {
     Pass(#[from] PassError),
     #[error("{0}")]
     DebugModule(String),
+    #[error("cannot compute the descriptors: {0}")]
+    Locate(String),
 }
 
 impl DriverError {
@@ -107,6 +109,8 @@ pub struct ObjectInfo {
     pub dwarf_twin: Option<PathBuf>,
     pub regions: Vec<RegionInfo>,
     pub debug_only: BTreeSet<String>,
+    /// Lines of the source removed by stripping (to map lines).
+    pub removed_lines: Vec<u32>,
 }
 
 /// One region of an [`ObjectInfo`].
@@ -384,6 +388,7 @@ impl Run {
                 .map(|r| RegionInfo { begin: pos(r.begin), end: pos(r.end), anchor: pos(r.anchor), identifiers: r.identifiers.clone() })
                 .collect(),
             debug_only: analysis.debug_only.clone(),
+            removed_lines: analysis.removed_lines.clone(),
         };
         let text = serde_json::to_string_pretty(&info).expect("sidecar serialises");
         std::fs::write(&json, text).map_err(io(&json))?;
@@ -448,6 +453,7 @@ impl Run {
         let mut outlined_bc = Vec::new();
         let mut next_id = 1u32;
         let mut sites = Vec::new();
+        let mut brace_anchors = Vec::new();
         for (n, info) in infos.iter().enumerate() {
             let specs: Vec<RegionSpec> = info
                 .regions
@@ -465,14 +471,28 @@ impl Run {
             };
             let outlined = outline_file(&info.bitcode, &out, &input)?;
             for o in outlined {
-                let r = &info.regions[(o.id - specs[0].id) as usize];
-                sites.push((info.clone(), r.clone(), o));
+                let mut r = info.regions[(o.id - specs[0].id) as usize].clone();
+                brace_anchors.push(r.anchor);
+                // A region ending its block runs before whatever executes
+                // next (a loop's step, the code after an `if`): anchor there.
+                if let Some((line, column)) = o.continues_at {
+                    let text = std::fs::read_to_string(&info.source_abs).unwrap_or_default();
+                    let at_brace = text
+                        .lines()
+                        .nth(crate::source::instrumented_line(&info.removed_lines, r.anchor.0) as usize - 1)
+                        .and_then(|l| l.chars().nth(r.anchor.1 as usize - 1))
+                        == Some('}');
+                    if at_brace && !info.removed_lines.contains(&line) {
+                        r.anchor = (crate::source::stripped_line(&info.removed_lines, line), column);
+                    }
+                }
+                sites.push((info.clone(), r, o));
             }
             outlined_bc.push(out);
         }
         let paths = rdb_descriptors::artefact_paths(&prog);
         self.debug_module(&outlined_bc, &paths.debug_module, &program_symbols)?;
-        crate::descriptors::write(&prog, &dwarf_binary, &paths, &sites)?;
+        crate::descriptors::write(&prog, &dwarf_binary, &paths, &sites, &brace_anchors)?;
         Ok(())
     }
 

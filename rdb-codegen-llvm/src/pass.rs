@@ -87,6 +87,12 @@ pub struct OutlinedRegion {
     pub entry: String,
     /// Arguments in `argv` order.
     pub arguments: Vec<OutlinedArgument>,
+    /// Where the program continues after the region (line, column in the
+    /// instrumented source): the debug location of the first instruction
+    /// executed after `rdb_end`, following unconditional branches. For a
+    /// region that ends a loop body this is the loop's step or condition,
+    /// which the closing brace itself does not name.
+    pub continues_at: Option<(u32, u32)>,
 }
 
 /// One argument of a debug function.
@@ -96,6 +102,8 @@ pub struct OutlinedArgument {
     pub name: String,
     /// A local of the enclosing function (true) or a static/function (false).
     pub local: bool,
+    /// A program function (called through its address).
+    pub function: bool,
 }
 
 /// Why outlining failed.
@@ -343,16 +351,18 @@ impl<'a> Outliner<'a> {
             }
             let blocks = self.region_blocks(r, b, e)?;
             let locals = self.region_locals(b.function, &blocks, b.call, e.call);
-            plans.push((r.clone(), b.call, e.call, b.function, locals));
+            plans.push((r.clone(), b.call, e.call, b.function, locals, continues_at(e.call)));
         }
         LLVMStripModuleDebugInfo(self.m);
         // Phase 2: outline. Blocks are walked again: outlining an earlier
         // region of the same function splits blocks.
         let mut out = Vec::new();
-        for (r, bcall, ecall, f, locals) in plans {
+        for (r, bcall, ecall, f, locals, next) in plans {
             let (b, e) = (Marker { call: bcall, function: f }, Marker { call: ecall, function: f });
             let blocks = self.region_blocks(&r, &b, &e)?;
-            out.push(self.outline(&r, bcall, ecall, f, &blocks, &locals)?);
+            let mut o = self.outline(&r, bcall, ecall, f, &blocks, &locals)?;
+            o.continues_at = next;
+            out.push(o);
         }
         self.sweep()?;
         Ok(out)
@@ -490,7 +500,7 @@ impl<'a> Outliner<'a> {
             let shown = if local { source_name(n.strip_suffix(".addr").unwrap_or(&n), &r.identifiers) } else { n.clone() };
             LLVMSetValueName2(a, shown.as_ptr() as _, shown.len());
             map.insert(p, a);
-            arguments.push(OutlinedArgument { name: shown, local });
+            arguments.push(OutlinedArgument { name: shown, local, function: !LLVMIsAFunction(p).is_null() });
         }
         let entry = LLVMAppendBasicBlockInContext(self.ctx, nf, c"entry".as_ptr());
         LLVMPositionBuilderAtEnd(self.b, entry);
@@ -572,7 +582,7 @@ impl<'a> Outliner<'a> {
         }
         LLVMBuildCall2(self.b, fn_ty, nf, call_args.as_mut_ptr(), call_args.len() as u32, c"".as_ptr());
         LLVMBuildRetVoid(self.b);
-        Ok(OutlinedRegion { id: r.id, function: name(f), debug_function: fname, entry: ename, arguments })
+        Ok(OutlinedRegion { id: r.id, function: name(f), debug_function: fname, entry: ename, arguments, continues_at: None })
     }
 
     unsafe fn collect(
@@ -814,4 +824,28 @@ fn source_name(ir: &str, identifiers: &BTreeSet<String>) -> String {
             _ => return ir.to_string(),
         }
     }
+}
+
+/// The debug location of the first instruction executed after `ecall`
+/// (skipping unconditional branches and debug intrinsics).
+unsafe fn continues_at(ecall: LLVMValueRef) -> Option<(u32, u32)> {
+    let mut i = LLVMGetNextInstruction(ecall);
+    for _ in 0..64 {
+        if i.is_null() {
+            return None;
+        }
+        let unconditional_br = !LLVMIsABranchInst(i).is_null() && LLVMIsConditional(i) == 0;
+        if unconditional_br {
+            let target = LLVMGetSuccessor(i, 0);
+            i = LLVMGetFirstInstruction(target);
+            continue;
+        }
+        let debug_intrinsic = callee_name(i).is_some_and(|n| n.starts_with("llvm.dbg."));
+        let line = LLVMGetDebugLocLine(i);
+        if !debug_intrinsic && line != 0 {
+            return Some((line, LLVMGetDebugLocColumn(i)));
+        }
+        i = LLVMGetNextInstruction(i);
+    }
+    None
 }

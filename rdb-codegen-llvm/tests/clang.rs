@@ -240,3 +240,37 @@ fn lua_with_a_region_in_its_hot_loop_is_identical() {
     same(&saved.join("lvm.o"), &dir.join("lvm.o"));
     same(&saved.join("lua"), &dir.join("lua"));
 }
+
+/// Descriptors of the list app at -O0: the region runs right after
+/// `insert(value)` returns (the loop's step follows the region, which ends
+/// the loop body), `value` is in main's frame, `head` and `list_len` by symbol.
+#[test]
+fn list_descriptors_at_o0_point_after_the_insert_call() {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&repo().join("sample-apps/c/list/instrumented"), dir);
+    run(dir, rdb_clang(), &["-O0", "-g", "list.c", "dump.rdb.c", "-o", "list"]);
+    let funcs = rdb_descriptors::load_functions(&dir.join("list.rdb-functions.json")).unwrap();
+    let args = rdb_descriptors::load_arguments(&dir.join("list.rdb-arguments.json")).unwrap();
+    let f = &funcs.functions[0];
+    assert_eq!(f.entry, rdb_descriptors::DebugEntry::Symbol { name: "__rdb_entry_1".into() });
+    assert_eq!((f.function.name.as_str(), f.locations.len()), ("main", 1));
+    let at = f.locations[0].address;
+    let data = std::fs::read(dir.join("list")).unwrap();
+    let elf = object::File::parse(&*data).unwrap();
+    let text = elf.section_by_name(".text").unwrap();
+    let code = text.data().unwrap();
+    let call = (at - 5 - text.address()) as usize;
+    assert_eq!(code[call], 0xe8, "the instruction before the region is a call");
+    let rel = i32::from_le_bytes(code[call + 1..call + 5].try_into().unwrap());
+    let insert = elf.symbols().find(|s| s.name() == Ok("insert")).unwrap().address();
+    assert_eq!((at as i64 + rel as i64) as u64, insert, "it calls insert");
+    let list_len = elf.symbols().find(|s| s.name() == Ok("list_len")).unwrap().address();
+    let by_name = |n: &str| args.arguments.iter().find(|a| a.name == n).unwrap().locations[0].location.clone();
+    use rdb_descriptors::Location;
+    assert!(matches!(by_name("head"), Location::Symbol { symbol, .. } if symbol == "head"));
+    assert!(matches!(by_name("list_len"), Location::Symbol { address, .. } if address == list_len));
+    assert!(matches!(by_name("value"), Location::Stack { base, .. } if base.dwarf == 6));
+    assert_eq!(args.arguments.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["head", "list_len", "value"]);
+}
