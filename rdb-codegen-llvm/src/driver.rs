@@ -48,6 +48,9 @@ pub enum DriverError {
     /// clang failed; it has printed its own diagnostics.
     #[error("`{command}` failed ({status})")]
     Clang { command: String, status: ExitStatus },
+    /// The user's own command failed; clang printed the diagnostics.
+    #[error("")]
+    Failed(ExitStatus),
     #[error("cannot run `{program}`: {source} (set RDB_CLANG to the clang-14 binary)")]
     Spawn { program: String, source: std::io::Error },
     #[error("{path}: {source}")]
@@ -68,7 +71,7 @@ impl DriverError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            DriverError::Clang { status, .. } => status.code().unwrap_or(1),
+            DriverError::Clang { status, .. } | DriverError::Failed(status) => status.code().unwrap_or(1),
             DriverError::Usage(_) => 2,
             _ => 1,
         }
@@ -111,6 +114,9 @@ pub struct ObjectInfo {
     pub debug_only: BTreeSet<String>,
     /// Lines of the source removed by stripping (to map lines).
     pub removed_lines: Vec<u32>,
+    /// BLAKE3 of the object this describes (`None` inside a one-step
+    /// build), so a stale description of a rebuilt object is ignored.
+    pub object_blake3: Option<String>,
 }
 
 /// One region of an [`ObjectInfo`].
@@ -249,11 +255,16 @@ impl Run {
         }
     }
 
-    /// The user's command without debug inputs, on stripped sources.
+    /// The user's command without debug inputs, on stripped sources. When
+    /// it fails, clang has said why: rdb-clang exits with its status and
+    /// adds nothing, as clang itself would.
     fn clang_main(&self) -> Result<(), DriverError> {
         let mut args = self.cmd.without(&self.cmd.debug_inputs());
         args.extend(self.overlay_args());
-        run_clang(&args)
+        run_clang(&args).map_err(|e| match e {
+            DriverError::Clang { status, .. } => DriverError::Failed(status),
+            e => e,
+        })
     }
 
     fn object_of(&self, source: &Path) -> PathBuf {
@@ -389,6 +400,10 @@ impl Run {
                 .collect(),
             debug_only: analysis.debug_only.clone(),
             removed_lines: analysis.removed_lines.clone(),
+            object_blake3: match twin_dir {
+                None => Some(blake3::hash(&std::fs::read(object).map_err(io(object))?).to_hex().to_string()),
+                Some(_) => None,
+            },
         };
         let text = serde_json::to_string_pretty(&info).expect("sidecar serialises");
         std::fs::write(&json, text).map_err(io(&json))?;
@@ -400,9 +415,21 @@ impl Run {
         if !self.cmd.sources.is_empty() || !self.cmd.objects.is_empty() {
             self.clang_main()?;
         }
-        for (input, analysis) in &self.analyses {
+        for input in &self.cmd.sources {
             let object = self.object_of(&input.path);
-            self.rdb_object(input, analysis, &object, None)?;
+            match self.analyses.iter().find(|(i, _)| i.index == input.index) {
+                Some((_, analysis)) => {
+                    self.rdb_object(input, analysis, &object, None)?;
+                }
+                None => {
+                    // No debug text (any more): drop descriptions left by an
+                    // earlier build of this object.
+                    let (json, bc, twin) = sidecars(&object);
+                    for f in [json, bc, twin] {
+                        let _ = std::fs::remove_file(f);
+                    }
+                }
+            }
         }
         for input in &self.cmd.debug_sources {
             let name = input.path.file_name().unwrap_or_default().to_string_lossy();
@@ -434,6 +461,14 @@ impl Run {
                 let (json, _, _) = sidecars(&input.path);
                 if json.exists() {
                     let info = load_object_info(&json)?;
+                    let current = std::fs::read(&input.path).map(|d| blake3::hash(&d).to_hex().to_string()).ok();
+                    if info.object_blake3.is_some() && info.object_blake3 != current {
+                        eprintln!(
+                            "rdb-clang: warning: {} changed since rdb-clang compiled it (rebuilt by another compiler?); its debug regions are left out",
+                            input.path.display()
+                        );
+                        continue;
+                    }
                     any_twin |= info.dwarf_twin.is_some();
                     infos.push(info);
                 }
