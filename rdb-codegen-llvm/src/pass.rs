@@ -497,7 +497,12 @@ impl<'a> Outliner<'a> {
             let a = LLVMGetParam(nf, k as u32);
             let n = name(p);
             let local = !LLVMIsAAllocaInst(p).is_null();
-            let shown = if local { source_name(n.strip_suffix(".addr").unwrap_or(&n), &r.identifiers) } else { n.clone() };
+            let shown = if local {
+                source_name(n.strip_suffix(".addr").unwrap_or(&n), &r.identifiers)
+            } else {
+                // A function's static `calls` is the global `step.calls`.
+                n.rsplit('.').next().unwrap_or(&n).to_string()
+            };
             LLVMSetValueName2(a, shown.as_ptr() as _, shown.len());
             map.insert(p, a);
             arguments.push(OutlinedArgument { name: shown, local, function: !LLVMIsAFunction(p).is_null() });
@@ -517,9 +522,7 @@ impl<'a> Outliner<'a> {
         let head = LLVMAppendBasicBlockInContext(self.ctx, f, c"rdb.head".as_ptr());
         for i in instructions(start) {
             let last = i == bcall;
-            LLVMInstructionRemoveFromParent(i);
-            LLVMPositionBuilderAtEnd(self.b, head);
-            LLVMInsertIntoBuilder(self.b, i);
+            move_to_end(self.b, i, head);
             if last {
                 break;
             }
@@ -532,9 +535,7 @@ impl<'a> Outliner<'a> {
                 continue;
             }
             if after {
-                LLVMInstructionRemoveFromParent(i);
-                LLVMPositionBuilderAtEnd(self.b, tail);
-                LLVMInsertIntoBuilder(self.b, i);
+                move_to_end(self.b, i, tail);
             }
         }
         LLVMReplaceAllUsesWith(ecall, LLVMGetUndef(LLVMTypeOf(ecall)));
@@ -848,4 +849,13 @@ unsafe fn continues_at(ecall: LLVMValueRef) -> Option<(u32, u32)> {
         i = LLVMGetNextInstruction(i);
     }
     None
+}
+
+/// Moves an instruction to the end of `block`, keeping its name (inserting
+/// through a builder would rename it).
+unsafe fn move_to_end(b: LLVMBuilderRef, i: LLVMValueRef, block: LLVMBasicBlockRef) {
+    let n = cstr(&name(i));
+    LLVMInstructionRemoveFromParent(i);
+    LLVMPositionBuilderAtEnd(b, block);
+    LLVMInsertIntoBuilderWithName(b, i, n.as_ptr());
 }

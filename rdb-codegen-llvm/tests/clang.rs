@@ -274,3 +274,44 @@ fn list_descriptors_at_o0_point_after_the_insert_call() {
     assert!(matches!(by_name("value"), Location::Stack { base, .. } if base.dwarf == 6));
     assert_eq!(args.arguments.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["head", "list_len", "value"]);
 }
+
+/// Several regions in one function: at its start, two in a row, one in an
+/// `if` with its own loop and array; a function-static and a struct local.
+#[test]
+fn several_regions_in_one_function() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::copy(repo().join("rdb-codegen-llvm/tests/data/regions.c"), dir.join("m.c")).unwrap();
+    run(dir, rdb_clang(), &["-O0", "-g", "m.c", "-o", "m"]);
+    let out = run(dir, "./m", &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n", "the program prints no debug output");
+    let args = rdb_descriptors::load_arguments(&dir.join("m.rdb-arguments.json")).unwrap();
+    let shown: Vec<String> = args
+        .arguments
+        .iter()
+        .map(|a| format!("{} {} {:?} {}", a.region, a.name, a.kind, a.type_name))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "2 k Local int",
+            "2 calls Static int",
+            "2 p Local struct point",
+            "3 total Static int",
+            "4 k Local int",
+            "4 total Static int",
+            "4 calls Static int"
+        ]
+    );
+    assert!(args.arguments.iter().all(|a| a.locations.iter().all(|l| l.location != rdb_descriptors::Location::OptimizedOut)));
+    let funcs = rdb_descriptors::load_functions(&dir.join("m.rdb-functions.json")).unwrap();
+    assert_eq!(funcs.functions.len(), 4);
+    assert!(funcs.functions.iter().all(|f| f.locations.len() == 1 && f.function.name == "step"));
+    let harness = repo().join("rdb-codegen-llvm/tests/data/call_regions.c");
+    run(dir, "clang-14", &[harness.to_str().unwrap(), "-ldl", "-o", "call_regions"]);
+    let out = run(dir, "./call_regions", &[dir.join("m.rdb.so").to_str().unwrap()]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "rdb: step 3 calls 7 p=(3,6)\nrdb: total 12 seen 2\nrdb: arr[0]=3\nrdb: arr[1]=12\nrdb: arr[2]=7\n"
+    );
+}
