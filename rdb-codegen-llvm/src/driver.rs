@@ -317,14 +317,17 @@ impl Run {
                 remove.push(i + 1);
             }
         }
-        let mut args: Vec<String> = self
-            .cmd
-            .args
-            .iter()
-            .enumerate()
-            .filter(|(i, a)| !remove.contains(i) && !matches!(a.as_str(), "-MD" | "-MMD"))
-            .map(|(_, a)| a.clone())
-            .collect();
+        // Dependency output belongs to the user's compile only.
+        for (i, a) in self.cmd.args.iter().enumerate() {
+            if matches!(a.as_str(), "-MD" | "-MMD" | "-MP" | "-MG") || a.starts_with("-MF") || a.starts_with("-MT") || a.starts_with("-MQ") {
+                remove.push(i);
+                if matches!(a.as_str(), "-MF" | "-MT" | "-MQ") {
+                    remove.push(i + 1);
+                }
+            }
+        }
+        let args: Vec<String> = self.cmd.without(&remove);
+        let mut args = args;
         args.extend(["-g".to_string(), "-o".to_string(), out.display().to_string()]);
         args.extend(self.overlay_args());
         run_clang(&args)

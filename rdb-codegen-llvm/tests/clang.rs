@@ -315,3 +315,18 @@ fn several_regions_in_one_function() {
         "rdb: step 3 calls 7 p=(3,6)\nrdb: total 12 seen 2\nrdb: arr[0]=3\nrdb: arr[1]=12\nrdb: arr[2]=7\n"
     );
 }
+
+/// Build systems' dependency files come out as clang-14 writes them, and
+/// rdb-clang's extra compiles add no warnings.
+#[test]
+fn dependency_files_are_those_of_clang() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&repo().join("sample-apps/c/list/instrumented"), dir);
+    let out = run(dir, rdb_clang(), &["-O2", "-MD", "-MF", "list.d", "-c", "list.c", "-o", "list.o"]);
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    std::fs::rename(dir.join("list.d"), dir.join("rdb.d")).unwrap();
+    std::fs::copy(repo().join("sample-apps/c/list/plain/list.c"), dir.join("list.c")).unwrap();
+    run(dir, "clang-14", &["-O2", "-MD", "-MF", "list.d", "-c", "list.c", "-o", "list.o"]);
+    same(&dir.join("rdb.d"), &dir.join("list.d"));
+}
