@@ -170,6 +170,13 @@ pub fn run(args: Vec<String>) -> Result<(), DriverError> {
         Mode::Compile => run.compile(),
         Mode::Link => run.link(),
     };
+    if let Err(e) = &result {
+        if !matches!(e, DriverError::Failed(_)) {
+            // Like a failed compiler: no output is left for a build system
+            // to take as up to date.
+            run.remove_outputs();
+        }
+    }
     if std::env::var_os("RDB_KEEP_TEMPS").is_some() {
         let kept = run.tmp.keep();
         eprintln!("rdb-clang: temporary files kept in {}", kept.display());
@@ -194,6 +201,26 @@ fn run_clang(args: &[String]) -> Result<(), DriverError> {
 }
 
 impl Run {
+    fn remove_outputs(&self) {
+        let mut outputs = Vec::new();
+        match self.cmd.mode {
+            Mode::Compile => outputs.extend(self.cmd.sources.iter().map(|s| self.object_of(&s.path))),
+            Mode::Link => outputs.push(self.cmd.output.as_ref().map(|(_, p)| p.clone()).unwrap_or_else(|| "a.out".into())),
+            Mode::Other => {}
+        }
+        for o in outputs {
+            let _ = std::fs::remove_file(&o);
+            let (json, bc, twin) = sidecars(&o);
+            for f in [json, bc, twin] {
+                let _ = std::fs::remove_file(f);
+            }
+            let paths = rdb_descriptors::artefact_paths(&o);
+            for f in [paths.debug_module, paths.functions, paths.arguments] {
+                let _ = std::fs::remove_file(f);
+            }
+        }
+    }
+
     fn abs(&self, p: &Path) -> PathBuf {
         if p.is_absolute() {
             p.to_path_buf()

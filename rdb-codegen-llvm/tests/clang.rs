@@ -330,3 +330,26 @@ fn dependency_files_are_those_of_clang() {
     run(dir, "clang-14", &["-O2", "-MD", "-MF", "list.d", "-c", "list.c", "-o", "list.o"]);
     same(&dir.join("rdb.d"), &dir.join("list.d"));
 }
+
+/// A region in one translation unit using a function and a global defined in
+/// another: both become arguments located by symbol at link time. A debug
+/// source naming a program global fails the link and leaves no output.
+#[test]
+fn program_objects_of_other_translation_units() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&repo().join("rdb-codegen-llvm/tests/data/two"), dir);
+    run(dir, rdb_clang(), &["-O0", "-g", "-c", "a.c", "-o", "a.o"]);
+    run(dir, rdb_clang(), &["-O0", "-g", "-c", "b.c", "-o", "b.o"]);
+    run(dir, rdb_clang(), &["a.o", "b.o", "-o", "two"]);
+    let args = rdb_descriptors::load_arguments(&dir.join("two.rdb-arguments.json")).unwrap();
+    let shown: Vec<String> = args.arguments.iter().map(|a| format!("{} {:?} {:?}", a.name, a.kind, a.locations[0].location)).collect();
+    assert_eq!(shown.len(), 3);
+    assert!(shown[0].starts_with("helper Static Symbol { symbol: \"helper\""), "{shown:?}");
+    assert!(shown[1].starts_with("shared Static Symbol { symbol: \"shared\""), "{shown:?}");
+    assert!(shown[2].starts_with("v Local Stack"), "{shown:?}");
+    let out = Command::new(rdb_clang()).args(["a.o", "b.o", "bad.rdb.c", "-o", "bad"]).current_dir(dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("debug-only code refers to program symbols by name: shared"));
+    assert!(!dir.join("bad").exists() && !dir.join("bad.rdb.so").exists());
+}
