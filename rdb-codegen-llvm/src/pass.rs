@@ -293,8 +293,15 @@ impl<'a> Outliner<'a> {
             // String literals and other anonymous constants: copied.
             return Use::Keep;
         }
-        if LLVMIsDeclaration(g) != 0 && !self.input.program_symbols.contains(&n) {
+        let in_program = self.input.program_symbols.contains(&n);
+        if LLVMIsDeclaration(g) != 0 && !in_program {
             return Use::Keep; // the C library (the debug module's own)
+        }
+        if !in_program && !self.input.program_symbols.is_empty() {
+            // Defined here but absent from the main binary (unused once the
+            // debug code is stripped, or inlined everywhere): the program
+            // never touched it, so a copy is exact.
+            return Use::Keep;
         }
         Use::Argument
     }
@@ -455,9 +462,12 @@ impl<'a> Outliner<'a> {
             let n = name(i);
             let users = uses(i);
             let all_inside = !users.is_empty() && users.iter().all(|u| inside.contains(u));
+            // Variables have a dbg.declare (the IR is compiled with -g);
+            // allocas without one are compiler temporaries (VLA stack saves,
+            // aggregate copies), which belong to whoever uses them.
             let local = match declared.get(&n) {
                 Some(&inside) => inside && !n.is_empty(),
-                None => all_inside,
+                None => all_inside || users.iter().any(|u| inside.contains(u)),
             };
             if local {
                 out.insert(i);
@@ -677,6 +687,21 @@ impl<'a> Outliner<'a> {
             | LLVMOpcode::LLVMTrunc
             | LLVMOpcode::LLVMZExt
             | LLVMOpcode::LLVMSExt => LLVMBuildCast(self.b, op, ops[0], LLVMTypeOf(c), c"".as_ptr()),
+            LLVMOpcode::LLVMICmp => LLVMBuildICmp(self.b, LLVMGetICmpPredicate(c), ops[0], ops[1], c"".as_ptr()),
+            LLVMOpcode::LLVMSelect => LLVMBuildSelect(self.b, ops[0], ops[1], ops[2], c"".as_ptr()),
+            LLVMOpcode::LLVMAdd
+            | LLVMOpcode::LLVMSub
+            | LLVMOpcode::LLVMMul
+            | LLVMOpcode::LLVMAnd
+            | LLVMOpcode::LLVMOr
+            | LLVMOpcode::LLVMXor
+            | LLVMOpcode::LLVMShl
+            | LLVMOpcode::LLVMLShr
+            | LLVMOpcode::LLVMAShr
+            | LLVMOpcode::LLVMUDiv
+            | LLVMOpcode::LLVMSDiv
+            | LLVMOpcode::LLVMURem
+            | LLVMOpcode::LLVMSRem => LLVMBuildBinOp(self.b, op, ops[0], ops[1], c"".as_ptr()),
             _ => {
                 return Err(self.at(r.begin_line, 1, &format!("unsupported constant expression ({op:?}) on a program global in the debug region"), "assign the value to a variable in the region first"));
             }
@@ -701,7 +726,8 @@ impl<'a> Outliner<'a> {
             }
         }
         while let Some(v) = stack.pop() {
-            let root = why[&v];
+            // The function or global whose body/initializer refers to `o`.
+            let owner = if LLVMIsAGlobalValue(v).is_null() { why[&v] } else { v };
             let mut operands = Vec::new();
             if !LLVMIsAFunction(v).is_null() {
                 for bb in blocks(v) {
@@ -726,22 +752,26 @@ impl<'a> Outliner<'a> {
                     continue;
                 }
                 if !LLVMIsAGlobalValue(o).is_null() {
-                    let rn = name(root);
-                    if !(rn.starts_with("__rdb_func_") || rn.starts_with("__rdb_entry_")) && self.classify_global(o) == Use::Argument {
+                    let on = name(owner);
+                    if !(on.starts_with("__rdb_func_") || on.starts_with("__rdb_entry_")) && self.classify_global(o) == Use::Argument {
+                        let what = if self.is_debug_only(&on) {
+                            format!("debug-only `{on}`")
+                        } else {
+                            format!("`{on}` (copied into the debug module: the main binary has no `{on}`)")
+                        };
                         return Err(PassError::Region(format!(
-                            "{}: error: debug-only `{}` uses the program's `{}` directly\n  = help: debug-only functions and globals cannot refer to program objects; pass `{}` (or its address) from a debug region as a parameter",
+                            "{}: error: {what} uses the program's `{}` directly\n  = help: debug-only functions and globals cannot refer to program objects; pass `{}` (or its address) from a debug region as a parameter",
                             self.input.file.display(),
-                            rn,
                             name(o),
                             name(o)
                         )));
                     }
                     keep.insert(o);
-                    why.insert(o, root);
+                    why.insert(o, owner);
                     stack.push(o);
                 } else if !LLVMIsAConstant(o).is_null() && LLVMGetNumOperands(o) > 0 {
                     keep.insert(o);
-                    why.insert(o, root);
+                    why.insert(o, owner);
                     stack.push(o);
                 }
             }

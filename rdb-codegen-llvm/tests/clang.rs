@@ -353,3 +353,31 @@ fn program_objects_of_other_translation_units() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("debug-only code refers to program symbols by name: shared"));
     assert!(!dir.join("bad").exists() && !dir.join("bad.rdb.so").exists());
 }
+
+/// A region full of C constructs (switch, VLA, struct returns, `?:`, `&&`,
+/// function pointers, constant expressions on globals, a debug-only static
+/// with RDB_DEBUG_ONLY). At -O2 the static `make` is inlined away and
+/// `names` is unused once stripped: both are copied into the debug module
+/// instead of passed.
+#[test]
+fn constructs_outline_at_o0_and_o2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::copy(repo().join("rdb-codegen-llvm/tests/data/constructs.c"), dir.join("s.c")).unwrap();
+    for (flags, expected) in [
+        (&["-O0", "-g"][..], &["i", "b", "n", "acc", "make", "f", "table"][..]),
+        (&["-O2"][..], &["i", "b", "n", "acc", "f", "table"][..]),
+    ] {
+        let mut a = flags.to_vec();
+        a.extend(["s.c", "-o", "s"]);
+        run(dir, rdb_clang(), &a);
+        let out = run(dir, "./s", &[]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "20\n");
+        let args = rdb_descriptors::load_arguments(&dir.join("s.rdb-arguments.json")).unwrap();
+        assert_eq!(args.arguments.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), expected, "{flags:?}");
+        let harness = "#include <dlfcn.h>\nint main(int c, char **v) { return !(c == 2 && dlopen(v[1], RTLD_NOW) && dlsym(dlopen(v[1], RTLD_NOW), \"__rdb_entry_1\")); }\n";
+        std::fs::write(dir.join("load.c"), harness).unwrap();
+        run(dir, "clang-14", &["load.c", "-ldl", "-o", "load"]);
+        run(dir, "./load", &[dir.join("s.rdb.so").to_str().unwrap()]);
+    }
+}
