@@ -482,7 +482,9 @@ impl Run {
         // Objects built in this step (one-step compile+link) and given ones.
         let mut infos: Vec<ObjectInfo> = Vec::new();
         let mut any_twin = false;
-        for input in self.cmd.sources.iter().chain(&self.cmd.objects) {
+        let mut inputs: Vec<&Input> = self.cmd.sources.iter().chain(&self.cmd.objects).collect();
+        inputs.sort_by_key(|i| i.index); // region ids follow the command line
+        for input in inputs {
             if let Some((_, analysis)) = self.analyses.iter().find(|(i, _)| i.index == input.index) {
                 let info = self.rdb_object(input, analysis, Path::new(""), Some(self.tmp.path()))?;
                 any_twin |= !self.cmd.full_debug_info;
