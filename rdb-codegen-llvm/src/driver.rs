@@ -681,6 +681,15 @@ pub fn check_same_code(main: &Path, twin: &Path) -> Result<(), DriverError> {
     let mismatch = |section: &str| DriverError::TwinMismatch { main: main.into(), twin: twin.into(), section: section.into() };
     for s in fa.sections() {
         let name = s.name().unwrap_or("").to_string();
+        // Every loaded section sits at the same address with the same size
+        // (the twin only adds non-loaded .debug_* sections) ...
+        if s.address() != 0 {
+            match fb.section_by_name(&name) {
+                Some(t) if t.address() == s.address() && t.size() == s.size() => {}
+                _ => return Err(mismatch(&name)),
+            }
+        }
+        // ... and code is byte-identical, relocations included.
         let code = s.kind() == SectionKind::Text || name.starts_with(".text");
         if !code {
             continue;

@@ -381,3 +381,20 @@ fn constructs_outline_at_o0_and_o2() {
         run(dir, "./load", &[dir.join("s.rdb.so").to_str().unwrap()]);
     }
 }
+
+/// The DWARF twin check accepts `-g` twins and refuses different code.
+#[test]
+fn twin_check_refuses_different_code() {
+    use rdb_codegen_llvm::driver::{check_same_code, DriverError};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("a.c"), "int f(int x) { return x + 1; }\n").unwrap();
+    run(dir, "clang-14", &["-O2", "-c", "a.c", "-o", "a.o"]);
+    run(dir, "clang-14", &["-O2", "-g", "-c", "a.c", "-o", "a-g.o"]);
+    check_same_code(&dir.join("a.o"), &dir.join("a-g.o")).unwrap();
+    std::fs::write(dir.join("a.c"), "int f(int x) { return x + 2; }\n").unwrap();
+    run(dir, "clang-14", &["-O2", "-g", "-c", "a.c", "-o", "b-g.o"]);
+    let e = check_same_code(&dir.join("a.o"), &dir.join("b-g.o")).unwrap_err();
+    assert!(matches!(e, DriverError::TwinMismatch { .. }), "{e}");
+    assert!(e.to_string().contains("section `.text`"), "{e}");
+}
