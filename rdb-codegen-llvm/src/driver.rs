@@ -188,6 +188,14 @@ fn command_line(program: &str, args: &[String]) -> String {
     std::iter::once(program).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
 }
 
+/// The user's own command failed: clang has said why.
+fn quiet(e: DriverError) -> DriverError {
+    match e {
+        DriverError::Clang { status, .. } => DriverError::Failed(status),
+        e => e,
+    }
+}
+
 fn run_clang(args: &[String]) -> Result<(), DriverError> {
     let program = clang();
     let status = Process::new(&program)
@@ -198,6 +206,38 @@ fn run_clang(args: &[String]) -> Result<(), DriverError> {
         return Err(DriverError::Clang { command: command_line(&program, args), status });
     }
     Ok(())
+}
+
+/// A clang running in the background.
+struct Job {
+    child: std::process::Child,
+    args: Vec<String>,
+}
+
+impl Job {
+    fn spawn(args: Vec<String>) -> Result<Job, DriverError> {
+        let program = clang();
+        let child = Process::new(&program).args(&args).spawn().map_err(|source| DriverError::Spawn { program, source })?;
+        Ok(Job { child, args })
+    }
+
+    fn wait(mut self) -> Result<(), DriverError> {
+        let status = self.child.wait().map_err(|source| DriverError::Spawn { program: clang(), source })?;
+        if !status.success() {
+            return Err(DriverError::Clang { command: command_line(&clang(), &self.args), status });
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        // A job dropped before `wait` (another compile failed) is stopped.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 impl Run {
@@ -286,12 +326,13 @@ impl Run {
     /// it fails, clang has said why: rdb-clang exits with its status and
     /// adds nothing, as clang itself would.
     fn clang_main(&self) -> Result<(), DriverError> {
+        run_clang(&self.main_args()).map_err(quiet)
+    }
+
+    fn main_args(&self) -> Vec<String> {
         let mut args = self.cmd.without(&self.cmd.debug_inputs());
         args.extend(self.overlay_args());
-        run_clang(&args).map_err(|e| match e {
-            DriverError::Clang { status, .. } => DriverError::Failed(status),
-            e => e,
-        })
+        args
     }
 
     fn object_of(&self, source: &Path) -> PathBuf {
@@ -303,6 +344,10 @@ impl Run {
 
     /// The instrumented compile of one source to LLVM IR.
     fn instrumented_ir(&self, source: &Path, out: &Path) -> Result<(), DriverError> {
+        run_clang(&self.ir_args(source, out))
+    }
+
+    fn ir_args(&self, source: &Path, out: &Path) -> Vec<String> {
         let mut args = self.cmd.compile_flags();
         args.extend(
             [
@@ -323,12 +368,12 @@ impl Run {
         args.push(source.display().to_string());
         args.push("-o".into());
         args.push(out.display().to_string());
-        run_clang(&args)
+        args
     }
 
     /// The DWARF twin of one compile: the user's command for this source
     /// only, with `-g` added and the output renamed.
-    fn twin_compile(&self, input: &Input, out: &Path) -> Result<(), DriverError> {
+    fn twin_args(&self, input: &Input, out: &Path) -> Vec<String> {
         let others: Vec<usize> = self
             .cmd
             .sources
@@ -357,7 +402,7 @@ impl Run {
         let mut args = args;
         args.extend(["-g".to_string(), "-o".to_string(), out.display().to_string()]);
         args.extend(self.overlay_args());
-        run_clang(&args)
+        args
     }
 
     /// Debug sources compile to objects (`-fPIC`) for the debug module.
@@ -378,9 +423,16 @@ impl Run {
     /// before anything is written at the user's output paths: a bad region
     /// fails the command like a compile error.
     fn check_sources(&self) -> Result<(), DriverError> {
+        for (input, _) in &self.analyses {
+            self.instrumented_ir(&input.path, &self.ir_path(input))?;
+        }
+        self.check_regions()
+    }
+
+    /// Runs the pass on every compiled IR file to check its regions.
+    fn check_regions(&self) -> Result<(), DriverError> {
         for (input, analysis) in &self.analyses {
             let ir = self.ir_path(input);
-            self.instrumented_ir(&input.path, &ir)?;
             // The link step outlines again, knowing every program symbol.
             let specs: Vec<RegionSpec> = analysis
                 .regions
@@ -412,8 +464,10 @@ impl Run {
         let dwarf_twin = if self.cmd.full_debug_info || twin_dir.is_some() {
             None
         } else {
-            self.twin_compile(input, &twin)?;
-            check_same_code(object, &twin)?;
+            // Compiled beside the main compile (see `compile`).
+            let built = self.twin_path(input);
+            check_same_code(object, &built)?;
+            std::fs::rename(&built, &twin).or_else(|_| std::fs::copy(&built, &twin).map(|_| ())).map_err(io(&twin))?;
             Some(twin)
         };
         let info = ObjectInfo {
@@ -440,10 +494,36 @@ impl Run {
         Ok(info)
     }
 
+    fn twin_path(&self, input: &Input) -> PathBuf {
+        self.tmp.path().join(format!("twin-{}.o", input.index))
+    }
+
+    /// The user's compile, the instrumented IR and the DWARF twin run side
+    /// by side; regions are checked once the IR is there (a bad region then
+    /// removes the outputs, see `run`).
     fn compile(&self) -> Result<(), DriverError> {
-        self.check_sources()?;
-        if !self.cmd.sources.is_empty() || !self.cmd.objects.is_empty() {
-            self.clang_main()?;
+        let main = if !self.cmd.sources.is_empty() || !self.cmd.objects.is_empty() {
+            Some(Job::spawn(self.main_args())?)
+        } else {
+            None
+        };
+        let mut ir = Vec::new();
+        let mut twins = Vec::new();
+        for (input, _) in &self.analyses {
+            ir.push(Job::spawn(self.ir_args(&input.path, &self.ir_path(input)))?);
+            if !self.cmd.full_debug_info {
+                twins.push(Job::spawn(self.twin_args(input, &self.twin_path(input)))?);
+            }
+        }
+        if let Some(main) = main {
+            main.wait().map_err(quiet)?;
+        }
+        for job in ir {
+            job.wait()?;
+        }
+        self.check_regions()?;
+        for job in twins {
+            job.wait()?;
         }
         for input in &self.cmd.sources {
             let object = self.object_of(&input.path);
