@@ -87,9 +87,24 @@ pub fn clang() -> String {
     std::env::var("RDB_CLANG").unwrap_or_else(|_| "clang-14".to_string())
 }
 
-/// The directory holding `rdb.h` in the source tree.
-pub fn include_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("include")
+/// A directory holding this rdb-clang's `rdb.h`, for plain builds of
+/// instrumented sources: the source tree's `rdb-codegen-llvm/include` when it
+/// holds the same header, else a copy written under `$XDG_CACHE_HOME` (or
+/// `~/.cache`) `/rdb-clang/<version>/include`.
+pub fn include_dir() -> Result<PathBuf, DriverError> {
+    let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    if std::fs::read_to_string(tree.join("rdb.h")).is_ok_and(|t| t == crate::RDB_H) {
+        return Ok(tree);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = cache.join("rdb-clang").join(env!("CARGO_PKG_VERSION")).join("include");
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let header = dir.join("rdb.h");
+    std::fs::write(&header, crate::RDB_H).map_err(io(&header))?;
+    Ok(dir)
 }
 
 /// Version of the sidecar format ([`ObjectInfo`]).
@@ -152,7 +167,7 @@ struct Run {
 /// Runs rdb-clang with these arguments (without the program name).
 pub fn run(args: Vec<String>) -> Result<(), DriverError> {
     if args.iter().any(|a| a == "--print-include-dir") {
-        println!("{}", include_dir().display());
+        println!("{}", include_dir()?.display());
         return Ok(());
     }
     if args.iter().any(|a| a == "-grecord-command-line" || a == "-grecord-gcc-switches") {

@@ -120,8 +120,10 @@ fn plain_sources_are_the_stripped_instrumented_ones() {
 #[test]
 fn instrumented_sources_build_with_plain_clang() {
     let tmp = tempfile::tempdir().unwrap();
-    let inc = repo().join("rdb-codegen-llvm/include");
-    let inc = inc.to_str().unwrap();
+    let out = run(tmp.path(), rdb_clang(), &["--print-include-dir"]);
+    let inc = String::from_utf8(out.stdout).unwrap();
+    let inc = inc.trim_end();
+    assert!(Path::new(inc).join("rdb.h").exists());
     for (app, file) in [("list", "list.c"), ("minibc", "minibc.c")] {
         let src = repo().join("sample-apps/c").join(app).join("instrumented").join(file);
         run(tmp.path(), "clang-14", &["-Wall", "-Werror", "-Wno-unused-variable", "-I", inc, "-c", src.to_str().unwrap(), "-o", "x.o"]);
