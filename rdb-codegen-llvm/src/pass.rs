@@ -40,7 +40,10 @@
 use crate::source::DEBUG_PREFIX;
 use inkwell::context::Context;
 use inkwell::llvm_sys::core::*;
-use inkwell::llvm_sys::debuginfo::LLVMStripModuleDebugInfo;
+use inkwell::llvm_sys::debuginfo::{
+    LLVMDILocationGetColumn, LLVMDILocationGetInlinedAt, LLVMDILocationGetLine, LLVMInstructionGetDebugLoc,
+    LLVMStripModuleDebugInfo,
+};
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMOpcode, LLVMLinkage};
 use inkwell::module::Module;
@@ -386,7 +389,7 @@ impl<'a> Outliner<'a> {
         let in_range = |l: u32| l == 0 || (l >= r.begin_line && l <= r.end_line);
         let escape = |jump: Option<LLVMValueRef>| -> PassError {
             let (line, col) = match jump {
-                Some(j) => (LLVMGetDebugLocLine(j), LLVMGetDebugLocColumn(j)),
+                Some(j) => source_position(j),
                 None => (r.begin_line, 1),
             };
             self.at(
@@ -411,7 +414,7 @@ impl<'a> Outliner<'a> {
                     stop = true;
                     break;
                 }
-                if i == b.call || !LLVMIsAReturnInst(i).is_null() || !in_range(LLVMGetDebugLocLine(i)) {
+                if i == b.call || !LLVMIsAReturnInst(i).is_null() || !in_range(source_position(i).0) {
                     return Err(escape(from.get(&bb).copied()));
                 }
             }
@@ -872,9 +875,9 @@ unsafe fn continues_at(ecall: LLVMValueRef) -> Option<(u32, u32)> {
             continue;
         }
         let debug_intrinsic = callee_name(i).is_some_and(|n| n.starts_with("llvm.dbg."));
-        let line = LLVMGetDebugLocLine(i);
+        let (line, column) = source_position(i);
         if !debug_intrinsic && line != 0 {
-            return Some((line, LLVMGetDebugLocColumn(i)));
+            return Some((line, column));
         }
         i = LLVMGetNextInstruction(i);
     }
@@ -888,4 +891,20 @@ unsafe fn move_to_end(b: LLVMBuilderRef, i: LLVMValueRef, block: LLVMBasicBlockR
     LLVMInstructionRemoveFromParent(i);
     LLVMPositionBuilderAtEnd(b, block);
     LLVMInsertIntoBuilderWithName(b, i, n.as_ptr());
+}
+
+/// An instruction's position in the compiled file: for code inlined from
+/// elsewhere (always_inline functions of a header), the call site's.
+unsafe fn source_position(i: LLVMValueRef) -> (u32, u32) {
+    let mut loc = LLVMInstructionGetDebugLoc(i);
+    if loc.is_null() {
+        return (0, 0);
+    }
+    loop {
+        let outer = LLVMDILocationGetInlinedAt(loc);
+        if outer.is_null() {
+            return (LLVMDILocationGetLine(loc), LLVMDILocationGetColumn(loc));
+        }
+        loc = outer;
+    }
 }
