@@ -2,10 +2,8 @@
 
 use anyhow::{Context, Result};
 use object::{Object, ObjectSection};
-use rdb_descriptors::{
-    ArgumentDescriptor, ArgumentDescriptors, BinaryIdentity, DebugEntry, EnclosingFunction, FunctionDescriptor,
-    FunctionDescriptors, Language, SourceLocation,
-};
+use rdb_descriptors::{BinaryIdentity, Language, SourceLocation};
+use rdb_locate::{ArgumentSite, RegionSite};
 use rdb_extract::{LineCol, Region};
 use std::path::{Path, PathBuf};
 
@@ -21,58 +19,54 @@ pub fn has_debug_info(binary: &Path) -> Result<bool> {
         && file.section_by_name(".debug_line").is_some())
 }
 
-pub fn identity(path: &Path) -> Result<BinaryIdentity> {
-    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(BinaryIdentity { path: path.to_path_buf(), size: data.len() as u64, blake3: blake3::hash(&data).to_hex().to_string() })
-}
-
 fn location(file: &Path, lc: LineCol) -> SourceLocation {
     SourceLocation { file: file.to_path_buf(), line: lc.line, column: lc.column }
 }
 
-/// Writes `<bin>.rdb-functions.json` and `<bin>.rdb-arguments.json` for the
-/// regions compiled into `binary`. `source_root` turns the regions'
-/// workspace-relative paths into the absolute paths DWARF shows.
+/// Computes the descriptors of the regions compiled into `binary` from its
+/// DWARF (`rdb-locate`) and writes `<bin>.rdb-functions.json` and
+/// `<bin>.rdb-arguments.json`. `source_root` turns the regions'
+/// workspace-relative paths into the absolute paths DWARF shows (after
+/// `--remap-path-prefix`). Returns the paths and the warnings to show.
 pub fn write_descriptors(
     binary: &Path,
     toolchain: &str,
     regions: &[&Region],
     source_root: &Path,
-) -> Result<(PathBuf, PathBuf)> {
+) -> Result<(PathBuf, PathBuf, Vec<String>)> {
     let paths = rdb_descriptors::artefact_paths(binary);
     let module_name = paths.debug_module.file_name().expect("has a name").to_string_lossy().into_owned();
-    let mut functions = FunctionDescriptors::new(Language::Rust, toolchain.to_string(), identity(binary)?, module_name);
-    let mut arguments = ArgumentDescriptors::new();
-    for r in regions {
-        let file = source_root.join(&r.file);
-        // TODO(rdb-locate): fill `locations` (and the arguments' type, size and
-        // locations) with `rdb_locate::locate(binary, &sites)` once that crate
-        // is merged; until then the descriptors carry the source side only.
-        functions.functions.push(FunctionDescriptor {
-            region: r.id,
-            entry: DebugEntry::RegionTable,
-            begin: location(&file, r.begin),
-            end: location(&file, r.end),
-            anchor: location(&file, r.anchor),
-            function: EnclosingFunction { name: r.function.clone(), linkage_name: None },
-            locations: Vec::new(),
-            note: Some("code locations not computed: rdb-locate is not wired in yet".into()),
-        });
-        for (position, a) in r.arguments.iter().enumerate() {
-            arguments.arguments.push(ArgumentDescriptor {
+    let sites: Vec<RegionSite> = regions
+        .iter()
+        .map(|r| {
+            let file = source_root.join(&r.file);
+            RegionSite {
                 region: r.id,
-                position: position as u32,
-                name: a.name.clone(),
-                kind: a.kind,
-                type_name: String::new(),
-                size: 0,
-                locations: Vec::new(),
-            });
-        }
-    }
+                begin: location(&file, r.begin),
+                end: location(&file, r.end),
+                anchor: location(&file, r.anchor),
+                function: r.function.clone(),
+                arguments: r
+                    .arguments
+                    .iter()
+                    .map(|a| ArgumentSite { name: a.name.clone(), kind: a.kind, static_path: a.static_path.clone() })
+                    .collect(),
+            }
+        })
+        .collect();
+    let located = rdb_locate::locate(binary, &sites)
+        .with_context(|| format!("cannot compute the descriptors of {}", binary.display()))?;
+    let warnings = located.warnings.clone();
+    let (functions, arguments) =
+        located.into_descriptors(Language::Rust, toolchain.to_string(), identity(binary)?, module_name);
     rdb_descriptors::store(&paths.functions, &functions)
         .with_context(|| format!("cannot write {}", paths.functions.display()))?;
     rdb_descriptors::store(&paths.arguments, &arguments)
         .with_context(|| format!("cannot write {}", paths.arguments.display()))?;
-    Ok((paths.functions, paths.arguments))
+    Ok((paths.functions, paths.arguments, warnings))
+}
+
+pub fn identity(path: &Path) -> Result<BinaryIdentity> {
+    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(BinaryIdentity { path: path.to_path_buf(), size: data.len() as u64, blake3: blake3::hash(&data).to_hex().to_string() })
 }

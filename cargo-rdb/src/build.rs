@@ -89,7 +89,15 @@ fn member_closure(meta: &Metadata, id: &PackageId) -> BTreeSet<PackageId> {
     seen
 }
 
-pub fn run(args: &BuildArgs) -> Result<()> {
+fn timing(args: &BuildArgs, what: &str, since: std::time::Instant) {
+    if args.verbose {
+        term::status("Timing", format!("{what} done at {:.2}s", since.elapsed().as_secs_f64()));
+    }
+}
+
+/// Builds every selected binary; returns (binary name, main binary path) of each.
+pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
+    let started = std::time::Instant::now();
     let features = if args.all_features {
         Some(CargoOpt::AllFeatures)
     } else if !args.features.is_empty() {
@@ -117,6 +125,7 @@ pub fn run(args: &BuildArgs) -> Result<()> {
     let shadow_main = rdb_dir.join("shadow-main");
     let shadow_debug = rdb_dir.join("shadow-debug");
     let build_dir = rdb_dir.join("target");
+    let debug_build_dir = rdb_dir.join("target-debug");
     let (profile, profile_dir) = args.profile();
 
     let members = meta.workspace_packages();
@@ -158,7 +167,7 @@ pub fn run(args: &BuildArgs) -> Result<()> {
         let mut roots: Vec<&Path> = pkg.targets.iter().filter_map(|t| t.src_path.as_std_path().parent()).collect();
         roots.sort();
         roots.dedup();
-        roots.dedup_by(|b, a| b.starts_with(&*a));
+        roots.dedup_by(|b, a| b.starts_with(*a));
         let files: BTreeSet<PathBuf> = roots.iter().flat_map(|r| package_sources(r, &target_dir)).collect();
         for path in files {
             let rel_ws = path.strip_prefix(&ws_root).unwrap_or(&path).to_path_buf();
@@ -169,6 +178,7 @@ pub fn run(args: &BuildArgs) -> Result<()> {
             inputs.push(SourceInput { path: rel_ws, text, module_path, crate_name: crate_name_for(pkg, rel_pkg) });
         }
     }
+    timing(args, "metadata and reading sources", started);
     let extraction = match rdb_extract::extract(&inputs, 1) {
         Ok(x) => x,
         Err(diags) => {
@@ -176,6 +186,8 @@ pub fn run(args: &BuildArgs) -> Result<()> {
             return Err(Reported.into());
         }
     };
+
+    timing(args, "extraction", started);
 
     // 2. Shadow copies.
     let region_crate = debug_package::write_region_crate(&rdb_dir)?;
@@ -211,6 +223,7 @@ pub fn run(args: &BuildArgs) -> Result<()> {
             shadow::write_atomic(&lock_stamp(shadow), blake3::hash(&lock).to_hex().as_bytes())?;
         }
     }
+    timing(args, "shadow sync", started);
     if args.verbose {
         term::status("Synced", format!("{} ({} written, {} removed)", shadow_main.display(), synced.written, synced.removed));
     }
@@ -239,6 +252,7 @@ pub fn run(args: &BuildArgs) -> Result<()> {
     }
     term::status("Building", format!("main binaries ({profile} profile, regions stripped)"));
     let main_artefacts = cargo::build(&shadow_main, &main_args, &flags, &[], args.quiet)?;
+    timing(args, "main build", started);
 
     let toolchain = cargo::rustc_version()?;
     let out_dir = rdb_dir.join(&profile_dir);
@@ -271,6 +285,13 @@ pub fn run(args: &BuildArgs) -> Result<()> {
         }
         shadow::sync(&pkg_dir, &files)?;
         let mut debug_args = common.clone();
+        // Own target directory: cargo's cache of rustc's target information is
+        // keyed by the rustc wrapper, so sharing one directory with the main
+        // build (which must not use a wrapper: cargo hashes it into symbol
+        // names) would re-probe rustc on every build.
+        if let Some(i) = debug_args.iter().position(|a| a == "--target-dir") {
+            debug_args[i + 1] = debug_build_dir.clone().into();
+        }
         debug_args.push("--manifest-path".into());
         debug_args.push(pkg_dir.join("Cargo.toml").into());
         debug_args.retain(|a| a != "--all-features" && a != "--no-default-features");
@@ -293,6 +314,7 @@ pub fn run(args: &BuildArgs) -> Result<()> {
             .find(|f| f.extension().is_some_and(|e| e == "so"))
             .cloned()
             .with_context(|| format!("cargo reported no shared object for the debug module of `{}`", bin.name))?;
+        timing(args, "debug build", started);
 
         // 5. Artefacts.
         let out_bin = out_dir.join(&bin.name);
@@ -307,16 +329,26 @@ pub fn run(args: &BuildArgs) -> Result<()> {
             .filter(|r| file_pkg.get(&r.file).is_some_and(|id| closure.contains(id)))
             .filter(|r| region_in_binary(&r.file, &pkg_rel, pkg, bin, &file_pkg))
             .collect();
-        let (functions, arguments) = artefacts::write_descriptors(&out_bin, &toolchain, &regions, &ws_root)?;
+        // Descriptors come from the binary as copied (its identity is recorded).
+        let (functions, arguments, warnings) = artefacts::write_descriptors(&out_bin, &toolchain, &regions, &ws_root)?;
+        for w in warnings {
+            term::warn(format!("`{}`: {w}", bin.name));
+        }
         outputs.push((bin.name.clone(), out_bin, paths.debug_module, functions, arguments, regions.len()));
     }
+    let mut built = Vec::new();
     for (name, bin, module, functions, arguments, n) in outputs {
         term::status("Finished", format!("`{name}` with {n} debug region{}", if n == 1 { "" } else { "s" }));
-        for p in [bin, module, functions, arguments] {
-            println!("{}", p.display());
+        for p in [&bin, &module, &functions, &arguments] {
+            if args.print_paths {
+                println!("{}", p.display());
+            } else {
+                eprintln!("{:>12} {}", "", p.display());
+            }
         }
+        built.push((name, bin));
     }
-    Ok(())
+    Ok(built)
 }
 
 fn lock_stamp(shadow: &Path) -> PathBuf {

@@ -1,9 +1,8 @@
 //! `cargo-rdb` doubles as the rustc wrapper of the debug build
-//! (`RUSTC_WORKSPACE_WRAPPER`): cargo only applies that wrapper to the
-//! workspace's own packages, so dependencies compile exactly as in the main
-//! build (and their artefacts are shared with it) while the user's crates get
-//! `-C link-dead-code`, which makes rustc instantiate the region helpers of
-//! functions nothing calls.
+//! (`RUSTC_WORKSPACE_WRAPPER`): cargo only applies that wrapper to local
+//! (path) packages, so dependencies compile as usual while the user's crates
+//! get `-C link-dead-code`, which makes rustc instantiate the region helpers
+//! of functions nothing calls (also private functions of libraries).
 
 use std::process::Command;
 
@@ -24,7 +23,7 @@ pub fn run() -> ! {
     let mut cmd = Command::new(&rustc);
     cmd.args(&rest);
     // Queries such as `rustc -vV` or `--print` must not get codegen flags.
-    let compiles = rest.iter().any(|a| a == "--crate-name");
+    let compiles = rest.windows(2).any(|w| w[0] == "--crate-name" && w[1] != "___");
     if compiles {
         cmd.args(["-C", "link-dead-code", "--cap-lints", "allow"]);
     }

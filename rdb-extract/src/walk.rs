@@ -705,7 +705,7 @@ impl<'a> FileWalk<'a> {
                     {
                         continue;
                     }
-                    if let Resolved::Arg(a) = self.resolve(&[name.clone()]) {
+                    if let Resolved::Arg(a) = self.resolve(std::slice::from_ref(&name)) {
                         let param = self.region.as_ref().expect("in region").args[a].param.clone();
                         let r = self.range(id.span());
                         self.push_edit(r, format!("(*{param})"));
@@ -717,7 +717,7 @@ impl<'a> FileWalk<'a> {
                         continue;
                     }
                     for name in format_captures(&s) {
-                        if let Resolved::Arg(a) = self.resolve(&[name.clone()]) {
+                        if let Resolved::Arg(a) = self.resolve(std::slice::from_ref(&name)) {
                             let arg = self.region.as_ref().expect("in region").args[a].clone();
                             if arg.param != arg.name {
                                 self.error(
@@ -1171,6 +1171,21 @@ fn parse(text: &str) -> syn::Result<syn::File> {
     syn::parse_str(&t)
 }
 
+/// Whether a file may declare a static item (a cheap line scan that keeps
+/// files mentioning only `'static` lifetimes from being parsed).
+fn declares_static(text: &str) -> bool {
+    text.lines().any(|l| {
+        let mut t = l.trim_start();
+        if let Some(rest) = t.strip_prefix("pub") {
+            t = rest.trim_start();
+            if t.starts_with('(') {
+                t = t.split_once(')').map_or("", |(_, r)| r).trim_start();
+            }
+        }
+        t.starts_with("static ")
+    })
+}
+
 pub(crate) fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagnostics> {
     let mut diags = Vec::new();
     let mut parsed = Vec::new();
@@ -1210,7 +1225,7 @@ pub(crate) fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction
     }
     // Files without markers may still declare statics regions use.
     for (input, p) in files.iter().zip(&parsed) {
-        if p.is_none() && input.text.contains("static") {
+        if p.is_none() && declares_static(&input.text) {
             if let Ok(f) = parse(&input.text) {
                 collect_statics(&f, input, &mut statics);
             }

@@ -126,3 +126,50 @@ fn files_without_markers_are_untouched() {
     assert_eq!(x.files[0].debug, PLAIN);
     assert!(!x.files[0].instrumented);
 }
+
+fn one(text: &str) -> rdb_extract::Extraction {
+    extract(&[input(text)], 1).unwrap_or_else(|d| panic!("{d}"))
+}
+
+#[test]
+fn names_bound_inside_the_region_are_not_arguments() {
+    let x = one(
+        "fn f(a: i32, b: i32) -> i32 {\n    let c = a + b;\n    rdb_macros::rdb_begin!();\n    let a = 5;\n    let d = a + c;\n    let g = |b: i32| b + d;\n    for c in 0..3 { println!(\"{}\", g(c)); }\n    rdb_macros::rdb_end!();\n    c\n}\n",
+    );
+    let names: Vec<&str> = x.regions[0].arguments.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["c"]);
+    assert!(x.files[0].debug.contains("let d = a + (*c);"), "{}", x.files[0].debug);
+}
+
+#[test]
+fn shorthand_fields_statics_and_paths_in_macros() {
+    let text = "mod m {\n    pub static mut LEVEL: u32 = 0;\n    pub static NAME: &str = \"n\";\n}\nstruct P { x: i32 }\nfn f(x: i32) {\n    rdb_macros::rdb_begin!();\n    let p = P { x };\n    println!(\"{} {}\", p.x, m::NAME);\n    let l = unsafe { m::LEVEL };\n    rdb_macros::rdb_end!();\n}\n";
+    let x = one(text);
+    let r = &x.regions[0];
+    let args: Vec<(&str, Option<&str>)> = r.arguments.iter().map(|a| (a.name.as_str(), a.static_path.as_deref())).collect();
+    assert_eq!(args, [("x", None), ("NAME", Some("app::m::NAME")), ("LEVEL", Some("app::m::LEVEL"))]);
+    let d = &x.files[0].debug;
+    assert!(d.contains("P { x: (*x) }"), "{d}");
+    assert!(d.contains("p.x, (*__rdb_static_m_NAME))"), "{d}");
+    assert!(d.contains("unsafe { &*::core::ptr::addr_of!(crate::m::LEVEL) }"), "{d}");
+    assert!(d.contains("unsafe { (*__rdb_static_m_LEVEL) }"), "{d}");
+}
+
+#[test]
+fn inline_regions_take_their_separating_blanks() {
+    let x = one("fn main() {\n    let a = 1; rdb_macros::rdb_begin!(); dbg!(a); rdb_macros::rdb_end!(); let b = 2;\n    let _ = b;\n}\n");
+    assert_eq!(x.files[0].stripped, "fn main() {\n    let a = 1; let b = 2;\n    let _ = b;\n}\n");
+    let r = &x.regions[0];
+    assert_eq!((r.anchor.line, r.anchor.column), (2, 16));
+}
+
+#[test]
+fn module_paths_of_files() {
+    use rdb_extract::module_path_of;
+    use std::path::Path;
+    assert!(module_path_of(Path::new("main.rs")).is_empty());
+    assert!(module_path_of(Path::new("bin/tool.rs")).is_empty());
+    assert_eq!(module_path_of(Path::new("vm.rs")), ["vm"]);
+    assert_eq!(module_path_of(Path::new("a/b/mod.rs")), ["a", "b"]);
+    assert_eq!(module_path_of(Path::new("a/c.rs")), ["a", "c"]);
+}

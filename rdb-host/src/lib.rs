@@ -1,1 +1,134 @@
-//! Debug host: runs debug-module code against a lazily mirrored tracee address space.
+//! Debug host: runs debug-module code against a lazily mirrored copy of a
+//! stopped program's address space.
+//!
+//! # Where to start
+//!
+//! The replayer stops the program at a region's code location and calls
+//! [`DebugHost::invoke`] with a [`TraceeView`] of the stopped program; when
+//! it resumes the program it calls [`DebugHost::invalidate`].
+//!
+//! ```no_run
+//! # fn demo(tracee: &dyn rdb_host::TraceeView) -> Result<(), rdb_host::HostError> {
+//! use rdb_host::{DebugHost, HostOptions};
+//! // <bin>.rdb-functions.json, <bin>.rdb-arguments.json and the module they name:
+//! let mut host = DebugHost::for_binary("target/rdb/debug/app".as_ref(), HostOptions::default())?;
+//! for (address, regions) in host.code_locations() {
+//!     // ... set a breakpoint at load_bias + address; when the program stops there:
+//!     for region in regions {
+//!         let report = host.invoke(region, address, tracee)?;
+//!         if !report.is_clean() {
+//!             eprintln!("warning: {report}");
+//!         }
+//!     }
+//!     host.invalidate(); // before resuming the program
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # How it works
+//!
+//! - **A separate process** (`rdb-debug-host`, [`host_main`]) `dlopen`s the
+//!   debug module: the module gets the host's libc, heap and stdio, never
+//!   the program's. Its stdout/stderr are rdb's (or [`HostOptions::stdout`]),
+//!   and C stdio is flushed after every call so debug prints interleave with
+//!   the program's output in program order. The process lives across calls,
+//!   so debug-only statics and heap data persist.
+//! - **Mirrored memory.** Each readable program mapping (from
+//!   [`TraceeView::mappings`]) is reserved in the host at the *same address*
+//!   (`MAP_FIXED_NOREPLACE`). Pages are filled on first touch from the
+//!   program (`process_vm_readv` straight from the host, or over the socket
+//!   from [`TraceeView::read`] when the kernel refuses, see
+//!   [`MemoryAccess`]), [`HostOptions::pages_per_fill`] pages at a time, and
+//!   mapped read-only (read+exec for code, so debug code may call program
+//!   functions through pointers). Two ways to catch the first touch
+//!   ([`FaultHandling`]):
+//!   - *userfaultfd* (default when available): mappings are read-only and
+//!     registered for missing-page faults; a server thread in the host fills
+//!     them with `UFFDIO_COPY`. It also serves faults the *kernel* takes, so
+//!     a system call given program memory (`write(1, program_buffer, n)`,
+//!     a large `fwrite`, Rust's `stdout` passing a long program string
+//!     straight through) works. It needs `CAP_SYS_PTRACE` or
+//!     `vm.unprivileged_userfaultfd=1` (Debian's default is 0; unprivileged
+//!     users only get `UFFD_USER_MODE_ONLY`, which does not serve kernel
+//!     faults). Stale pages are dropped with one `MADV_DONTNEED` per touched
+//!     mapping.
+//!   - *a `SIGSEGV` handler* (everywhere): mappings are `PROT_NONE`; the
+//!     handler fills the page in the faulting thread (`mprotect` RW, read,
+//!     `mprotect` R). Stale pages: one `mprotect(PROT_NONE)` per touched
+//!     mapping. The price: a system call given a never-touched program page
+//!     fails with `EFAULT` (debug code printing through stdio/`format!`
+//!     copies in user mode first and is not affected).
+//!
+//!   Measured with `bench/fault_fill.c` (16 MiB mirror, these 2-CPU VMs,
+//!   loaded): per fault ≈15–40 µs with the handler, ≈14–17 µs with
+//!   userfaultfd; a 4-page fill costs about as much as a 1-page fill, 16
+//!   pages twice as much (hence 4 by default). Invalidation of 4096 filled
+//!   pages: `mprotect` ≈1 ms, `MADV_DONTNEED` ≈2 ms; for the few pages a
+//!   region touches it is a few µs either way. For a whole region that
+//!   walks a list after each stop (tests' `measure_invoke_cost`, loaded
+//!   machine): ≈85 µs per call in both modes unpinned; pinned to one CPU
+//!   ≈106 µs with the handler, ≈158 µs with userfaultfd (a thread switch
+//!   per fault). userfaultfd is the default for what it lets debug code do
+//!   (e.g. Rust's `println!` of a long program string writes it straight
+//!   from program memory, which fails with `EFAULT` under the handler);
+//!   [`FaultHandling::Signal`] is the faster choice when everything is
+//!   pinned to one CPU. The handler catches writes and not-yet-mirrored
+//!   addresses in both modes. An address the host does not mirror yet (a heap that
+//!   grew, a new mmap) makes it ask for the current mapping list. Before a
+//!   call, the pages of its in-memory arguments (stack and static
+//!   variables) are filled in one go instead of one fault each.
+//! - **Protection** (rdB §5.3). A write to a mirrored page is detected (x86
+//!   page-fault error code), reported as
+//!   [`InvokeOutcome::WroteProgramMemory`] and, by default, lands in a
+//!   private copy discarded after the call ([`WritePolicy`]). The program is
+//!   never written: the host has no write access to it at all. A crash
+//!   (bad pointer, abort, stack overflow) is reported with the signal and
+//!   address; a hang is killed after [`HostOptions::timeout`]. After a crash
+//!   or timeout the host is restarted and the report says that debug-only
+//!   state was lost.
+//! - **Collisions**: a program range where the host already has memory is
+//!   refused (never silently read from the host's own memory); at start-up
+//!   the host is respawned with a fresh random layout (up to 3 times).
+//!
+//! # Conventions for debug modules
+//!
+//! - Region functions: `extern "C" fn(argv: *const *const c_void)` found as
+//!   [`rdb_descriptors::DebugEntry`] says (exported symbol, or the
+//!   `rdb_regions` section read from the loaded module's memory).
+//! - A Rust trampoline should catch panics (`catch_unwind`) and report the
+//!   message through the optional exported slot [`PANIC_HOOK_SYMBOL`]
+//!   (`#[no_mangle] static mut RDB_HOST_PANIC_HOOK: Option<unsafe extern "C"
+//!   fn(*const u8, usize)>`), which the host fills in at load time; the
+//!   call then returns normally and the report is
+//!   [`InvokeOutcome::Panicked`]. It should also flush its Rust `stdout`
+//!   (the host flushes C stdio only). A panic that escapes aborts the host:
+//!   reported as a crash with `SIGABRT`.
+//! - `argv` ends with a null pointer after the last argument.
+//!
+//! # Limits
+//!
+//! - Debug code runs on one thread; threads it starts must not touch
+//!   program memory.
+//! - The program's thread-local storage is not mirrored (debug code has its
+//!   own); program code run through a pointer sees the host's.
+//! - Program text is mirrored as it is at the stop, breakpoints included:
+//!   debug code calling a program function that holds a region breakpoint
+//!   hits `int3` (reported as a `SIGTRAP` crash).
+//! - The host is a child process of the caller: a replayer that reaps with
+//!   `waitpid(-1, ...)` must leave [`DebugHost::host_pid`] alone. It is
+//!   killed when the *thread* that spawned it exits (`PR_SET_PDEATHSIG`),
+//!   so spawn it from a thread that lives as long as the replay.
+
+mod args;
+mod client;
+mod error;
+mod host;
+mod protocol;
+mod tracee;
+
+pub use args::ArgValue;
+pub use client::{DebugHost, FaultHandling, HostOptions, MemoryAccess, WritePolicy};
+pub use error::{HostError, Invocation, InvokeOutcome, Loc};
+pub use host::module::PANIC_HOOK_SYMBOL;
+pub use host::{host_main, run_if_host};
+pub use tracee::{parse_maps, Mapping, StoppedProcess, TraceeView};

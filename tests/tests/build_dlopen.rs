@@ -14,7 +14,7 @@ fn region_of_minibc_main_runs_from_dlopen() {
     let out_dir = sample.dir.join("target/rdb/debug");
     let functions = rdb_descriptors::load_functions(&out_dir.join("minibc.rdb-functions.json")).unwrap();
     let arguments = rdb_descriptors::load_arguments(&out_dir.join("minibc.rdb-arguments.json")).unwrap();
-    let region = functions.functions.iter().find(|f| f.function.name == "main").expect("a region in main");
+    let region = functions.functions.iter().find(|f| f.function.name == "minibc::main").expect("a region in main");
     assert_eq!(region.entry, rdb_descriptors::DebugEntry::RegionTable);
     let mut args: Vec<_> = arguments.arguments.iter().filter(|a| a.region == region.region).collect();
     args.sort_by_key(|a| a.position);

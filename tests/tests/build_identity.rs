@@ -38,6 +38,12 @@ fn identity(app: &str, release: bool) {
     assert_eq!(functions.binary.blake3, plain);
     let arguments = rdb_descriptors::load_arguments(&out_dir.join(format!("{app}.rdb-arguments.json"))).unwrap();
     assert!(arguments.arguments.iter().any(|a| a.kind == rdb_descriptors::ArgumentKind::Static));
+    // DWARF-derived parts (rdb-locate): every region runs somewhere; in a
+    // dev build every argument has a size and a location there.
+    assert!(functions.functions.iter().all(|f| !f.locations.is_empty()), "{:#?}", functions.functions);
+    if !release {
+        assert!(arguments.arguments.iter().all(|a| a.size > 0 && !a.locations.is_empty()), "{:#?}", arguments.arguments);
+    }
 }
 
 #[test]

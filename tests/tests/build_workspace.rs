@@ -105,7 +105,7 @@ fn workspace_with_path_dependency() {
     let app = rdb_descriptors::load_functions(&out_dir.join("app.rdb-functions.json")).unwrap();
     let mut fns: Vec<&str> = app.functions.iter().map(|f| f.function.name.as_str()).collect();
     fns.sort();
-    assert_eq!(fns, ["main", "mean"]);
+    assert_eq!(fns, ["app::main", "util::mean"]);
     let args = rdb_descriptors::load_arguments(&out_dir.join("app.rdb-arguments.json")).unwrap();
     let statics: Vec<&str> = args
         .arguments
@@ -114,10 +114,13 @@ fn workspace_with_path_dependency() {
         .map(|a| a.name.as_str())
         .collect();
     assert_eq!(statics, ["CALLS", "CALLS"], "the static is passed in both regions");
+    // Every region has a code location and every argument a location there.
+    assert!(app.functions.iter().all(|f| !f.locations.is_empty()), "{:#?}", app.functions);
+    assert!(args.arguments.iter().all(|a| a.locations.len() == 1 && a.size > 0), "{:#?}", args.arguments);
     // `tool` has no region of its own but runs the library's.
     let tool = rdb_descriptors::load_functions(&out_dir.join("tool.rdb-functions.json")).unwrap();
     let fns: Vec<&str> = tool.functions.iter().map(|f| f.function.name.as_str()).collect();
-    assert_eq!(fns, ["mean"]);
+    assert_eq!(fns, ["util::mean"]);
 
     // Both debug modules hold the regions of their binaries.
     use object::{Object, ObjectSection};

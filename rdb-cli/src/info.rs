@@ -1,0 +1,50 @@
+//! `rdb info`.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use rdb_runtime::trace::{event::describe_status, Event, TraceReader};
+
+use crate::traces;
+
+/// Describe a trace: program, arguments, processes, events, size, duration.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Trace directory (default: the latest recording).
+    trace: Option<PathBuf>,
+}
+
+pub fn run(a: Args) -> Result<i32> {
+    let dir = traces::resolve(a.trace)?;
+    let mut r = TraceReader::open(&dir)?;
+    let h = r.header.clone();
+    println!("trace:      {}", std::fs::canonicalize(&dir).unwrap_or(dir.clone()).display());
+    println!("format:     {} version {}", h.format, h.version);
+    println!("program:    {}", h.program);
+    println!("arguments:  {:?}", h.argv);
+    println!("blake3:     {}", h.program_blake3);
+    println!("cwd:        {}", h.cwd);
+    let (mut procs, mut syscalls, mut signals, mut execs) = (BTreeSet::new(), 0u64, 0u64, 0u64);
+    while let Some(e) = r.next_event()? {
+        procs.insert(e.tid());
+        match e {
+            Event::Syscall { .. } => syscalls += 1,
+            Event::Signal { .. } => signals += 1,
+            Event::Exec { .. } => execs += 1,
+            _ => {}
+        }
+    }
+    println!("processes:  {} (threads: none; each process is one thread)", procs.len());
+    println!("events:     {} ({} syscalls, {} execs, {} signals)", r.event_count(), syscalls, execs, signals);
+    println!("size:       {} bytes in {} chunks", r.event_bytes(), r.chunk_count());
+    match &r.summary {
+        Some(s) => {
+            println!("duration:   {} ms", s.duration_ms);
+            println!("status:     {}", describe_status(s.exit_status));
+            println!("files:      {} mapped files", s.mapped_files.len());
+        }
+        None => println!("status:     incomplete (the recording was cut short)"),
+    }
+    Ok(0)
+}

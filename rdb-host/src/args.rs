@@ -1,0 +1,362 @@
+//! Argument addresses from argument descriptors: what `argv[i]` of a debug
+//! function points at, for one stop.
+
+use crate::error::{HostError, Loc};
+use crate::tracee::TraceeView;
+use rdb_descriptors::{ArgumentDescriptor, Location, Register};
+
+/// How the host provides one argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgValue {
+    /// The variable lives in program memory at this address (mirrored).
+    Address(u64),
+    /// The variable's value, copied into host-side storage.
+    Bytes(Vec<u8>),
+}
+
+/// Computes every argument of `region` at code `address`, in `argv` order.
+pub fn compute(
+    region: u32,
+    address: u64,
+    arguments: &[&ArgumentDescriptor],
+    tracee: &dyn TraceeView,
+    source_location: &Loc,
+) -> Result<Vec<ArgValue>, HostError> {
+    let mut sorted: Vec<&ArgumentDescriptor> = arguments.to_vec();
+    sorted.sort_by_key(|a| a.position);
+    let mut out = Vec::with_capacity(sorted.len());
+    for (i, arg) in sorted.iter().enumerate() {
+        let unavailable = |reason: String| HostError::ArgumentUnavailable {
+            region,
+            position: arg.position,
+            name: arg.name.clone(),
+            reason,
+            source_location: source_location.clone(),
+        };
+        if arg.position as usize != i {
+            return Err(HostError::ArgumentUnavailable {
+                region,
+                position: i as u32,
+                name: format!("#{i}"),
+                reason: "missing from the argument descriptors".into(),
+                source_location: source_location.clone(),
+            });
+        }
+        let placed = arg
+            .locations
+            .iter()
+            .find(|p| p.address == address)
+            .ok_or_else(|| unavailable(format!("not described at address {address:#x}")))?;
+        let value = match &placed.location {
+            Location::Stack { base, offset } => ArgValue::Address(
+                register_u64(tracee, base)
+                    .map_err(unavailable)?
+                    .wrapping_add(*offset as u64),
+            ),
+            Location::Symbol { address, .. } => {
+                ArgValue::Address(tracee.load_bias().wrapping_add(*address))
+            }
+            Location::Register { register } => {
+                let bytes = register_bytes(tracee, register).map_err(unavailable)?;
+                ArgValue::Bytes(fit(bytes, arg.size).map_err(unavailable)?)
+            }
+            Location::Implicit { bytes } => {
+                ArgValue::Bytes(decode_hex(bytes).map_err(unavailable)?)
+            }
+            Location::Pieces { pieces } => {
+                let mut value = Vec::with_capacity(arg.size as usize);
+                for piece in pieces {
+                    let part =
+                        piece_bytes(tracee, &piece.location, piece.size).map_err(|e| match e {
+                            PieceError::Unavailable(reason) => unavailable(reason),
+                            PieceError::Read(address, source) => HostError::ReadArgument {
+                                region,
+                                name: arg.name.clone(),
+                                address,
+                                source_location: source_location.clone(),
+                                source,
+                            },
+                        })?;
+                    value.extend_from_slice(&part);
+                }
+                ArgValue::Bytes(value)
+            }
+            Location::OptimizedOut => {
+                return Err(unavailable("optimized out at this location".into()))
+            }
+        };
+        out.push(value);
+    }
+    Ok(out)
+}
+
+enum PieceError {
+    Unavailable(String),
+    Read(u64, std::io::Error),
+}
+
+fn piece_bytes(
+    tracee: &dyn TraceeView,
+    location: &Location,
+    size: u64,
+) -> Result<Vec<u8>, PieceError> {
+    let read = |address: u64| {
+        let mut buf = vec![0u8; size as usize];
+        tracee
+            .read(address, &mut buf)
+            .map_err(|e| PieceError::Read(address, e))?;
+        Ok(buf)
+    };
+    match location {
+        Location::Register { register } => {
+            let bytes = register_bytes(tracee, register).map_err(PieceError::Unavailable)?;
+            fit(bytes, size).map_err(PieceError::Unavailable)
+        }
+        Location::Stack { base, offset } => read(
+            register_u64(tracee, base)
+                .map_err(PieceError::Unavailable)?
+                .wrapping_add(*offset as u64),
+        ),
+        Location::Symbol { address, .. } => read(tracee.load_bias().wrapping_add(*address)),
+        Location::Implicit { bytes } => {
+            let bytes = decode_hex(bytes).map_err(PieceError::Unavailable)?;
+            fit(bytes, size).map_err(PieceError::Unavailable)
+        }
+        Location::OptimizedOut => Err(PieceError::Unavailable(
+            "partly optimized out at this location".into(),
+        )),
+        Location::Pieces { .. } => Err(PieceError::Unavailable(
+            "described by nested pieces (malformed descriptor)".into(),
+        )),
+    }
+}
+
+/// `bytes` truncated or zero-extended to `size`.
+fn fit(mut bytes: Vec<u8>, size: u64) -> Result<Vec<u8>, String> {
+    if size as usize > bytes.len() {
+        return Err(format!(
+            "{size} bytes large but described as one {}-byte register",
+            bytes.len()
+        ));
+    }
+    bytes.truncate(size as usize);
+    Ok(bytes)
+}
+
+fn register_u64(tracee: &dyn TraceeView, register: &Register) -> Result<u64, String> {
+    let r = tracee.regs();
+    Ok(match register.dwarf {
+        0 => r.rax,
+        1 => r.rdx,
+        2 => r.rcx,
+        3 => r.rbx,
+        4 => r.rsi,
+        5 => r.rdi,
+        6 => r.rbp,
+        7 => r.rsp,
+        8 => r.r8,
+        9 => r.r9,
+        10 => r.r10,
+        11 => r.r11,
+        12 => r.r12,
+        13 => r.r13,
+        14 => r.r14,
+        15 => r.r15,
+        16 => r.rip,
+        n => {
+            return Err(format!(
+                "in register {} (DWARF {n}), which is not a general-purpose register",
+                register.name
+            ))
+        }
+    })
+}
+
+fn register_bytes(tracee: &dyn TraceeView, register: &Register) -> Result<Vec<u8>, String> {
+    match register.dwarf {
+        17..=32 => tracee
+            .xmm(register.dwarf - 17)
+            .map(|b| b.to_vec())
+            .map_err(|e| format!("in register {}, which cannot be read: {e}", register.name)),
+        _ => register_u64(tracee, register).map(|v| v.to_le_bytes().to_vec()),
+    }
+}
+
+fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
+    let bad = || format!("a constant with malformed bytes `{text}` in the descriptors");
+    if !text.len().is_multiple_of(2) {
+        return Err(bad());
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| {
+            text.get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(bad)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdb_descriptors::{ArgumentKind, Piece, PlacedLocation};
+    use std::io;
+
+    struct Fake {
+        regs: libc::user_regs_struct,
+        memory: (u64, Vec<u8>),
+    }
+
+    impl TraceeView for Fake {
+        fn pid(&self) -> i32 {
+            0
+        }
+        fn regs(&self) -> &libc::user_regs_struct {
+            &self.regs
+        }
+        fn load_bias(&self) -> u64 {
+            0x1000_0000
+        }
+        fn read(&self, addr: u64, buf: &mut [u8]) -> io::Result<()> {
+            let (base, bytes) = &self.memory;
+            let start = addr.checked_sub(*base).ok_or(io::ErrorKind::InvalidInput)? as usize;
+            let src = bytes
+                .get(start..start + buf.len())
+                .ok_or(io::ErrorKind::InvalidInput)?;
+            buf.copy_from_slice(src);
+            Ok(())
+        }
+    }
+
+    fn arg(position: u32, size: u64, location: Location) -> ArgumentDescriptor {
+        ArgumentDescriptor {
+            region: 7,
+            position,
+            name: format!("v{position}"),
+            kind: ArgumentKind::Local,
+            type_name: "T".into(),
+            size,
+            locations: vec![PlacedLocation {
+                address: 0x40,
+                location,
+            }],
+        }
+    }
+
+    fn loc() -> Loc {
+        Loc(rdb_descriptors::SourceLocation {
+            file: "src/main.rs".into(),
+            line: 3,
+            column: 5,
+        })
+    }
+
+    #[test]
+    fn every_location_class() {
+        // SAFETY: user_regs_struct is plain integers.
+        let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        regs.rbp = 0x7000;
+        regs.rdi = 0x1122_3344_5566_7788;
+        let fake = Fake {
+            regs,
+            memory: (0x6ff0, (0u8..32).collect()),
+        };
+        let args = [
+            arg(
+                0,
+                8,
+                Location::Stack {
+                    base: Register::x86_64(6),
+                    offset: -16,
+                },
+            ),
+            arg(
+                1,
+                4,
+                Location::Register {
+                    register: Register::x86_64(5),
+                },
+            ),
+            arg(
+                2,
+                8,
+                Location::Symbol {
+                    symbol: "G".into(),
+                    offset: 0,
+                    address: 0x2000,
+                },
+            ),
+            arg(
+                3,
+                6,
+                Location::Pieces {
+                    pieces: vec![
+                        Piece {
+                            size: 2,
+                            location: Location::Register {
+                                register: Register::x86_64(5),
+                            },
+                        },
+                        Piece {
+                            size: 4,
+                            location: Location::Stack {
+                                base: Register::x86_64(6),
+                                offset: -15,
+                            },
+                        },
+                    ],
+                },
+            ),
+            arg(
+                4,
+                2,
+                Location::Implicit {
+                    bytes: "ff01".into(),
+                },
+            ),
+        ];
+        let refs: Vec<&ArgumentDescriptor> = args.iter().rev().collect();
+        let values = compute(7, 0x40, &refs, &fake, &loc()).unwrap();
+        assert_eq!(
+            values,
+            vec![
+                ArgValue::Address(0x6ff0),
+                ArgValue::Bytes(vec![0x88, 0x77, 0x66, 0x55]),
+                ArgValue::Address(0x1000_2000),
+                ArgValue::Bytes(vec![0x88, 0x77, 1, 2, 3, 4]),
+                ArgValue::Bytes(vec![0xff, 0x01]),
+            ]
+        );
+    }
+
+    #[test]
+    fn optimized_out_names_the_variable_and_region() {
+        // SAFETY: user_regs_struct is plain integers.
+        let regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        let fake = Fake {
+            regs,
+            memory: (0, vec![]),
+        };
+        let a = arg(0, 8, Location::OptimizedOut);
+        let err = compute(7, 0x40, &[&a], &fake, &loc())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("region 7") && err.contains("`v0`") && err.contains("optimized out"),
+            "{err}"
+        );
+        let err = compute(7, 0x99, &[&a], &fake, &loc())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not described at address 0x99"), "{err}");
+        let b = arg(1, 8, Location::Implicit { bytes: "00".into() });
+        let err = compute(7, 0x40, &[&b], &fake, &loc())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("missing from the argument descriptors"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,844 @@
+//! [`DebugHost`]: the replayer's handle on a host process.
+
+use crate::args::{self, ArgValue};
+use crate::error::{signal_name, HostError, Invocation, InvokeOutcome, Loc};
+use crate::protocol::{self, reason, Reader, Writer};
+use crate::tracee::TraceeView;
+use rdb_descriptors::{
+    ArgumentDescriptor, ArgumentDescriptors, DebugEntry, FunctionDescriptor, FunctionDescriptors,
+};
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What to do when debug code writes program memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WritePolicy {
+    /// Record the write, let it land in a private copy of the page, finish
+    /// the call, then discard the copy (debug-only state is kept).
+    #[default]
+    Report,
+    /// Stop the call at the first write (the host is restarted).
+    Abort,
+}
+
+/// How the host reads program memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemoryAccess {
+    /// `process_vm_readv` from the host straight into the mirror when the
+    /// kernel allows it (it needs ptrace-attach rights on the program:
+    /// root, or yama `ptrace_scope` 0), falling back to [`MemoryAccess::ViaReplayer`].
+    #[default]
+    Direct,
+    /// The host asks the replayer, which reads through [`TraceeView::read`]
+    /// (works for any target, e.g. a remote stub, at one round trip per fill).
+    ViaReplayer,
+}
+
+/// How the host fills mirrored pages (see the crate docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FaultHandling {
+    /// userfaultfd when the host may use it for kernel-mode faults too
+    /// (`CAP_SYS_PTRACE`, or `vm.unprivileged_userfaultfd=1`), else
+    /// [`FaultHandling::Signal`].
+    #[default]
+    Auto,
+    /// A `SIGSEGV` handler only: works everywhere, but a system call given
+    /// a never-touched program page fails with `EFAULT`.
+    Signal,
+    /// userfaultfd, or [`DebugHost::spawn`] fails saying why.
+    Userfaultfd,
+}
+
+/// Options of a debug host.
+#[derive(Debug)]
+pub struct HostOptions {
+    /// How long one debug function may run before the host is killed.
+    pub timeout: Duration,
+    pub on_write: WritePolicy,
+    pub memory: MemoryAccess,
+    pub faults: FaultHandling,
+    /// Pages read per fault (rounded up to a power of two, at most 256).
+    /// Default 4: on these machines a 4-page fill costs about the same as a
+    /// 1-page fill (`bench/fault_fill.c`), 16 pages twice as much.
+    pub pages_per_fill: u32,
+    /// Pin the host to this CPU (put the replayer and tracee on the same one).
+    pub cpu: Option<usize>,
+    /// Busy-wait this long for the other side's next message before
+    /// sleeping in the kernel, on both sides: cuts the wake-up cost of a call
+    /// when the host has a CPU of its own (never with everything pinned to
+    /// one CPU: the spinning side would steal it). Default: zero.
+    pub spin: Duration,
+    /// Where debug code's stdout goes (default: rdb's own stdout).
+    pub stdout: Option<File>,
+    /// Where debug code's stderr goes (default: rdb's own stderr).
+    pub stderr: Option<File>,
+    /// The host executable; default: `$RDB_DEBUG_HOST`, else
+    /// `rdb-debug-host` beside the current executable (or its parent
+    /// directory). A program whose `main` calls [`crate::run_if_host`] first
+    /// may name itself (`std::env::current_exe()`).
+    pub program: Option<PathBuf>,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            timeout: Duration::from_secs(10),
+            on_write: WritePolicy::Report,
+            memory: MemoryAccess::Direct,
+            faults: FaultHandling::Auto,
+            pages_per_fill: 4,
+            cpu: None,
+            spin: Duration::ZERO,
+            stdout: None,
+            stderr: None,
+            program: None,
+        }
+    }
+}
+
+struct Region {
+    function: FunctionDescriptor,
+    arguments: Vec<ArgumentDescriptor>,
+}
+
+/// A running host process with a debug module loaded. See the crate docs.
+pub struct DebugHost {
+    module: PathBuf,
+    program: PathBuf,
+    options: HostOptions,
+    regions: HashMap<u32, Region>,
+    process: Option<Process>,
+    /// The program ran since the host last saw it: mirrored pages are stale.
+    stale: bool,
+    /// Mapping list must be sent with the next call.
+    maps_dirty: bool,
+    /// Calls completed by the current host process (its debug-only state).
+    calls: u64,
+    restarts: u64,
+    /// The program the mirror currently shows (a trace may hold several processes).
+    last_pid: i32,
+    /// The current host process serves faults with userfaultfd.
+    userfaultfd: bool,
+    buf: Vec<u8>,
+}
+
+struct Process {
+    child: Child,
+    socket: OwnedFd,
+}
+
+impl DebugHost {
+    /// Starts a host process and loads `module` into it, resolving every
+    /// region function named by `functions`.
+    pub fn spawn(
+        module: &Path,
+        functions: &FunctionDescriptors,
+        arguments: &ArgumentDescriptors,
+        options: HostOptions,
+    ) -> Result<DebugHost, HostError> {
+        let program = find_program(&options)?;
+        let module = std::path::absolute(module).unwrap_or_else(|_| module.to_path_buf());
+        let mut regions: HashMap<u32, Region> = functions
+            .functions
+            .iter()
+            .map(|f| {
+                (
+                    f.region,
+                    Region {
+                        function: f.clone(),
+                        arguments: Vec::new(),
+                    },
+                )
+            })
+            .collect();
+        for a in &arguments.arguments {
+            if let Some(r) = regions.get_mut(&a.region) {
+                r.arguments.push(a.clone());
+            }
+        }
+        let mut host = DebugHost {
+            module,
+            program,
+            options,
+            regions,
+            process: None,
+            stale: true,
+            maps_dirty: true,
+            calls: 0,
+            restarts: 0,
+            last_pid: 0,
+            userfaultfd: false,
+            buf: vec![0u8; protocol::MAX_MESSAGE + 64 * 1024],
+        };
+        host.start(0)?;
+        Ok(host)
+    }
+
+    /// [`DebugHost::spawn`] for the artefacts `cargo rdb build` / `rdb-clang`
+    /// wrote beside `binary`: `<bin>.rdb-functions.json`,
+    /// `<bin>.rdb-arguments.json` and the debug module they name.
+    pub fn for_binary(binary: &Path, options: HostOptions) -> Result<DebugHost, HostError> {
+        let paths = rdb_descriptors::artefact_paths(binary);
+        let functions = rdb_descriptors::load_functions(&paths.functions)?;
+        let arguments = rdb_descriptors::load_arguments(&paths.arguments)?;
+        let module = paths
+            .functions
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(&functions.debug_module);
+        DebugHost::spawn(&module, &functions, &arguments, options)
+    }
+
+    /// Where the replayer must stop the program: module-relative code
+    /// address -> regions to run there, in region id order.
+    pub fn code_locations(&self) -> std::collections::BTreeMap<u64, Vec<u32>> {
+        let mut out: std::collections::BTreeMap<u64, Vec<u32>> = Default::default();
+        for (id, region) in &self.regions {
+            for l in &region.function.locations {
+                out.entry(l.address).or_default().push(*id);
+            }
+        }
+        for ids in out.values_mut() {
+            ids.sort_unstable();
+        }
+        out
+    }
+
+    /// How many times the host process was replaced (crash, timeout,
+    /// aborted write, collision at start-up).
+    pub fn restarts(&self) -> u64 {
+        self.restarts
+    }
+
+    /// Whether the current host process fills pages with userfaultfd
+    /// (else with its `SIGSEGV` handler).
+    pub fn uses_userfaultfd(&self) -> bool {
+        self.userfaultfd
+    }
+
+    /// Process id of the current host process.
+    pub fn host_pid(&self) -> Option<u32> {
+        self.process.as_ref().map(|p| p.child.id())
+    }
+
+    /// The program ran since the last call: mirrored pages are stale. Cheap
+    /// (the host re-protects touched mappings at the next call).
+    pub fn invalidate(&mut self) {
+        self.stale = true;
+    }
+
+    /// The program's mappings may have changed (mmap, munmap, brk,
+    /// mprotect): the next call sends the current list. Not required for
+    /// correctness of reads (the host asks for the list when debug code
+    /// touches an address it does not mirror) but keeps protections exact.
+    pub fn invalidate_mappings(&mut self) {
+        self.stale = true;
+        self.maps_dirty = true;
+    }
+
+    /// Runs `region`'s debug function for a program stopped at module-relative
+    /// code `address` (one of the region's `locations`). The program is only
+    /// read, never written or resumed.
+    pub fn invoke(
+        &mut self,
+        region: u32,
+        address: u64,
+        tracee: &dyn TraceeView,
+    ) -> Result<Invocation, HostError> {
+        let entry = self
+            .regions
+            .get(&region)
+            .ok_or(HostError::UnknownRegion { region })?;
+        let source_location = Loc(entry.function.begin.clone());
+        if !entry
+            .function
+            .locations
+            .iter()
+            .any(|l| l.address == address)
+        {
+            return Err(HostError::NoLocation {
+                region,
+                address,
+                source_location,
+            });
+        }
+        let mut refs: Vec<&ArgumentDescriptor> = entry.arguments.iter().collect();
+        refs.sort_by_key(|a| a.position);
+        let values = args::compute(region, address, &refs, tracee, &source_location)?;
+        let sizes: Vec<u64> = refs.iter().map(|a| a.size).collect();
+        if tracee.process_id() != self.last_pid {
+            // Another process of the trace: its own address space.
+            self.invalidate_mappings();
+            self.last_pid = tracee.process_id();
+        }
+        let mut collision_retries = 0;
+        loop {
+            if self.process.is_none() {
+                self.start(tracee.process_id())?;
+            }
+            let result = self.call(region, &values, &sizes, tracee, &source_location)?;
+            match result {
+                Called::Done(outcome) => return Ok(outcome),
+                Called::Collision(text) => {
+                    // A fresh host has a fresh random layout; only worth it
+                    // while no debug-only state would be lost.
+                    if self.calls == 0 && collision_retries < 3 {
+                        collision_retries += 1;
+                        self.stop();
+                        self.restarts += 1;
+                        continue;
+                    }
+                    return Err(HostError::Collision(text));
+                }
+            }
+        }
+    }
+
+    fn call(
+        &mut self,
+        region: u32,
+        values: &[ArgValue],
+        sizes: &[u64],
+        tracee: &dyn TraceeView,
+        source_location: &Loc,
+    ) -> Result<Called, HostError> {
+        let mut w = Writer::new(protocol::INVOKE);
+        let mut flags = 0;
+        if self.stale {
+            flags |= protocol::FLAG_INVALIDATE;
+        }
+        let maps = if self.maps_dirty {
+            flags |= protocol::FLAG_MAPS;
+            Some(current_ranges(tracee)?)
+        } else {
+            None
+        };
+        w.u32(region).u32(flags).u32(tracee.process_id() as u32);
+        if let Some(maps) = &maps {
+            w.ranges(maps);
+        }
+        w.u32(values.len() as u32);
+        for (v, size) in values.iter().zip(sizes) {
+            match v {
+                ArgValue::Address(a) => w.u32(0).u64(*a).u64(*size),
+                ArgValue::Bytes(b) => w.u32(1).bytes(b),
+            };
+        }
+        let fd = self.socket_fd();
+        if send(fd, &w.0).is_err() {
+            // The host is gone (killed from outside?): report it as a crash.
+            return Ok(Called::Done(self.host_died(region, source_location, None)));
+        }
+        self.stale = false;
+        self.maps_dirty = false;
+        let deadline = Instant::now() + self.options.timeout;
+        loop {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if !spin_readable(fd, self.options.spin.min(remaining))
+                && !wait_readable(fd, remaining)?
+            {
+                self.kill();
+                return Ok(Called::Done(self.finish(
+                    region,
+                    source_location,
+                    InvokeOutcome::TimedOut {
+                        after: self.options.timeout,
+                    },
+                    true,
+                )));
+            }
+            let n = match recv(fd, &mut self.buf) {
+                Ok(n) if n > 0 => n,
+                _ => return Ok(Called::Done(self.host_died(region, source_location, None))),
+            };
+            let mut r = Reader(&self.buf[..n]);
+            match r.u32() {
+                Some(protocol::PAGE_REQUEST) => {
+                    r.u32();
+                    let (addr, len) = (r.u64().unwrap_or(0), r.u64().unwrap_or(0).min(64 * 1024));
+                    let mut reply = vec![0u8; protocol::PAGE_DATA_HEADER + len as usize];
+                    let errno = match tracee.read(addr, &mut reply[protocol::PAGE_DATA_HEADER..]) {
+                        Ok(()) => 0,
+                        Err(e) => e.raw_os_error().unwrap_or(libc::EFAULT),
+                    };
+                    reply[0..4].copy_from_slice(&protocol::PAGE_DATA.to_le_bytes());
+                    reply[4..8].copy_from_slice(&errno.to_le_bytes());
+                    reply[8..12].copy_from_slice(&(len as u32).to_le_bytes());
+                    if errno != 0 {
+                        reply.truncate(protocol::PAGE_DATA_HEADER);
+                    }
+                    let _ = send(fd, &reply);
+                }
+                Some(protocol::MAPS_REQUEST) => {
+                    let ranges = current_ranges(tracee).unwrap_or_default();
+                    let mut w = Writer::new(protocol::MAPS);
+                    w.ranges(&ranges);
+                    let _ = send(fd, &w.0);
+                }
+                Some(protocol::DONE) => return self.done(region, source_location, n),
+                Some(protocol::CRASHED) => {
+                    let signal = r.u32().unwrap_or(0) as i32;
+                    let addr = r.u64().unwrap_or(0);
+                    let why = r.u32().unwrap_or(0);
+                    return Ok(Called::Done(self.host_died(
+                        region,
+                        source_location,
+                        Some((signal, addr, why)),
+                    )));
+                }
+                other => {
+                    // Not a host we understand any more: replace it.
+                    self.kill();
+                    self.finish(region, source_location, InvokeOutcome::Completed, true);
+                    return Err(HostError::Protocol(format!(
+                        "unexpected message {other:?} from the host"
+                    )));
+                }
+            }
+        }
+    }
+
+    fn done(&mut self, region: u32, source_location: &Loc, n: usize) -> Result<Called, HostError> {
+        let malformed = || HostError::Protocol("malformed reply from the host".into());
+        let mut r = Reader(&self.buf[4..n]);
+        let status = r.u32().ok_or_else(malformed)?;
+        let count = r.u32().ok_or_else(malformed)?;
+        let mut writes = Vec::new();
+        for _ in 0..count {
+            writes.push(r.u64().ok_or_else(malformed)?);
+        }
+        let panic = String::from_utf8_lossy(r.bytes().ok_or_else(malformed)?).into_owned();
+        let error = String::from_utf8_lossy(r.bytes().ok_or_else(malformed)?).into_owned();
+        match status {
+            protocol::STATUS_COLLISION => {
+                self.maps_dirty = true;
+                return Ok(Called::Collision(error));
+            }
+            protocol::STATUS_RAN_WITH_COLLISION => {
+                self.maps_dirty = true;
+                return Err(HostError::Collision(error));
+            }
+            protocol::STATUS_PROTOCOL => return Err(HostError::Protocol(error)),
+            _ => {}
+        }
+        self.calls += 1;
+        let outcome = if !writes.is_empty() {
+            InvokeOutcome::WroteProgramMemory {
+                addresses: writes,
+                aborted: false,
+            }
+        } else if !panic.is_empty() {
+            InvokeOutcome::Panicked { message: panic }
+        } else {
+            InvokeOutcome::Completed
+        };
+        Ok(Called::Done(self.finish(
+            region,
+            source_location,
+            outcome,
+            false,
+        )))
+    }
+
+    /// The host exited or reported a fatal signal: collect its status,
+    /// describe what happened.
+    fn host_died(
+        &mut self,
+        region: u32,
+        source_location: &Loc,
+        report: Option<(i32, u64, u32)>,
+    ) -> Invocation {
+        let status = self.reap(Duration::from_secs(2));
+        let outcome = match report {
+            Some((_, addr, reason::WRITE_ABORTED)) => InvokeOutcome::WroteProgramMemory {
+                addresses: vec![addr],
+                aborted: true,
+            },
+            Some((signal, addr, why)) => {
+                let reason = match why {
+                    reason::UNMAPPED => {
+                        "the program has no memory at this address (bad pointer?)".to_string()
+                    }
+                    reason::UNREADABLE => {
+                        "the program's memory at this address cannot be read".to_string()
+                    }
+                    reason::NOT_READABLE => {
+                        "the program's memory at this address is not accessible (guard page?)"
+                            .to_string()
+                    }
+                    reason::COLLISION => {
+                        "the debug host has its own memory at this program address".to_string()
+                    }
+                    reason::STACK_OVERFLOW => {
+                        "debug code overflowed its stack (runaway recursion?)".to_string()
+                    }
+                    _ => String::new(),
+                };
+                let address = (addr != 0).then_some(addr);
+                InvokeOutcome::Crashed {
+                    signal,
+                    address,
+                    reason,
+                }
+            }
+            None => {
+                use std::os::unix::process::ExitStatusExt;
+                let (signal, reason) = match status {
+                    Some(s) if s.signal().is_some() => (s.signal().unwrap(), String::new()),
+                    Some(s) => (0, format!("the debug host exited with {s}")),
+                    None => (0, "the debug host stopped answering".to_string()),
+                };
+                InvokeOutcome::Crashed {
+                    signal,
+                    address: None,
+                    reason,
+                }
+            }
+        };
+        self.finish(region, source_location, outcome, true)
+    }
+
+    fn finish(
+        &mut self,
+        region: u32,
+        source_location: &Loc,
+        outcome: InvokeOutcome,
+        restarted: bool,
+    ) -> Invocation {
+        if restarted {
+            self.process = None;
+            self.restarts += 1;
+            self.calls = 0;
+            self.maps_dirty = true;
+            self.stale = true;
+        }
+        Invocation {
+            region,
+            source_location: source_location.clone(),
+            outcome,
+            host_restarted: restarted,
+        }
+    }
+
+    fn socket_fd(&self) -> RawFd {
+        self.process
+            .as_ref()
+            .map(|p| p.socket.as_raw_fd())
+            .unwrap_or(-1)
+    }
+
+    /// Starts a host process (`pid`: the program, 0 when not known yet; it
+    /// is sent again with each start).
+    fn start(&mut self, pid: i32) -> Result<(), HostError> {
+        let (ours, theirs) = socket_pair()?;
+        let mut cmd = Command::new(&self.program);
+        cmd.arg("--fd")
+            .arg(HOST_FD.to_string())
+            .env(crate::host::HOST_ENV, "1")
+            .stdin(Stdio::null());
+        if let Some(f) = &self.options.stdout {
+            cmd.stdout(f.try_clone().map_err(|source| HostError::Io {
+                what: "duplicating stdout",
+                source,
+            })?);
+        }
+        if let Some(f) = &self.options.stderr {
+            cmd.stderr(f.try_clone().map_err(|source| HostError::Io {
+                what: "duplicating stderr",
+                source,
+            })?);
+        }
+        let theirs_raw = theirs.as_raw_fd();
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if theirs_raw == HOST_FD {
+                    if libc::fcntl(HOST_FD, libc::F_SETFD, 0) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                } else if libc::dup2(theirs_raw, HOST_FD) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|source| HostError::Spawn {
+            program: self.program.clone(),
+            source,
+        })?;
+        drop(theirs);
+        self.process = Some(Process {
+            child,
+            socket: ours,
+        });
+        self.maps_dirty = true;
+        self.stale = true;
+        self.calls = 0;
+
+        let mut w = Writer::new(protocol::INIT);
+        let fill = match self.options.memory {
+            MemoryAccess::Direct => protocol::FILL_DIRECT,
+            MemoryAccess::ViaReplayer => protocol::FILL_PARENT,
+        };
+        w.u32(pid as u32)
+            .u32(fill)
+            .u32((self.options.on_write == WritePolicy::Abort) as u32)
+            .u32(self.options.pages_per_fill)
+            .u32(self.options.cpu.map(|c| c as u32).unwrap_or(u32::MAX))
+            .u32(match self.options.faults {
+                FaultHandling::Auto => protocol::FAULTS_AUTO,
+                FaultHandling::Signal => protocol::FAULTS_SIGNAL,
+                FaultHandling::Userfaultfd => protocol::FAULTS_USERFAULTFD,
+            })
+            .u32(self.options.spin.as_micros().min(u32::MAX as u128) as u32)
+            .bytes(self.module.as_os_str().as_encoded_bytes());
+        let mut entries: Vec<(&u32, &Region)> = self.regions.iter().collect();
+        entries.sort_by_key(|(id, _)| **id);
+        w.u32(entries.len() as u32);
+        for (id, region) in entries {
+            match &region.function.entry {
+                DebugEntry::Symbol { name } => w.u32(*id).u32(0).bytes(name.as_bytes()),
+                DebugEntry::RegionTable => w.u32(*id).u32(1).bytes(b""),
+            };
+        }
+        let fd = self.socket_fd();
+        let module = self.module.clone();
+        let failed = |this: &mut DebugHost, message: String| {
+            this.kill();
+            this.process = None;
+            Err(HostError::Module {
+                module: module.clone(),
+                message,
+            })
+        };
+        if send(fd, &w.0).is_err() {
+            return failed(self, "the debug host exited at start-up".into());
+        }
+        if !wait_readable(fd, self.options.timeout.max(Duration::from_secs(5)))? {
+            return failed(
+                self,
+                "the debug host did not answer while loading the module".into(),
+            );
+        }
+        let n = recv(fd, &mut self.buf).unwrap_or(0);
+        let mut r = Reader(&self.buf[..n]);
+        match r.u32() {
+            Some(protocol::READY) => {
+                self.userfaultfd = r.u32() == Some(1);
+                Ok(())
+            }
+            Some(protocol::INIT_ERROR) => {
+                let text = String::from_utf8_lossy(r.bytes().unwrap_or(b"")).into_owned();
+                self.reap(Duration::from_secs(2));
+                failed(self, text)
+            }
+            _ => {
+                use std::os::unix::process::ExitStatusExt;
+                let status = self.reap(Duration::from_secs(2));
+                let how = match status {
+                    Some(s) if s.signal().is_some() => {
+                        format!(
+                            "the debug host died of {} while loading it",
+                            signal_name(s.signal().unwrap())
+                        )
+                    }
+                    Some(s) => format!("the debug host exited with {s} while loading it"),
+                    None => "the debug host stopped answering while loading it".into(),
+                };
+                failed(self, how)
+            }
+        }
+    }
+
+    /// Waits up to `grace` for the host to exit, then kills it.
+    fn reap(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        let p = self.process.as_mut()?;
+        let deadline = Instant::now() + grace;
+        loop {
+            match p.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(2))
+                }
+                _ => {
+                    let _ = p.child.kill();
+                    return p.child.wait().ok();
+                }
+            }
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(p) = self.process.as_mut() {
+            let _ = p.child.kill();
+            let _ = p.child.wait();
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(p) = self.process.take() {
+            drop(p.socket); // the host exits on end of file
+            let mut child = p.child;
+            let deadline = Instant::now() + Duration::from_millis(500);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for DebugHost {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+enum Called {
+    Done(Invocation),
+    Collision(String),
+}
+
+/// The fd number the host finds its socket at.
+const HOST_FD: RawFd = 3;
+
+fn find_program(options: &HostOptions) -> Result<PathBuf, HostError> {
+    if let Some(p) = &options.program {
+        return Ok(p.clone());
+    }
+    let mut tried = Vec::new();
+    if let Some(p) = std::env::var_os("RDB_DEBUG_HOST") {
+        return Ok(PathBuf::from(p));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        let mut dir = exe.parent().map(Path::to_path_buf);
+        for _ in 0..2 {
+            let Some(d) = dir else { break };
+            let candidate = d.join("rdb-debug-host");
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+            tried.push(candidate);
+            dir = d.parent().map(Path::to_path_buf);
+        }
+    }
+    Err(HostError::HostProgramNotFound { tried })
+}
+
+fn current_ranges(tracee: &dyn TraceeView) -> Result<Vec<protocol::RangeSpec>, HostError> {
+    let maps = tracee.mappings().map_err(HostError::Mappings)?;
+    let mut out: Vec<protocol::RangeSpec> = maps
+        .iter()
+        .filter(|m| m.mirrored())
+        .map(|m| m.spec())
+        .collect();
+    out.truncate(protocol::MAX_RANGES);
+    Ok(out)
+}
+
+fn socket_pair() -> Result<(OwnedFd, OwnedFd), HostError> {
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for two descriptors.
+    let r = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if r < 0 {
+        return Err(HostError::Io {
+            what: "creating the host socket",
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: both descriptors are fresh and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn send(fd: RawFd, bytes: &[u8]) -> std::io::Result<()> {
+    // SAFETY: bytes is a valid buffer.
+    let n = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
+    if n != bytes.len() as isize {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn recv(fd: RawFd, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        // SAFETY: buf is writable for its length.
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Busy-waits up to `spin` for `fd` to become readable.
+pub(crate) fn spin_readable(fd: RawFd, spin: Duration) -> bool {
+    if spin.is_zero() {
+        return false;
+    }
+    let deadline = Instant::now() + spin;
+    loop {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; a zero timeout never sleeps.
+        if unsafe { libc::poll(&mut pfd, 1, 0) } > 0 {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// Waits until `fd` is readable (or hung up); false on timeout.
+fn wait_readable(fd: RawFd, timeout: Duration) -> Result<bool, HostError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = deadline
+            .saturating_duration_since(Instant::now())
+            .as_millis()
+            .min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if r > 0 {
+            return Ok(true);
+        }
+        if r == 0 {
+            return Ok(false);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(HostError::Io {
+                what: "waiting for the host",
+                source: e,
+            });
+        }
+    }
+}

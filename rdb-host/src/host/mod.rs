@@ -1,0 +1,362 @@
+//! The host process: loads the debug module, mirrors the program, runs
+//! region functions on request. Entered through [`host_main`].
+
+mod mirror;
+pub(crate) mod module;
+
+use crate::protocol::{self, Reader, Writer};
+use module::{Module, Want};
+use std::ffi::c_void;
+use std::path::PathBuf;
+
+/// Environment variable set in every host process rdb starts.
+pub(crate) const HOST_ENV: &str = "RDB_DEBUG_HOST_CHILD";
+
+/// For a program that serves as its own debug host
+/// ([`crate::HostOptions::program`] = its own executable): call first thing
+/// in `main`; in a host process started by [`crate::DebugHost`] it runs the
+/// host and never returns, otherwise it returns at once.
+pub fn run_if_host() {
+    if std::env::var_os(HOST_ENV).is_some() {
+        host_main()
+    }
+}
+
+/// Entry point of the host process (`rdb-debug-host --fd N`, or a program
+/// that re-executes itself with these arguments). Never returns.
+pub fn host_main() -> ! {
+    let args: Vec<String> = std::env::args().collect();
+    let fd = match args
+        .iter()
+        .position(|a| a == "--fd")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+    {
+        Some(fd) => fd,
+        None => {
+            eprintln!(
+                "rdb-debug-host: this program is started by rdb (usage: rdb-debug-host --fd N)"
+            );
+            std::process::exit(2)
+        }
+    };
+    // SAFETY: plain prctl and signal dispositions. The host must not outlive
+    // the replayer; a Ctrl-C at the terminal is for rdb to handle (the host
+    // dies with it through PDEATHSIG), not for the host.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
+    let code = match serve(fd) {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("rdb-debug-host: {message}");
+            1
+        }
+    };
+    std::process::exit(code)
+}
+
+fn recv(fd: i32, buf: &mut [u8]) -> Result<usize, String> {
+    loop {
+        // SAFETY: buf is writable for its length.
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(format!("receiving from rdb: {e}"));
+        }
+    }
+}
+
+fn send(fd: i32, message: &[u8]) -> Result<(), String> {
+    // SAFETY: message is a valid buffer.
+    let n = unsafe {
+        libc::send(
+            fd,
+            message.as_ptr().cast(),
+            message.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
+    if n != message.len() as isize {
+        return Err(format!(
+            "sending to rdb: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+fn serve(fd: i32) -> Result<(), String> {
+    let mut buf = vec![0u8; protocol::MAX_MESSAGE + 64 * 1024];
+    let n = recv(fd, &mut buf)?;
+    let module = match init(fd, &buf[..n]) {
+        Ok(m) => {
+            // SAFETY: main loop, no debug code running.
+            let uffd = unsafe { mirror::state() }.uffd >= 0;
+            send(fd, &Writer::new(protocol::READY).u32(uffd as u32).0)?;
+            m
+        }
+        Err(e) => {
+            send(fd, &Writer::new(protocol::INIT_ERROR).bytes(e.as_bytes()).0)?;
+            return Ok(());
+        }
+    };
+    let spin = SPIN.get().copied().unwrap_or_default();
+    loop {
+        crate::client::spin_readable(fd, spin);
+        let n = recv(fd, &mut buf)?;
+        if n == 0 {
+            return Ok(()); // rdb closed the connection
+        }
+        let mut r = Reader(&buf[..n]);
+        match r.u32() {
+            Some(protocol::INVOKE) => {
+                let reply = invoke(&module, r).unwrap_or_else(|e| {
+                    let mut w = Writer::new(protocol::DONE);
+                    w.u32(protocol::STATUS_PROTOCOL)
+                        .u32(0)
+                        .bytes(b"")
+                        .bytes(format!("malformed request: {e}").as_bytes());
+                    w
+                });
+                send(fd, &reply.0)?;
+            }
+            other => return Err(format!("unexpected message {other:?}")),
+        }
+    }
+}
+
+/// How long the main loop busy-waits for the next request ([`crate::HostOptions::spin`]).
+static SPIN: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+
+fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
+    let bad = || "malformed init message".to_string();
+    let mut r = Reader(message);
+    if r.u32() != Some(protocol::INIT) {
+        return Err(bad());
+    }
+    let pid = r.u32().ok_or_else(bad)? as i32;
+    let fill = r.u32().ok_or_else(bad)?;
+    let abort_on_write = r.u32().ok_or_else(bad)? != 0;
+    let chunk_pages = r.u32().ok_or_else(bad)?.clamp(1, 256) as u64;
+    let cpu = r.u32().ok_or_else(bad)?;
+    let faults = r.u32().ok_or_else(bad)?;
+    let spin = std::time::Duration::from_micros(r.u32().ok_or_else(bad)? as u64);
+    let path = PathBuf::from(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned());
+    let count = r.u32().ok_or_else(bad)?;
+    let mut wants = Vec::new();
+    for _ in 0..count {
+        let region = r.u32().ok_or_else(bad)?;
+        let kind = r.u32().ok_or_else(bad)?;
+        let name = String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned();
+        wants.push((
+            region,
+            if kind == 0 {
+                Want::Symbol(name)
+            } else {
+                Want::RegionTable
+            },
+        ));
+    }
+    if cpu != u32::MAX {
+        pin_to_cpu(cpu as usize);
+    }
+    // SAFETY: single-threaded host, before any debug code runs.
+    let st = unsafe { mirror::state() };
+    st.fd = fd;
+    st.pid = pid;
+    st.fill = fill;
+    st.abort_on_write = abort_on_write;
+    st.chunk = chunk_pages.next_power_of_two() * 4096;
+    SPIN.set(spin).ok();
+    if faults != protocol::FAULTS_SIGNAL {
+        st.uffd = mirror::open_userfaultfd();
+        if st.uffd < 0 && faults == protocol::FAULTS_USERFAULTFD {
+            return Err(format!(
+                "userfaultfd is not available to the debug host ({}); it needs CAP_SYS_PTRACE or \
+                 `sysctl vm.unprivileged_userfaultfd=1`, or use the fault-handler mode",
+                std::io::Error::last_os_error()
+            ));
+        }
+        if st.uffd >= 0 {
+            std::thread::Builder::new()
+                .name("rdb-uffd".into())
+                .spawn(mirror::serve_userfaultfd)
+                .map_err(|e| format!("cannot start the userfaultfd thread: {e}"))?;
+        }
+    }
+    mirror::install_handlers();
+    module::load(&path, &wants)
+}
+
+fn pin_to_cpu(cpu: usize) {
+    // SAFETY: cpu_set_t is plain data, manipulated through libc's helpers.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
+    let region = r.u32().ok_or("region")?;
+    let flags = r.u32().ok_or("flags")?;
+    let pid = r.u32().ok_or("pid")? as i32;
+    // SAFETY: main loop, no debug code running.
+    let st = unsafe { mirror::state() };
+    st.pid = pid;
+    if flags & protocol::FLAG_INVALIDATE != 0 {
+        st.invalidate();
+    }
+    if flags & protocol::FLAG_MAPS != 0 {
+        let before = r.0;
+        let n = r.u32().ok_or("maps")? as usize;
+        if r.0.len() < n * protocol::RANGE_SIZE {
+            return Err("maps");
+        }
+        r.0 = &r.0[n * protocol::RANGE_SIZE..];
+        if !st.apply_message(&before[..4 + n * protocol::RANGE_SIZE]) {
+            return Err("maps");
+        }
+    }
+    let count = r.u32().ok_or("arguments")?;
+    // Register and constant values live in 16-byte aligned host storage.
+    let mut storage: Vec<Vec<u128>> = Vec::new();
+    let mut argv: Vec<*const c_void> = Vec::with_capacity(count as usize);
+    let mut in_program: Vec<(u64, u64)> = Vec::new();
+    for _ in 0..count {
+        match r.u32().ok_or("argument")? {
+            0 => {
+                let address = r.u64().ok_or("argument")?;
+                let size = r.u64().ok_or("argument")?;
+                in_program.push((address, size));
+                argv.push(address as *const c_void);
+            }
+            _ => {
+                let bytes = r.bytes().ok_or("argument")?;
+                let mut cell = vec![0u128; bytes.len().div_ceil(16).max(1)];
+                // SAFETY: cell has at least bytes.len() bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        bytes.as_ptr(),
+                        cell.as_mut_ptr().cast::<u8>(),
+                        bytes.len(),
+                    )
+                };
+                argv.push(cell.as_ptr().cast());
+                storage.push(cell);
+            }
+        }
+    }
+    // A null after the last argument: a module expecting more arguments than
+    // the descriptors give crashes on a null pointer, not on stray memory.
+    argv.push(std::ptr::null());
+    let mut reply = Writer::new(protocol::DONE);
+    if st.ncollisions > 0 {
+        let text = collision_report(&st.collisions[..st.ncollisions]);
+        st.ncollisions = 0;
+        reply
+            .u32(protocol::STATUS_COLLISION)
+            .u32(0)
+            .bytes(b"")
+            .bytes(text.as_bytes());
+        return Ok(reply);
+    }
+    let Some(&function) = module.functions.get(&region) else {
+        reply
+            .u32(protocol::STATUS_PROTOCOL)
+            .u32(0)
+            .bytes(b"")
+            .bytes(format!("region {region} was not loaded").as_bytes());
+        return Ok(reply);
+    };
+    st.nwrites = 0;
+    st.wrote = false;
+    // Debug code is about to read its arguments: fill their pages now, in
+    // one go, rather than one fault each.
+    st.prefetch(&in_program);
+    st.in_call = true;
+    // SAFETY: the function has the documented calling convention and argv
+    // holds one valid address per argument; program memory is mirrored
+    // read-only and faults are handled by the mirror.
+    unsafe { function(argv.as_ptr()) };
+    // SAFETY: only reads the state after the call returned.
+    let st = unsafe { mirror::state() };
+    st.in_call = false;
+    // SAFETY: flushes the debug module's C stdio (shared libc in the host).
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    if st.wrote {
+        // Discard the private copies the writes landed in.
+        st.invalidate();
+    }
+    drop(storage);
+    let status = if st.ncollisions > 0 {
+        protocol::STATUS_RAN_WITH_COLLISION
+    } else {
+        protocol::STATUS_RAN
+    };
+    reply.u32(status).u32(st.nwrites as u32);
+    for &w in &st.writes[..st.nwrites] {
+        reply.u64(w);
+    }
+    let panic = module::PANIC
+        .lock()
+        .ok()
+        .and_then(|mut p| p.take())
+        .unwrap_or_default();
+    reply.bytes(panic.as_bytes());
+    let collisions = if st.ncollisions > 0 {
+        let text = collision_report(&st.collisions[..st.ncollisions]);
+        st.ncollisions = 0;
+        text
+    } else {
+        String::new()
+    };
+    reply.bytes(collisions.as_bytes());
+    Ok(reply)
+}
+
+/// Describes program ranges that could not be mirrored because the host
+/// has its own memory there.
+fn collision_report(ranges: &[protocol::RangeSpec]) -> String {
+    let own = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let own = crate::tracee::parse_maps(&own);
+    let mut parts = Vec::new();
+    for r in ranges {
+        let hits: Vec<String> = own
+            .iter()
+            .filter(|m| m.start < r.end && r.start < m.end)
+            .map(|m| {
+                format!(
+                    "{:#x}-{:#x} {}",
+                    m.start,
+                    m.end,
+                    if m.name.is_empty() {
+                        "(anonymous)"
+                    } else {
+                        &m.name
+                    }
+                )
+            })
+            .collect();
+        parts.push(format!(
+            "program range {:#x}-{:#x} overlaps the debug host's own {}",
+            r.start,
+            r.end,
+            if hits.is_empty() {
+                "memory".to_string()
+            } else {
+                hits.join(", ")
+            }
+        ));
+    }
+    format!(
+        "{}; debug code could read the wrong bytes there. Record the program with ASLR disabled (rdb does by default) and retry",
+        parts.join("; ")
+    )
+}

@@ -1,0 +1,184 @@
+//! Loading a debug module into the host and finding its region functions.
+
+use rdb_descriptors::REGION_TABLE_SECTION;
+use std::collections::HashMap;
+use std::ffi::{c_void, CStr, CString};
+use std::path::Path;
+
+/// A region's debug function: `extern "C" fn(argv: *const *const c_void)`.
+pub(crate) type DebugFn = unsafe extern "C" fn(*const *const c_void);
+
+/// Name of the optional slot a Rust debug module exports so that its
+/// trampolines can report a caught panic to the host:
+/// `#[no_mangle] static mut RDB_HOST_PANIC_HOOK: Option<unsafe extern "C" fn(*const u8, usize)>`.
+pub const PANIC_HOOK_SYMBOL: &str = "RDB_HOST_PANIC_HOOK";
+
+/// How to find one region's function.
+pub(crate) enum Want {
+    Symbol(String),
+    RegionTable,
+}
+
+pub(crate) struct Module {
+    pub functions: HashMap<u32, DebugFn>,
+}
+
+/// The last panic message reported by the module during the current call.
+pub(crate) static PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+unsafe extern "C" fn report_panic(message: *const u8, len: usize) {
+    let text = if message.is_null() {
+        String::from("(no message)")
+    } else {
+        // SAFETY: the module passes a pointer to `len` bytes of its panic message.
+        String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(message, len) }).into_owned()
+    };
+    if let Ok(mut slot) = PANIC.lock() {
+        *slot = Some(text);
+    }
+}
+
+fn dlerror() -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated string owned by libdl.
+    unsafe {
+        let e = libc::dlerror();
+        if e.is_null() {
+            "unknown dynamic loader error".into()
+        } else {
+            CStr::from_ptr(e).to_string_lossy().into_owned()
+        }
+    }
+}
+
+#[repr(C)]
+struct LinkMapHead {
+    l_addr: usize,
+}
+
+/// Loads `path` and resolves every wanted region function; the error text
+/// names every region that cannot be found.
+pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String> {
+    let c_path = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| "path contains a NUL byte".to_string())?;
+    // SAFETY: dlopen runs the module's initialisers; the module is the user's debug code.
+    let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if handle.is_null() {
+        return Err(dlerror());
+    }
+    let mut base: *mut LinkMapHead = std::ptr::null_mut();
+    // SAFETY: RTLD_DI_LINKMAP stores a `struct link_map *`, whose first field is l_addr.
+    if unsafe {
+        libc::dlinfo(
+            handle,
+            libc::RTLD_DI_LINKMAP,
+            (&mut base as *mut *mut LinkMapHead).cast(),
+        )
+    } != 0
+        || base.is_null()
+    {
+        return Err(dlerror());
+    }
+    // SAFETY: a valid link_map from the loader.
+    let load_bias = unsafe { (*base).l_addr } as u64;
+
+    let hook = CString::new(PANIC_HOOK_SYMBOL).unwrap();
+    // SAFETY: dlsym on our handle.
+    let slot = unsafe { libc::dlsym(handle, hook.as_ptr()) };
+    if !slot.is_null() {
+        // SAFETY: the module declares the slot as an `Option<unsafe extern "C" fn(*const u8, usize)>`.
+        unsafe {
+            *(slot as *mut Option<unsafe extern "C" fn(*const u8, usize)>) = Some(report_panic)
+        };
+    }
+
+    let mut table: Option<HashMap<u32, u64>> = None;
+    let mut functions = HashMap::new();
+    let mut missing = Vec::new();
+    for (region, want) in wants {
+        let address = match want {
+            Want::Symbol(name) => {
+                let Ok(c_name) = CString::new(name.as_str()) else {
+                    missing.push(format!(
+                        "region {region}: symbol name `{name}` contains a NUL byte"
+                    ));
+                    continue;
+                };
+                // SAFETY: dlsym on our handle.
+                let p = unsafe { libc::dlsym(handle, c_name.as_ptr()) };
+                if p.is_null() {
+                    missing.push(format!("region {region}: no exported symbol `{name}`"));
+                    continue;
+                }
+                p as u64
+            }
+            Want::RegionTable => {
+                if table.is_none() {
+                    table = Some(read_region_table(path, load_bias)?);
+                }
+                match table.as_ref().and_then(|t| t.get(region)) {
+                    Some(&a) => a,
+                    None => {
+                        missing.push(format!(
+                            "region {region}: no entry in section `{REGION_TABLE_SECTION}`"
+                        ));
+                        continue;
+                    }
+                }
+            }
+        };
+        if !inside_module(address, load_bias) {
+            missing.push(format!(
+                "region {region}: function address {address:#x} is outside the module"
+            ));
+            continue;
+        }
+        // SAFETY: the address is code of the module, with the documented calling convention.
+        functions.insert(*region, unsafe {
+            std::mem::transmute::<usize, DebugFn>(address as usize)
+        });
+    }
+    if !missing.is_empty() {
+        return Err(format!(
+            "{} (was the module built from the same source as the descriptors?)",
+            missing.join("; ")
+        ));
+    }
+    Ok(Module { functions })
+}
+
+/// Whether `address` lies in the loaded object whose load bias is `load_bias`.
+fn inside_module(address: u64, load_bias: u64) -> bool {
+    // SAFETY: Dl_info is plain data; dladdr only reads the loader's tables.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let found = unsafe { libc::dladdr(address as *const c_void, &mut info) } != 0;
+    // For an ELF shared object, dli_fbase is the address of its first
+    // mapping, which equals the load bias when the first segment is at 0.
+    found && (info.dli_fbase as u64 == load_bias || load_bias == 0)
+}
+
+/// The region table of the loaded module: the section's relocated contents
+/// in memory (pairs of little-endian u64: region id, function address).
+fn read_region_table(path: &Path, load_bias: u64) -> Result<HashMap<u32, u64>, String> {
+    use object::{Object, ObjectSection};
+    let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let file = object::File::parse(&*data)
+        .map_err(|e| format!("{} is not an ELF object: {e}", path.display()))?;
+    let section = file.section_by_name(REGION_TABLE_SECTION).ok_or_else(|| {
+        format!("no section `{REGION_TABLE_SECTION}` (is this an rdb debug module?)")
+    })?;
+    let (address, size) = (section.address(), section.size());
+    if address == 0 || size % 16 != 0 {
+        return Err(format!("section `{REGION_TABLE_SECTION}` is not loaded or has a size ({size}) that is not a multiple of 16"));
+    }
+    let mut table = HashMap::new();
+    for k in 0..size / 16 {
+        let at = (load_bias + address + k * 16) as *const u64;
+        // SAFETY: the section is allocated (SHF_ALLOC) and mapped with the module.
+        let (id, function) = unsafe { (at.read_unaligned(), at.add(1).read_unaligned()) };
+        let id = u32::try_from(id)
+            .map_err(|_| format!("region id {id} in `{REGION_TABLE_SECTION}` is too large"))?;
+        table.insert(id, function);
+    }
+    Ok(table)
+}

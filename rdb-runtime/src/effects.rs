@@ -1,0 +1,230 @@
+//! Memory effects of syscalls: which tracee ranges the kernel wrote, from the table's [`Out`]
+//! descriptions plus the hand-written irregular cases (`ioctl`, `fcntl`, `prctl`, `select`,
+//! `mincore`). The recorder reads these ranges after the call; the replayer writes them back.
+
+use crate::syscalls::{self, Out};
+use crate::trace::MemWrite;
+
+/// Read access to a stopped tracee's memory.
+pub trait TargetMemory {
+    /// Read up to `buf.len()` bytes at `addr`; returns how many were readable.
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<usize>;
+}
+
+/// Largest single range the recorder stores (a larger claim is a malformed call).
+const MAX_RANGE: u64 = 1 << 30;
+
+/// A syscall whose memory effects rdb cannot describe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownEffect(pub String);
+
+fn read_u64(mem: &dyn TargetMemory, addr: u64) -> Option<u64> {
+    let mut b = [0u8; 8];
+    (mem.read_memory(addr, &mut b).ok()? == 8).then(|| u64::from_le_bytes(b))
+}
+
+fn read_u32(mem: &dyn TargetMemory, addr: u64) -> Option<u32> {
+    let mut b = [0u8; 4];
+    (mem.read_memory(addr, &mut b).ok()? == 4).then(|| u32::from_le_bytes(b))
+}
+
+/// Read an iovec array: (base, len) pairs.
+pub fn read_iovecs(mem: &dyn TargetMemory, addr: u64, count: u64) -> Vec<(u64, u64)> {
+    let count = count.min(1024);
+    let mut out = Vec::new();
+    for i in 0..count {
+        let (Some(base), Some(len)) = (read_u64(mem, addr + i * 16), read_u64(mem, addr + i * 16 + 8)) else {
+            break;
+        };
+        out.push((base, len));
+    }
+    out
+}
+
+/// Split `total` bytes over iovecs, as the kernel fills them.
+fn scatter(iov: &[(u64, u64)], mut total: u64, ranges: &mut Vec<(u64, u64)>) {
+    for &(base, len) in iov {
+        if total == 0 {
+            break;
+        }
+        let n = len.min(total);
+        ranges.push((base, n));
+        total -= n;
+    }
+}
+
+/// The ranges (address, length) the kernel wrote for a completed call.
+pub fn written_ranges(
+    nr: u64,
+    args: &[u64; 6],
+    ret: i64,
+    mem: &dyn TargetMemory,
+) -> Result<Vec<(u64, u64)>, UnknownEffect> {
+    let mut ranges = Vec::new();
+    let Some(desc) = syscalls::lookup(nr) else { return Ok(ranges) };
+    // Interrupted sleeps report the remaining time even though they fail.
+    let interrupted_sleep = matches!(nr, 35 | 230) && matches!(ret, -4 | -516);
+    if ret < 0 && !interrupted_sleep {
+        return Ok(ranges);
+    }
+    let uret = ret.max(0) as u64;
+    for w in desc.writes {
+        match *w {
+            Out::Fixed(a, n) => ranges.push((args[a as usize], n as u64)),
+            Out::Ret(a) => ranges.push((args[a as usize], uret)),
+            Out::RetCount(a, size) => ranges.push((args[a as usize], uret.saturating_mul(size as u64))),
+            Out::ArgCount(a, c, size) => {
+                ranges.push((args[a as usize], args[c as usize].saturating_mul(size as u64)))
+            }
+            Out::LenPtr(buf, lenp) => {
+                if args[lenp as usize] != 0 {
+                    if let Some(len) = read_u32(mem, args[lenp as usize]) {
+                        ranges.push((args[buf as usize], len as u64));
+                    }
+                    ranges.push((args[lenp as usize], 4));
+                }
+            }
+            Out::Iov(a, c) => {
+                let iov = read_iovecs(mem, args[a as usize], args[c as usize]);
+                scatter(&iov, uret, &mut ranges);
+            }
+            Out::MsgHdr(a) => {
+                let h = args[a as usize];
+                ranges.push((h, 56));
+                if let (Some(name), Some(namelen)) = (read_u64(mem, h), read_u32(mem, h + 8)) {
+                    ranges.push((name, namelen as u64));
+                }
+                if let (Some(iov), Some(iovlen)) = (read_u64(mem, h + 16), read_u64(mem, h + 24)) {
+                    let iov = read_iovecs(mem, iov, iovlen);
+                    scatter(&iov, uret, &mut ranges);
+                }
+                if let (Some(ctl), Some(ctllen)) = (read_u64(mem, h + 32), read_u64(mem, h + 40)) {
+                    ranges.push((ctl, ctllen));
+                }
+            }
+            Out::Special => special(nr, args, ret, &mut ranges)?,
+        }
+    }
+    ranges.retain(|&(addr, len)| addr != 0 && len != 0);
+    for &(_, len) in &ranges {
+        if len > MAX_RANGE {
+            return Err(UnknownEffect(format!("{} claims to write {len} bytes", desc.name)));
+        }
+    }
+    Ok(ranges)
+}
+
+fn special(nr: u64, args: &[u64; 6], _ret: i64, ranges: &mut Vec<(u64, u64)>) -> Result<(), UnknownEffect> {
+    match nr {
+        // ioctl: the request encodes direction and size, except for the old tty requests.
+        16 => {
+            let req = args[1] as u32;
+            let dir = req >> 30;
+            let size = ((req >> 16) & 0x3fff) as u64;
+            let legacy = match req {
+                0x5401 => Some(36), // TCGETS: struct termios
+                0x5413 => Some(8),  // TIOCGWINSZ
+                0x540f | 0x5429 | 0x541b => Some(4), // TIOCGPGRP, TIOCGSID, FIONREAD
+                0x5402..=0x5404 | 0x5410 | 0x5414 | 0x540b | 0x5421 | 0x5450 | 0x5451 | 0x5409 | 0x540a | 0x540e | 0x5422 => Some(0),
+                _ => None,
+            };
+            match (legacy, dir) {
+                (Some(n), _) => ranges.push((args[2], n)),
+                (None, d) if d & 2 != 0 => ranges.push((args[2], size)),
+                (None, 1) => {}
+                (None, _) => {
+                    return Err(UnknownEffect(format!("ioctl request {req:#x} (its memory effects are unknown)")))
+                }
+            }
+        }
+        // fcntl: F_GETLK / F_OFD_GETLK fill a struct flock; F_GETOWN_EX a struct f_owner_ex.
+        72 => match args[1] {
+            5 | 36 => ranges.push((args[2], 32)),
+            16 => ranges.push((args[2], 8)),
+            _ => {}
+        },
+        // prctl
+        157 => match args[0] {
+            16 => ranges.push((args[1], 16)),            // PR_GET_NAME
+            2 | 25 | 3 | 10 | 12 => ranges.push((args[1], 4)), // PR_GET_PDEATHSIG, PR_GET_TSC, ...
+            40 => ranges.push((args[1], 8)),            // PR_GET_TID_ADDRESS
+            26 => return Err(UnknownEffect("prctl(PR_SET_TSC) (rdb traps rdtsc itself)".into())),
+            _ => {}
+        },
+        // select / pselect6: three fd sets of nfds bits, then the timeout.
+        23 | 270 => {
+            let set = args[0].div_ceil(64) * 8;
+            for a in 1..=3 {
+                ranges.push((args[a], set));
+            }
+            ranges.push((args[4], 16));
+        }
+        // mincore: one byte per page.
+        27 => ranges.push((args[2], args[1].div_ceil(4096))),
+        // Re-executed calls whose effects the kernel produces again on replay.
+        9 | 56 | 158 | 435 => {}
+        _ => return Err(UnknownEffect(format!("{} has no effect description", syscalls::name(nr)))),
+    }
+    Ok(())
+}
+
+/// Read the ranges from the tracee (unreadable tails are dropped).
+pub fn capture(mem: &dyn TargetMemory, ranges: &[(u64, u64)]) -> Vec<MemWrite> {
+    let mut out = Vec::with_capacity(ranges.len());
+    for &(addr, len) in ranges {
+        let mut bytes = vec![0u8; len as usize];
+        let n = mem.read_memory(addr, &mut bytes).unwrap_or(0);
+        bytes.truncate(n);
+        if !bytes.is_empty() {
+            out.push(MemWrite { addr, bytes });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fake(Vec<u8>, u64);
+    impl TargetMemory for Fake {
+        fn read_memory(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+            let off = addr.checked_sub(self.1).unwrap_or(u64::MAX) as usize;
+            if off >= self.0.len() {
+                return Ok(0);
+            }
+            let n = buf.len().min(self.0.len() - off);
+            buf[..n].copy_from_slice(&self.0[off..off + n]);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn read_writes_the_result_count() {
+        let m = Fake(vec![], 0);
+        let r = written_ranges(0, &[3, 0x1000, 4096, 0, 0, 0], 10, &m).unwrap();
+        assert_eq!(r, vec![(0x1000, 10)]);
+        assert!(written_ranges(0, &[3, 0x1000, 4096, 0, 0, 0], -9, &m).unwrap().is_empty());
+    }
+
+    #[test]
+    fn readv_scatters_over_iovecs() {
+        let mut img = Vec::new();
+        for (b, l) in [(0x5000u64, 4u64), (0x6000, 100)] {
+            img.extend_from_slice(&b.to_le_bytes());
+            img.extend_from_slice(&l.to_le_bytes());
+        }
+        let m = Fake(img, 0x100);
+        let r = written_ranges(19, &[3, 0x100, 2, 0, 0, 0], 10, &m).unwrap();
+        assert_eq!(r, vec![(0x5000, 4), (0x6000, 6)]);
+    }
+
+    #[test]
+    fn ioctl_sizes_come_from_the_request() {
+        let m = Fake(vec![], 0);
+        assert_eq!(written_ranges(16, &[1, 0x5413, 0x700, 0, 0, 0], 0, &m).unwrap(), vec![(0x700, 8)]);
+        // _IOR('T', 0x30, u32) = TIOCGPTN
+        assert_eq!(written_ranges(16, &[1, 0x80045430, 0x700, 0, 0, 0], 0, &m).unwrap(), vec![(0x700, 4)]);
+        assert!(written_ranges(16, &[1, 0x1234, 0x700, 0, 0, 0], 0, &m).is_err());
+    }
+}

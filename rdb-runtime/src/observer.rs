@@ -1,0 +1,76 @@
+//! The hook a debugger uses to run code at chosen places of a replay without perturbing it.
+//!
+//! The replayer calls [`ReplayObserver::on_exec`] after every process image is set up (initial
+//! start included) and plants a software breakpoint at each returned address. When a process
+//! reaches one, [`ReplayObserver::on_breakpoint`] runs with the tracee stopped *before* the
+//! instruction at that address (registers as the program has them, memory readable); afterwards
+//! the replayer steps over the original instruction and goes on. The program never sees the
+//! breakpoint.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::effects::TargetMemory;
+use crate::process::Mem;
+use crate::sys::Regs;
+use crate::trace::Tid;
+
+/// A process image right after exec.
+#[derive(Debug, Clone)]
+pub struct ProcessImage {
+    /// Recorded thread id of the process.
+    pub tid: Tid,
+    /// Real pid during this replay.
+    pub pid: i32,
+    /// Absolute path of the executable.
+    pub exe: PathBuf,
+    /// Load bias: run-time address minus link-time address (0x555555554000 for a PIE with ASLR
+    /// off, 0 for a non-PIE executable).
+    pub load_bias: u64,
+}
+
+/// A process stopped at a breakpoint.
+pub struct BreakpointStop<'a> {
+    pub tid: Tid,
+    pub pid: i32,
+    /// The breakpoint address (equals `regs.rip`).
+    pub addr: u64,
+    pub regs: Regs,
+    /// The image this process runs.
+    pub image: &'a ProcessImage,
+    pub(crate) mem: Mem,
+}
+
+impl BreakpointStop<'_> {
+    /// Read the stopped process's memory (breakpoint bytes read as whatever the tracee has
+    /// there, i.e. possibly `0xcc` at other breakpoint addresses).
+    pub fn read_memory(&self, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.mem.read_memory(addr, buf)
+    }
+}
+
+impl TargetMemory for BreakpointStop<'_> {
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.mem.read_memory(addr, buf)
+    }
+}
+
+/// Callbacks from the replayer.
+pub trait ReplayObserver {
+    /// A process image is ready; return absolute addresses to break at in it.
+    fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64>;
+    /// A breakpoint was hit. An error stops the replay.
+    fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String>;
+}
+
+/// An observer that sets no breakpoints.
+pub struct NoObserver;
+
+impl ReplayObserver for NoObserver {
+    fn on_exec(&mut self, _image: &ProcessImage) -> Vec<u64> {
+        Vec::new()
+    }
+    fn on_breakpoint(&mut self, _stop: &BreakpointStop<'_>) -> Result<(), String> {
+        Ok(())
+    }
+}

@@ -1,0 +1,552 @@
+//! The recorder: run a program under ptrace and log everything non-deterministic.
+//!
+//! Every syscall stops twice (entry, exit). At exit the result and the memory the kernel wrote
+//! (per the syscall table) become a `Syscall` event. Process creation, exec, signals, `rdtsc`
+//! and exits are events too, in the order the recorder saw them: that order is the schedule the
+//! replayer enforces.
+//!
+//! Asynchronous signals are delivered at syscall boundaries: one that arrives while the process
+//! runs user code is held back and re-sent at its next syscall stop, so replay can deliver it
+//! at the same point without counting instructions.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crate::effects::{self, TargetMemory};
+use crate::process::{self, FileHashes, Mem};
+use crate::sys::{self, SyscallStop, Wait};
+use crate::syscalls::{self, nr, Policy};
+use crate::trace::{self, Event, Header, MappedFile, Stream, Summary, Tid, TraceWriter};
+use crate::Error;
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// The program as the user named it (looked up in `PATH` when it has no slash).
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    /// Trace directory to create.
+    pub trace_dir: PathBuf,
+    /// Pin the recorder and the program to one CPU (much cheaper ptrace stops).
+    pub pin_cpu: bool,
+}
+
+/// What a recording produced.
+#[derive(Debug, Clone)]
+pub struct RecordOutcome {
+    pub trace_dir: PathBuf,
+    /// Raw wait status of the root process.
+    pub exit_status: i32,
+    pub events: u64,
+    pub syscalls: u64,
+    pub processes: u64,
+    pub event_bytes: u64,
+}
+
+/// Find `program` like `execvp` does.
+pub fn resolve_program(program: &std::ffi::OsStr) -> Option<PathBuf> {
+    let p = Path::new(program);
+    if program.as_bytes().contains(&b'/') {
+        return std::fs::canonicalize(p).ok();
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    for dir in std::env::split_paths(&path) {
+        let cand = dir.join(p);
+        if let Ok(md) = std::fs::metadata(&cand) {
+            if md.is_file() && md.mode() & 0o111 != 0 {
+                return std::fs::canonicalize(&cand).ok();
+            }
+        }
+    }
+    None
+}
+
+/// Per-process recorder state.
+#[derive(Default)]
+struct Proc {
+    /// Number and arguments of the syscall the process is in.
+    entry: Option<(u64, [u64; 6])>,
+    exec_pending: bool,
+    /// Which of our output streams each fd writes to (cleared when fds change).
+    fd_streams: HashMap<u64, Option<Stream>>,
+    /// Asynchronous signals held back until the next syscall stop (siginfo bytes).
+    deferred: VecDeque<[u8; sys::SIGINFO_SIZE]>,
+    /// A held-back signal re-sent at a syscall stop, awaiting its delivery stop.
+    injecting: Option<[u8; sys::SIGINFO_SIZE]>,
+    /// Program counter, stack pointer and result at the last syscall exit, to recognise a
+    /// signal stop that happens right at that boundary.
+    last_exit: Option<(u64, u64, i64)>,
+}
+
+struct Recorder {
+    w: TraceWriter,
+    procs: HashMap<i32, Proc>,
+    /// Children whose first stop came before their parent's fork event.
+    early_children: HashSet<i32>,
+    /// Children announced by a fork event whose first stop has not come yet.
+    awaited_children: HashSet<i32>,
+    hashes: FileHashes,
+    mapped: HashMap<Vec<u8>, [u8; 32]>,
+    stdout_id: Option<(u64, u64)>,
+    stderr_id: Option<(u64, u64)>,
+    root: i32,
+    root_status: Option<i32>,
+    syscalls: u64,
+    processes: u64,
+}
+
+fn file_id_of_fd(fd: i32) -> Option<(u64, u64)> {
+    let md = std::fs::metadata(format!("/proc/self/fd/{fd}")).ok()?;
+    Some((md.dev(), md.ino()))
+}
+
+fn si_signo(info: &[u8; sys::SIGINFO_SIZE]) -> i32 {
+    i32::from_le_bytes(info[0..4].try_into().expect("4 bytes"))
+}
+
+fn si_code(info: &[u8; sys::SIGINFO_SIZE]) -> i32 {
+    i32::from_le_bytes(info[8..12].try_into().expect("4 bytes"))
+}
+
+/// Synchronous signals are caused by the instruction the process executes, so replay
+/// reproduces them by itself.
+pub(crate) fn is_synchronous(sig: i32, code: i32) -> bool {
+    code > 0 && matches!(sig, libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE | libc::SIGTRAP | libc::SIGSYS)
+}
+
+/// Record a program into a new trace directory.
+pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
+    let started = Instant::now();
+    let exe = resolve_program(&opts.program).ok_or_else(|| Error::Spawn {
+        program: opts.program.to_string_lossy().into_owned(),
+        source: std::io::Error::new(std::io::ErrorKind::NotFound, "not found (or not executable)"),
+    })?;
+    let mut hashes = FileHashes::default();
+    let (exe_hash, _) = hashes
+        .hash(&exe)
+        .map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let pinned = if opts.pin_cpu {
+        let cpu = sys::current_cpu();
+        sys::pin_to_cpu(cpu).ok().map(|_| cpu)
+    } else {
+        None
+    };
+    let mut argv: Vec<Vec<u8>> = vec![opts.program.as_bytes().to_vec()];
+    argv.extend(opts.args.iter().map(|a| a.as_bytes().to_vec()));
+    let envp: Vec<Vec<u8>> = std::env::vars_os()
+        .map(|(k, v)| {
+            let mut e = k.into_vec();
+            e.push(b'=');
+            e.extend(v.into_vec());
+            e
+        })
+        .collect();
+    let header = Header {
+        format: trace::FORMAT_NAME.into(),
+        version: trace::FORMAT_VERSION,
+        rdb_version: env!("CARGO_PKG_VERSION").into(),
+        program: exe.display().to_string(),
+        argv: argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect(),
+        program_blake3: trace::hex(&exe_hash),
+        cwd: cwd.display().to_string(),
+        started_unix: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        pinned_cpu: pinned,
+    };
+    let w = TraceWriter::create(&opts.trace_dir, &header)?;
+
+    let mut cmd = Command::new(&exe);
+    cmd.arg0(&opts.program).args(&opts.args);
+    // SAFETY: the closure only makes two async-signal-safe syscalls (see the callee).
+    unsafe {
+        cmd.pre_exec(sys::child_prepare_for_trace);
+    }
+    let child = cmd.spawn().map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
+    let root = child.id() as i32;
+    // The child stops with SIGTRAP right after its exec.
+    match sys::wait_pid(root).map_err(Error::ptrace(root, "waiting for the first stop"))? {
+        Wait::Stopped { sig: libc::SIGTRAP, .. } => {}
+        other => {
+            return Err(Error::Spawn {
+                program: exe.display().to_string(),
+                source: std::io::Error::other(format!("unexpected first stop {other:?}")),
+            })
+        }
+    }
+    sys::set_options(root, sys::TRACE_OPTIONS).map_err(Error::ptrace(root, "setting options"))?;
+
+    let mut rec = Recorder {
+        w,
+        procs: HashMap::new(),
+        early_children: HashSet::new(),
+        awaited_children: HashSet::new(),
+        hashes,
+        mapped: HashMap::new(),
+        stdout_id: file_id_of_fd(1),
+        stderr_id: file_id_of_fd(2),
+        root,
+        root_status: None,
+        syscalls: 0,
+        processes: 1,
+    };
+    rec.procs.insert(root, Proc::default());
+    rec.w.push(&Event::Start {
+        tid: Tid(root as u32),
+        exe: exe.as_os_str().as_bytes().to_vec(),
+        argv,
+        envp,
+        cwd: cwd.as_os_str().as_bytes().to_vec(),
+    })?;
+    let result = rec.after_exec(root).and_then(|_| {
+        sys::resume_syscall(root, 0).map_err(Error::ptrace(root, "resuming"))?;
+        rec.run()
+    });
+    if let Err(e) = result {
+        for &pid in rec.procs.keys() {
+            let _ = sys::kill(pid, libc::SIGKILL);
+        }
+        while let Ok(Some(_)) = sys::wait_any() {}
+        let _ = rec.w.flush();
+        return Err(e);
+    }
+    let status = rec.root_status.unwrap_or(0);
+    let summary = Summary {
+        exit_status: status,
+        syscalls: rec.syscalls,
+        processes: rec.processes,
+        duration_ms: started.elapsed().as_millis() as u64,
+        mapped_files: rec
+            .mapped
+            .iter()
+            .map(|(p, h)| (String::from_utf8_lossy(p).into_owned(), trace::hex(h)))
+            .collect(),
+        ..Summary::default()
+    };
+    let events = rec.w.events_written;
+    let syscalls = rec.syscalls;
+    let processes = rec.processes;
+    let mut w = rec.w;
+    w.flush()?;
+    let event_bytes = w.bytes_written;
+    let dir = w.finish(summary)?;
+    Ok(RecordOutcome { trace_dir: dir, exit_status: status, events, syscalls, processes, event_bytes })
+}
+
+impl Recorder {
+    fn run(&mut self) -> Result<(), Error> {
+        while !self.procs.is_empty() {
+            let Some((pid, w)) = sys::wait_any().map_err(Error::ptrace(-1, "waitpid"))? else { break };
+            match w {
+                Wait::Exited(_) | Wait::Signaled(_) => self.on_exit(pid, w.raw_exit_status())?,
+                Wait::Stopped { sig, event } => self.on_stop(pid, sig, event)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn on_exit(&mut self, pid: i32, status: i32) -> Result<(), Error> {
+        if self.procs.remove(&pid).is_some() {
+            self.w.push(&Event::Exit { tid: Tid(pid as u32), status })?;
+            if pid == self.root {
+                self.root_status = Some(status);
+            }
+        }
+        Ok(())
+    }
+
+    fn on_stop(&mut self, pid: i32, sig: i32, event: i32) -> Result<(), Error> {
+        if !self.procs.contains_key(&pid) {
+            // A new child's first stop, possibly before its parent's fork event.
+            if self.awaited_children.remove(&pid) {
+                self.procs.insert(pid, Proc::default());
+                return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "starting child"));
+            }
+            self.early_children.insert(pid);
+            return Ok(());
+        }
+        if sig == libc::SIGTRAP | 0x80 {
+            return self.on_syscall_stop(pid);
+        }
+        if sig == libc::SIGTRAP && event != 0 {
+            return self.on_ptrace_event(pid, event);
+        }
+        if event != 0 {
+            // Group-stop reported through an event (not used without PTRACE_SEIZE).
+            return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+        }
+        self.on_signal(pid, sig)
+    }
+
+    fn on_ptrace_event(&mut self, pid: i32, event: i32) -> Result<(), Error> {
+        match event {
+            libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
+                let child = sys::get_event_msg(pid).map_err(Error::ptrace(pid, "reading new pid"))? as i32;
+                let flags = match self.procs[&pid].entry {
+                    Some((nr::CLONE, a)) => a[0],
+                    Some((nr::VFORK, _)) => (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64,
+                    Some((nr::CLONE3, a)) => {
+                        let mut b = [0u8; 8];
+                        sys::read_mem(pid, a[0], &mut b).ok();
+                        u64::from_le_bytes(b)
+                    }
+                    _ => libc::SIGCHLD as u64,
+                };
+                self.w.push(&Event::NewProcess { tid: Tid(pid as u32), child: Tid(child as u32), flags })?;
+                self.processes += 1;
+                if self.early_children.remove(&child) {
+                    self.procs.insert(child, Proc::default());
+                    sys::resume_syscall(child, 0).map_err(Error::ptrace(child, "starting child"))?;
+                } else {
+                    self.awaited_children.insert(child);
+                }
+            }
+            libc::PTRACE_EVENT_EXEC => {
+                if let Some(p) = self.procs.get_mut(&pid) {
+                    p.exec_pending = true;
+                }
+            }
+            _ => {}
+        }
+        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+    }
+
+    /// After exec (or the initial start): hide the vDSO, trap `rdtsc`, log the image.
+    fn after_exec(&mut self, pid: i32) -> Result<(), Error> {
+        process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
+        let regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        let mut stack = process::read_initial_stack(pid, regs.rsp).map_err(Error::ptrace(pid, "reading the initial stack"))?;
+        if let Some(off) = process::hide_vdso(&mut stack) {
+            sys::write_mem(pid, regs.rsp + off as u64, &stack[off..off + 8])
+                .map_err(Error::ptrace(pid, "hiding the vDSO"))?;
+        }
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?;
+        let (blake3, _) = self
+            .hashes
+            .hash(&exe)
+            .map_err(|source| Error::FileMissing { path: exe.clone(), source })?;
+        self.w.push(&Event::Exec {
+            tid: Tid(pid as u32),
+            exe: exe.as_os_str().as_bytes().to_vec(),
+            blake3,
+            sp: regs.rsp,
+            stack,
+        })?;
+        if let Some(p) = self.procs.get_mut(&pid) {
+            p.fd_streams.clear();
+        }
+        Ok(())
+    }
+
+    fn on_syscall_stop(&mut self, pid: i32) -> Result<(), Error> {
+        let info = sys::syscall_info(pid).map_err(Error::ptrace(pid, "reading syscall info"))?;
+        match info.stop {
+            SyscallStop::Entry { nr, args } => self.on_entry(pid, nr, args),
+            SyscallStop::Exit { ret } => self.on_exit_stop(pid, ret, info.pc, info.sp),
+            SyscallStop::Other => sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming")),
+        }
+    }
+
+    fn on_entry(&mut self, pid: i32, nr: u64, args: [u64; 6]) -> Result<(), Error> {
+        match syscalls::policy(nr) {
+            Policy::Unsupported => return Err(Error::UnsupportedSyscall { pid, nr, name: syscalls::name(nr) }),
+            Policy::Emulate | Policy::ReExecute => {}
+        }
+        let clone_flags = match nr {
+            nr::CLONE => Some(args[0]),
+            nr::CLONE3 => {
+                let mut b = [0u8; 8];
+                sys::read_mem(pid, args[0], &mut b).map_err(Error::ptrace(pid, "reading clone3 args"))?;
+                Some(u64::from_le_bytes(b))
+            }
+            _ => None,
+        };
+        if let Some(flags) = clone_flags {
+            if flags & libc::CLONE_THREAD as u64 != 0 {
+                return Err(Error::Threads { pid });
+            }
+            if flags & libc::CLONE_VM as u64 != 0 && flags & libc::CLONE_VFORK as u64 == 0 {
+                return Err(Error::Unsupported { pid, what: "clone with CLONE_VM but without CLONE_VFORK (shared memory)".into() });
+            }
+        }
+        if nr == nr::PRCTL && args[0] == process::PR_SET_TSC {
+            return Err(Error::Unsupported { pid, what: "prctl(PR_SET_TSC): rdb traps rdtsc itself".into() });
+        }
+        if nr == nr::RSEQ {
+            // The kernel would write the current CPU into rseq areas at any time: make the
+            // call fail with ENOSYS (glibc copes) by skipping it.
+            let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            regs.orig_rax = u64::MAX;
+            sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "skipping rseq"))?;
+        }
+        let p = self.procs.get_mut(&pid).expect("known process");
+        p.entry = Some((nr, args));
+        p.last_exit = None;
+        let mut sig = 0;
+        if p.injecting.is_none() {
+            if let Some(info) = p.deferred.pop_front() {
+                sig = si_signo(&info);
+                p.injecting = Some(info);
+            }
+        }
+        sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
+    }
+
+    fn on_exit_stop(&mut self, pid: i32, ret: i64, pc: u64, sp: u64) -> Result<(), Error> {
+        let p = self.procs.get_mut(&pid).expect("known process");
+        let Some((nr, args)) = p.entry.take() else {
+            // A new child returning from fork: nothing to log.
+            return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+        };
+        if std::mem::take(&mut p.exec_pending) && ret == 0 {
+            self.after_exec(pid)?;
+        }
+        self.syscalls += 1;
+        let mem = Mem(pid);
+        let mut writes = Vec::new();
+        if syscalls::policy(nr) == Policy::Emulate {
+            let ranges = effects::written_ranges(nr, &args, ret, &mem).map_err(|e| Error::Unsupported { pid, what: e.0 })?;
+            writes = effects::capture(&mem, &ranges);
+        }
+        let output = if ret > 0 { self.output_of(pid, nr, &args, ret as u64) } else { None };
+        let file = if nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0 && ret >= 0 {
+            self.mapped_file(pid, &args, ret as u64)?
+        } else {
+            None
+        };
+        self.w.push(&Event::Syscall { tid: Tid(pid as u32), nr, args, ret, writes, output, file })?;
+        let p = self.procs.get_mut(&pid).expect("known process");
+        if syscalls::changes_fds(nr) {
+            p.fd_streams.clear();
+        }
+        p.last_exit = Some((pc, sp, ret));
+        let mut sig = 0;
+        if p.injecting.is_none() {
+            if let Some(info) = p.deferred.pop_front() {
+                sig = si_signo(&info);
+                p.injecting = Some(info);
+            }
+        }
+        sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
+    }
+
+    /// Bytes a write-family call sent to the recorder's own stdout/stderr.
+    fn output_of(&mut self, pid: i32, nr: u64, args: &[u64; 6], len: u64) -> Option<(Stream, Vec<u8>)> {
+        if !matches!(nr, nr::WRITE | nr::WRITEV | nr::PWRITE64 | nr::PWRITEV | nr::PWRITEV2) {
+            return None;
+        }
+        let fd = args[0];
+        let (stdout_id, stderr_id) = (self.stdout_id, self.stderr_id);
+        let p = self.procs.get_mut(&pid)?;
+        let stream = *p.fd_streams.entry(fd).or_insert_with(|| {
+            let md = std::fs::metadata(format!("/proc/{pid}/fd/{fd}")).ok()?;
+            let id = Some((md.dev(), md.ino()));
+            if id == stderr_id && (fd == 2 || id != stdout_id) {
+                Some(Stream::Stderr)
+            } else if id == stdout_id {
+                Some(Stream::Stdout)
+            } else {
+                None
+            }
+        });
+        let stream = stream?;
+        let mem = Mem(pid);
+        let mut data = Vec::with_capacity(len as usize);
+        let mut ranges = Vec::new();
+        if matches!(nr, nr::WRITE | nr::PWRITE64) {
+            ranges.push((args[1], len));
+        } else {
+            let mut left = len;
+            for (base, l) in effects::read_iovecs(&mem, args[1], args[2]) {
+                let n = l.min(left);
+                ranges.push((base, n));
+                left -= n;
+            }
+        }
+        for (addr, n) in ranges {
+            let mut buf = vec![0u8; n as usize];
+            let got = mem.read_memory(addr, &mut buf).unwrap_or(0);
+            data.extend_from_slice(&buf[..got]);
+        }
+        Some((stream, data))
+    }
+
+    /// Identity (and, when it cannot be found again by path, contents) of an mmap'ed file.
+    fn mapped_file(&mut self, pid: i32, args: &[u64; 6], addr: u64) -> Result<Option<MappedFile>, Error> {
+        let path = process::fd_path(pid, args[4]).map_err(Error::ptrace(pid, "reading the mapped fd"))?;
+        let bytes = path.as_os_str().as_bytes().to_vec();
+        if bytes == b"/dev/zero" {
+            return Ok(None);
+        }
+        let md = std::fs::metadata(&path).ok();
+        let regular = md.as_ref().is_some_and(|m| m.is_file());
+        let deleted = bytes.ends_with(b" (deleted)");
+        let volatile = bytes.starts_with(b"/memfd:") || bytes.starts_with(b"/dev/shm/") || deleted;
+        let shared_writable = args[3] & libc::MAP_SHARED as u64 != 0 && args[2] & libc::PROT_WRITE as u64 != 0;
+        if !regular && !volatile {
+            return Err(Error::Unsupported { pid, what: format!("mmap of {} (not a regular file)", path.display()) });
+        }
+        if volatile || shared_writable || !regular {
+            let mut snap = vec![0u8; args[1] as usize];
+            let n = sys::read_mem(pid, addr, &mut snap).unwrap_or(0);
+            snap.truncate(n);
+            let blake3 = *blake3::hash(&snap).as_bytes();
+            return Ok(Some(MappedFile { path: bytes, blake3, size: n as u64, snapshot: Some(snap) }));
+        }
+        let (blake3, size) = self
+            .hashes
+            .hash(&path)
+            .map_err(|source| Error::FileMissing { path: path.clone(), source })?;
+        self.mapped.insert(bytes.clone(), blake3);
+        Ok(Some(MappedFile { path: bytes, blake3, size, snapshot: None }))
+    }
+
+    fn on_signal(&mut self, pid: i32, sig: i32) -> Result<(), Error> {
+        let Ok(info) = sys::get_siginfo(pid) else {
+            // Group-stop: just continue (job control is not recorded).
+            return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+        };
+        let tid = Tid(pid as u32);
+        let regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        if sig == libc::SIGSEGV {
+            if let Some((len, is_rdtscp)) = process::tsc_instruction(pid, regs.rip) {
+                let (tsc, aux) = if is_rdtscp { sys::rdtscp() } else { (sys::rdtsc(), 0) };
+                let (rax, rdx, rcx) = (tsc & 0xffff_ffff, tsc >> 32, is_rdtscp.then_some(aux as u64));
+                let mut r = regs;
+                process::finish_tsc(&mut r, len, rax, rdx, rcx);
+                sys::set_regs(pid, &r).map_err(Error::ptrace(pid, "emulating rdtsc"))?;
+                self.w.push(&Event::Rdtsc { tid, rax, rdx, rcx })?;
+                return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+            }
+        }
+        let p = self.procs.get_mut(&pid).expect("known process");
+        let deliver = if let Some(saved) = p.injecting.take().filter(|s| si_signo(s) == sig) {
+            // Our re-sent signal: give it back its original siginfo.
+            sys::set_siginfo(pid, &saved).map_err(Error::ptrace(pid, "restoring siginfo"))?;
+            Some((saved, true))
+        } else if is_synchronous(sig, si_code(&info)) {
+            Some((info, false))
+        } else {
+            let at_boundary =
+                p.last_exit.is_some_and(|(pc, sp, ret)| regs.rip == pc && regs.rsp == sp && regs.rax == ret as u64);
+            if at_boundary {
+                Some((info, true))
+            } else {
+                p.deferred.push_back(info);
+                None
+            }
+        };
+        match deliver {
+            Some((info, asynchronous)) => {
+                self.w.push(&Event::Signal { tid, sig, asynchronous, siginfo: info.to_vec() })?;
+                sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
+            }
+            None => sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "holding back a signal")),
+        }
+    }
+}

@@ -1,0 +1,779 @@
+//! The replayer: re-run a recorded execution from its trace.
+//!
+//! Mirrors [`crate::record`]. Each stop of a replayed process is matched against the next
+//! event of the trace. Stops are handled strictly in the recorded global order: a process that
+//! stops while the next event belongs to another one waits ("parked") until its turn. Emulated
+//! syscalls are skipped (`orig_rax = -1`) and get their recorded result and memory; state
+//! building ones run again and must give the recorded result. Any mismatch is a
+//! [`Divergence`].
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::ffi::OsStr;
+use std::fmt;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::rc::Rc;
+
+use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
+use crate::process::{self, FileHashes, Mem};
+use crate::record::is_synchronous;
+use crate::sys::{self, SyscallStop, Wait};
+use crate::syscalls::{self, nr, Policy};
+use crate::trace::{self, event::describe_status, Event, MappedFile, Stream, Tid, TraceReader};
+use crate::Error;
+
+/// What to replay.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    pub trace_dir: PathBuf,
+    /// Pin the replayer and the program to one CPU.
+    pub pin_cpu: bool,
+    /// Re-emit the recorded stdout/stderr output (on by default in the CLI).
+    pub echo_output: bool,
+}
+
+/// How a replay went.
+#[derive(Debug, Clone)]
+pub struct ReplayOutcome {
+    pub events: u64,
+    /// Raw wait status of the root process.
+    pub exit_status: Option<i32>,
+    pub breakpoint_hits: u64,
+}
+
+/// The replay did something the recording did not.
+#[derive(Debug, Clone)]
+pub struct Divergence {
+    /// Index of the trace event that did not match (0-based).
+    pub index: u64,
+    pub tid: Tid,
+    pub pid: i32,
+    pub expected: String,
+    pub actual: String,
+    pub pc: u64,
+    /// `file:line` (and function) of `pc`, when the executable has DWARF.
+    pub location: Option<String>,
+}
+
+impl fmt::Display for Divergence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "replay diverged from the recording at event {} (thread {}, pid {} now)", self.index, self.tid, self.pid)?;
+        writeln!(f, "  expected: {}", self.expected)?;
+        writeln!(f, "  actual:   {}", self.actual)?;
+        write!(f, "  at pc {:#x}", self.pc)?;
+        if let Some(loc) = &self.location {
+            write!(f, " ({loc})")?;
+        }
+        Ok(())
+    }
+}
+
+/// A stop that waits for its turn in the global order.
+#[derive(Debug, Clone)]
+enum Stop {
+    Entry { nr: u64, args: [u64; 6], pc: u64 },
+    Exit { ret: i64 },
+    Fork { child: i32 },
+    Signal { sig: i32, tsc: Option<(usize, bool)> },
+    Gone { status: i32 },
+}
+
+/// How the current syscall of a process is being replayed.
+#[derive(Debug, Clone)]
+enum Mode {
+    Emulated,
+    ReExecuted,
+    /// A file mapping turned into an anonymous one; filled at exit.
+    MappedFile(MappedFile),
+    Exec,
+    /// `exit`/`exit_group`: the process is leaving.
+    Leaving,
+}
+
+type Breakpoints = Rc<RefCell<BTreeMap<u64, u8>>>;
+
+struct Proc {
+    pid: i32,
+    entry: Option<(u64, [u64; 6], Mode)>,
+    /// Signal we injected and whose delivery stop we await.
+    injecting: Option<i32>,
+    breakpoints: Breakpoints,
+    image: Option<ProcessImage>,
+    killed: bool,
+}
+
+/// Events read ahead of the current position (needed to see a process's next event).
+struct Events {
+    reader: TraceReader,
+    buf: VecDeque<Event>,
+    index: u64,
+    exhausted: bool,
+}
+
+impl Events {
+    fn fill(&mut self, n: usize) -> Result<(), Error> {
+        while self.buf.len() < n && !self.exhausted {
+            match self.reader.next_event()? {
+                Some(e) => self.buf.push_back(e),
+                None => self.exhausted = true,
+            }
+        }
+        Ok(())
+    }
+    fn head(&mut self) -> Result<Option<&Event>, Error> {
+        self.fill(1)?;
+        Ok(self.buf.front())
+    }
+    fn pop(&mut self) -> Result<Event, Error> {
+        self.fill(1)?;
+        self.index += 1;
+        Ok(self.buf.pop_front().expect("pop after head"))
+    }
+    /// The next event of `tid`, looking ahead (bounded).
+    fn next_of(&mut self, tid: Tid) -> Result<Option<&Event>, Error> {
+        let mut i = 0;
+        loop {
+            self.fill(i + 1)?;
+            match self.buf.get(i) {
+                None => return Ok(None),
+                Some(e) if e.tid() == tid => return Ok(self.buf.get(i)),
+                Some(_) => i += 1,
+            }
+            if i > 100_000 {
+                return Ok(None);
+            }
+        }
+    }
+}
+
+struct Replayer<'o> {
+    ev: Events,
+    procs: HashMap<Tid, Proc>,
+    by_pid: HashMap<i32, Tid>,
+    parked: HashMap<Tid, Stop>,
+    early_children: HashSet<i32>,
+    hashes: FileHashes,
+    file_cache: HashMap<Vec<u8>, Rc<Vec<u8>>>,
+    observer: &'o mut dyn ReplayObserver,
+    echo: bool,
+    root: Tid,
+    root_status: Option<i32>,
+    hits: u64,
+    /// `RDB_DEBUG` set: log every stop (for debugging rdb itself).
+    debug: bool,
+}
+
+fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(), Error> {
+    let (now, _) = hashes.hash(path).map_err(|source| Error::FileMissing { path: path.to_path_buf(), source })?;
+    if &now != want {
+        return Err(Error::FileChanged { path: path.to_path_buf(), recorded: trace::hex(want), now: trace::hex(&now) });
+    }
+    Ok(())
+}
+
+/// Replay a trace.
+pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result<ReplayOutcome, Error> {
+    let reader = TraceReader::open(&opts.trace_dir)?;
+    let ends_early = reader.ends_early();
+    let mut ev = Events { reader, buf: VecDeque::new(), index: 0, exhausted: false };
+    let Some(Event::Start { tid, exe, argv, envp, .. }) = ev.head()?.cloned() else {
+        return Err(trace::TraceError::Corrupt {
+            path: opts.trace_dir.clone(),
+            offset: 0,
+            why: "the trace does not begin with a start event".into(),
+        }
+        .into());
+    };
+    ev.pop()?;
+    let exe = PathBuf::from(OsStr::from_bytes(&exe));
+    let mut hashes = FileHashes::default();
+    if let Some(Event::Exec { blake3, .. }) = ev.head()? {
+        let want = *blake3;
+        check_file(&mut hashes, &exe, &want)?;
+    }
+    if opts.pin_cpu {
+        let _ = sys::pin_to_cpu(sys::current_cpu());
+    }
+    let _ = sys::become_subreaper();
+    let mut cmd = Command::new(&exe);
+    if let Some(a0) = argv.first() {
+        cmd.arg0(OsStr::from_bytes(a0));
+    }
+    cmd.args(argv.iter().skip(1).map(|a| OsStr::from_bytes(a)));
+    cmd.env_clear();
+    for e in &envp {
+        let pos = e.iter().position(|&b| b == b'=').unwrap_or(e.len());
+        let (k, v) = e.split_at(pos);
+        if !k.is_empty() {
+            cmd.env(OsStr::from_bytes(k), OsStr::from_bytes(v.get(1..).unwrap_or(b"")));
+        }
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    // SAFETY: the closure only makes two async-signal-safe syscalls (see the callee).
+    unsafe {
+        cmd.pre_exec(sys::child_prepare_for_trace);
+    }
+    let child = cmd.spawn().map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
+    let pid = child.id() as i32;
+    match sys::wait_pid(pid).map_err(Error::ptrace(pid, "waiting for the first stop"))? {
+        Wait::Stopped { sig: libc::SIGTRAP, .. } => {}
+        other => {
+            return Err(Error::Spawn {
+                program: exe.display().to_string(),
+                source: std::io::Error::other(format!("unexpected first stop {other:?}")),
+            })
+        }
+    }
+    sys::set_options(pid, sys::TRACE_OPTIONS).map_err(Error::ptrace(pid, "setting options"))?;
+    let mut r = Replayer {
+        ev,
+        procs: HashMap::new(),
+        by_pid: HashMap::new(),
+        parked: HashMap::new(),
+        early_children: HashSet::new(),
+        hashes,
+        file_cache: HashMap::new(),
+        observer,
+        echo: opts.echo_output,
+        root: tid,
+        root_status: None,
+        hits: 0,
+        debug: std::env::var_os("RDB_DEBUG").is_some(),
+    };
+    r.procs.insert(tid, Proc {
+        pid,
+        entry: None,
+        injecting: None,
+        breakpoints: Rc::new(RefCell::new(BTreeMap::new())),
+        image: None,
+        killed: false,
+    });
+    r.by_pid.insert(pid, tid);
+    let result = r.apply_exec(tid).and_then(|_| {
+        r.notify_exec(tid)?;
+        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+        r.run()
+    });
+    let leftover: Vec<i32> = r.procs.values().map(|p| p.pid).collect();
+    for p in &leftover {
+        let _ = sys::kill(*p, libc::SIGKILL);
+    }
+    if !leftover.is_empty() {
+        while let Ok(Some(_)) = sys::wait_any() {}
+    }
+    let _ = std::io::stdout().flush();
+    result?;
+    if ends_early {
+        return Err(Error::EndsEarly { events: r.ev.index });
+    }
+    Ok(ReplayOutcome { events: r.ev.index, exit_status: r.root_status, breakpoint_hits: r.hits })
+}
+
+impl Replayer<'_> {
+    fn proc(&self, tid: Tid) -> &Proc {
+        &self.procs[&tid]
+    }
+
+    fn divergence(&mut self, tid: Tid, expected: String, actual: String) -> Error {
+        let pid = self.procs.get(&tid).map_or(-1, |p| p.pid);
+        let pc = sys::get_regs(pid).map(|r| r.rip).unwrap_or(0);
+        let location = self.procs.get(&tid).and_then(|p| p.image.as_ref()).and_then(|img| source_location(img, pc));
+        Error::Divergence(Box::new(Divergence { index: self.ev.index, tid, pid, expected, actual, pc, location }))
+    }
+
+    fn head_desc(&mut self) -> Result<String, Error> {
+        Ok(match self.ev.head()? {
+            Some(e) => format!("thread {}: {}", e.tid(), e.describe()),
+            None => "end of trace".into(),
+        })
+    }
+
+    fn run(&mut self) -> Result<(), Error> {
+        loop {
+            let head_tid = match self.ev.head()? {
+                Some(e) => e.tid(),
+                None => return Ok(()),
+            };
+            if let Some(stop) = self.parked.remove(&head_tid) {
+                self.handle(head_tid, stop)?;
+                continue;
+            }
+            if !self.procs.contains_key(&head_tid) {
+                let desc = self.head_desc()?;
+                return Err(self.divergence(head_tid, desc, "no such process in the replay".into()));
+            }
+            if self.procs.len() == self.parked.len() {
+                let desc = self.head_desc()?;
+                return Err(self.divergence(head_tid, desc, "every process is waiting: the replay is stuck".into()));
+            }
+            let Some((pid, w)) = sys::wait_any().map_err(Error::ptrace(-1, "waitpid"))? else {
+                let desc = self.head_desc()?;
+                return Err(self.divergence(head_tid, desc, "all processes are gone".into()));
+            };
+            let Some(stop) = self.classify(pid, w)? else { continue };
+            let tid = self.by_pid[&pid];
+            if self.debug {
+                let head = self.head_desc()?;
+                eprintln!("rdb-debug: #{} head [{head}] stop {tid}: {stop:?}", self.ev.index);
+            }
+            // Syscall entries consume nothing, so they are handled at once against the
+            // process's own next event: a vfork child must be able to reach its exec (which
+            // releases the parent) even when the parent's vfork return was logged first.
+            let eager = matches!(stop, Stop::Entry { .. }) && self.ev.next_of(tid)?.is_some();
+            if tid == head_tid || eager {
+                self.handle(tid, stop)?;
+            } else {
+                self.parked.insert(tid, stop);
+            }
+        }
+    }
+
+    /// Turn a wait result into a stop that needs its turn, or handle it right away when it is
+    /// not part of the recorded schedule (new child starting, breakpoints, stray signals).
+    fn classify(&mut self, pid: i32, w: Wait) -> Result<Option<Stop>, Error> {
+        let Some(&tid) = self.by_pid.get(&pid) else {
+            if matches!(w, Wait::Stopped { .. }) {
+                self.early_children.insert(pid);
+            }
+            return Ok(None);
+        };
+        let (sig, event) = match w {
+            Wait::Exited(_) | Wait::Signaled(_) => return Ok(Some(Stop::Gone { status: w.raw_exit_status() })),
+            Wait::Stopped { sig, event } => (sig, event),
+        };
+        let resume = |sig: i32| sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"));
+        if self.proc(tid).killed {
+            resume(0)?;
+            return Ok(None);
+        }
+        if sig == libc::SIGTRAP | 0x80 {
+            let info = sys::syscall_info(pid).map_err(Error::ptrace(pid, "reading syscall info"))?;
+            return Ok(match info.stop {
+                SyscallStop::Entry { nr, args } => Some(Stop::Entry { nr, args, pc: info.pc }),
+                SyscallStop::Exit { ret } => {
+                    if self.proc(tid).entry.is_none() {
+                        resume(0)?; // a new child returning from fork
+                        None
+                    } else {
+                        Some(Stop::Exit { ret })
+                    }
+                }
+                SyscallStop::Other => {
+                    resume(0)?;
+                    None
+                }
+            });
+        }
+        if sig == libc::SIGTRAP && event != 0 {
+            match event {
+                libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
+                    let child = sys::get_event_msg(pid).map_err(Error::ptrace(pid, "reading new pid"))? as i32;
+                    return Ok(Some(Stop::Fork { child }));
+                }
+                libc::PTRACE_EVENT_EXEC => {
+                    // The old image is gone: breakpoints with it.
+                    let p = self.procs.get_mut(&tid).expect("known");
+                    p.breakpoints = Rc::new(RefCell::new(BTreeMap::new()));
+                    resume(0)?;
+                    return Ok(None);
+                }
+                _ => {
+                    resume(0)?;
+                    return Ok(None);
+                }
+            }
+        }
+        if event != 0 {
+            resume(0)?;
+            return Ok(None);
+        }
+        let Ok(info) = sys::get_siginfo(pid) else {
+            resume(0)?; // group-stop
+            return Ok(None);
+        };
+        let code = i32::from_le_bytes(info[8..12].try_into().expect("4 bytes"));
+        let regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        if sig == libc::SIGTRAP {
+            let addr = regs.rip.wrapping_sub(1);
+            if self.proc(tid).breakpoints.borrow().contains_key(&addr) {
+                self.hit_breakpoint(tid, addr)?;
+                return Ok(None);
+            }
+        }
+        if sig == libc::SIGSEGV {
+            if let Some(tsc) = process::tsc_instruction(pid, regs.rip) {
+                return Ok(Some(Stop::Signal { sig, tsc: Some(tsc) }));
+            }
+        }
+        if self.proc(tid).injecting == Some(sig) || is_synchronous(sig, code) {
+            return Ok(Some(Stop::Signal { sig, tsc: None }));
+        }
+        // A signal of the replay's own world (e.g. SIGCHLD from a replayed child): the
+        // recorded ones are injected from the trace instead.
+        resume(0)?;
+        Ok(None)
+    }
+
+    fn handle(&mut self, tid: Tid, stop: Stop) -> Result<(), Error> {
+        match stop {
+            Stop::Entry { nr, args, pc } => self.on_entry(tid, nr, args, pc),
+            Stop::Exit { ret } => self.on_exit(tid, ret),
+            Stop::Fork { child } => self.on_fork(tid, child),
+            Stop::Signal { sig, tsc } => self.on_signal(tid, sig, tsc),
+            Stop::Gone { status } => self.on_gone(tid, status),
+        }
+    }
+
+    fn on_entry(&mut self, tid: Tid, nr: u64, args: [u64; 6], pc: u64) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        let actual = || {
+            let n = syscalls::nargs(nr);
+            let a: Vec<String> = args[..n].iter().map(|a| format!("{a:#x}")).collect();
+            format!("{}({})", syscalls::name(nr), a.join(", "))
+        };
+        let head = self.ev.next_of(tid)?.cloned().expect("checked by run");
+        let mode = match &head {
+            Event::Syscall { nr: rnr, args: rargs, ret, file, .. } => {
+                let n = syscalls::nargs(nr);
+                if *rnr != nr || rargs[..n] != args[..n] {
+                    return Err(self.divergence(tid, format!("syscall {}", head.describe()), format!("syscall {} at pc {pc:#x}", actual())));
+                }
+                match syscalls::policy(nr) {
+                    Policy::Emulate | Policy::Unsupported => Mode::Emulated,
+                    Policy::ReExecute if nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0 => {
+                        if *ret < 0 {
+                            Mode::Emulated
+                        } else {
+                            // Map anonymous memory at the recorded address; the contents come
+                            // from the (verified) file or the trace at exit.
+                            let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                            let kind = args[3] & 0x3; // MAP_SHARED / MAP_PRIVATE
+                            let keep = args[3] & (libc::MAP_NORESERVE | libc::MAP_GROWSDOWN | libc::MAP_STACK) as u64;
+                            regs.rdi = *ret as u64;
+                            regs.r10 = kind.max(libc::MAP_PRIVATE as u64)
+                                | keep
+                                | (libc::MAP_ANONYMOUS | libc::MAP_FIXED) as u64;
+                            regs.r8 = u64::MAX;
+                            regs.r9 = 0;
+                            sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting mmap"))?;
+                            match file {
+                                Some(f) => Mode::MappedFile(f.clone()),
+                                None => Mode::ReExecuted,
+                            }
+                        }
+                    }
+                    Policy::ReExecute if matches!(nr, nr::EXECVE | nr::EXECVEAT) => Mode::Emulated, // failed exec
+                    Policy::ReExecute if matches!(nr, nr::EXIT | nr::EXIT_GROUP) => Mode::Leaving,
+                    Policy::ReExecute => Mode::ReExecuted,
+                }
+            }
+            Event::Exec { exe, .. } if matches!(nr, nr::EXECVE | nr::EXECVEAT) => {
+                // Run the recorded executable by its absolute path (the program may have named
+                // it relative to a cwd this replay does not share). The path goes below the
+                // stack pointer: the old image is about to be replaced anyway.
+                let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                let mut path = exe.clone();
+                path.push(0);
+                let scratch = (regs.rsp - 0x10000 - path.len() as u64) & !0xf;
+                sys::write_mem(pid, scratch, &path).map_err(Error::ptrace(pid, "writing the exec path"))?;
+                if nr == nr::EXECVE {
+                    regs.rdi = scratch;
+                } else {
+                    regs.rdi = libc::AT_FDCWD as u64;
+                    regs.rsi = scratch;
+                    regs.r8 &= !(libc::AT_EMPTY_PATH as u64);
+                }
+                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting execve"))?;
+                Mode::Exec
+            }
+            Event::NewProcess { .. } if matches!(nr, nr::CLONE | nr::CLONE3 | nr::FORK | nr::VFORK) => Mode::ReExecuted,
+            Event::Exit { .. } if matches!(nr, nr::EXIT | nr::EXIT_GROUP) => Mode::Leaving,
+            Event::Exit { status, .. } if *status & 0x7f == libc::SIGKILL => {
+                // Killed from outside while recording, before this syscall ran.
+                let p = self.procs.get_mut(&tid).expect("known");
+                p.killed = true;
+                sys::kill(pid, libc::SIGKILL).map_err(Error::ptrace(pid, "killing"))?;
+                return Ok(());
+            }
+            other => {
+                let expected = other.describe();
+                return Err(self.divergence(tid, expected, format!("syscall {} at pc {pc:#x}", actual())));
+            }
+        };
+        if matches!(mode, Mode::Emulated) {
+            let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            regs.orig_rax = u64::MAX;
+            sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "skipping a syscall"))?;
+        }
+        self.procs.get_mut(&tid).expect("known").entry = Some((nr, args, mode));
+        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+    }
+
+    fn on_exit(&mut self, tid: Tid, real_ret: i64) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        let (nr, args, mode) = self.procs.get_mut(&tid).expect("known").entry.take().expect("exit after entry");
+        if matches!(mode, Mode::Exec) {
+            if real_ret != 0 {
+                let desc = self.head_desc()?;
+                return Err(self.divergence(tid, desc, format!("execve failed with {real_ret}")));
+            }
+            self.apply_exec(tid)?;
+        }
+        let ev = self.ev.head()?.cloned().expect("head checked");
+        let Event::Syscall { nr: rnr, args: rargs, ret, writes, output, .. } = &ev else {
+            return Err(self.divergence(tid, ev.describe(), format!("end of syscall {}", syscalls::name(nr))));
+        };
+        let n = syscalls::nargs(nr);
+        if *rnr != nr || rargs[..n] != args[..n] {
+            return Err(self.divergence(tid, ev.describe(), format!("end of syscall {}", syscalls::name(nr))));
+        }
+        let ret = *ret;
+        match &mode {
+            Mode::Emulated => {
+                for w in writes {
+                    sys::write_mem(pid, w.addr, &w.bytes).map_err(Error::ptrace(pid, "writing syscall results"))?;
+                }
+            }
+            Mode::MappedFile(f) => {
+                if real_ret != ret {
+                    return Err(self.divergence(tid, ev.describe(), format!("mmap returned {real_ret:#x}")));
+                }
+                self.fill_mapping(tid, f, ret as u64, args[1], args[5])?;
+            }
+            Mode::ReExecuted => {
+                let must_match = matches!(nr, nr::MMAP | nr::MUNMAP | nr::MPROTECT | nr::BRK | nr::MREMAP);
+                if must_match && real_ret != ret {
+                    return Err(self.divergence(tid, ev.describe(), format!("re-executed {} returned {real_ret:#x}", syscalls::name(nr))));
+                }
+            }
+            Mode::Exec | Mode::Leaving => {}
+        }
+        if self.echo {
+            if let Some((stream, bytes)) = output {
+                let _ = match stream {
+                    Stream::Stdout => std::io::stdout().write_all(bytes),
+                    Stream::Stderr => std::io::stderr().write_all(bytes),
+                };
+            }
+        }
+        // The program sees the recorded result (pids, fds, ...). `orig_rax` is restored so a
+        // signal delivered now restarts the call as the kernel would have.
+        let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        regs.rax = ret as u64;
+        regs.orig_rax = nr;
+        if matches!(mode, Mode::MappedFile(_)) || (nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0) {
+            // The argument registers were rewritten at entry; the program keeps its own.
+            (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) = (args[0], args[1], args[2], args[3], args[4], args[5]);
+        }
+        sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the result"))?;
+        self.ev.pop()?;
+        if matches!(mode, Mode::Exec) {
+            self.notify_exec(tid)?;
+        }
+        let sig = match self.ev.next_of(tid)? {
+            Some(Event::Signal { sig, asynchronous: true, .. }) => *sig,
+            _ => 0,
+        };
+        if sig != 0 {
+            self.procs.get_mut(&tid).expect("known").injecting = Some(sig);
+        }
+        sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
+    }
+
+    /// Contents of a replayed file mapping: the recorded snapshot, or the file itself after
+    /// checking it is the one that was recorded.
+    fn fill_mapping(&mut self, tid: Tid, f: &MappedFile, addr: u64, len: u64, offset: u64) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        let data: Rc<Vec<u8>> = match &f.snapshot {
+            Some(s) => {
+                let n = s.len().min(len as usize);
+                return sys::write_mem(pid, addr, &s[..n]).map_err(Error::ptrace(pid, "filling a mapping"));
+            }
+            None => match self.file_cache.get(&f.path) {
+                Some(d) => d.clone(),
+                None => {
+                    let path = PathBuf::from(OsStr::from_bytes(&f.path));
+                    check_file(&mut self.hashes, &path, &f.blake3)?;
+                    let d = Rc::new(std::fs::read(&path).map_err(|source| Error::FileMissing { path, source })?);
+                    self.file_cache.insert(f.path.clone(), d.clone());
+                    d
+                }
+            },
+        };
+        let start = (offset as usize).min(data.len());
+        let end = (start + len as usize).min(data.len());
+        sys::write_mem(pid, addr, &data[start..end]).map_err(Error::ptrace(pid, "filling a mapping"))
+    }
+
+    /// Set up a freshly exec'ed image exactly as recorded: initial stack (argv, envp, auxv,
+    /// random bytes) and stack pointer, `rdtsc` trapping.
+    fn apply_exec(&mut self, tid: Tid) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        let ev = self.ev.head()?.cloned();
+        let Some(Event::Exec { exe, blake3, sp, stack, .. }) = ev else {
+            let desc = self.head_desc()?;
+            return Err(self.divergence(tid, desc, "exec".into()));
+        };
+        let exe = PathBuf::from(OsStr::from_bytes(&exe));
+        check_file(&mut self.hashes, &exe, &blake3)?;
+        let now = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+        if now != exe {
+            return Err(self.divergence(tid, format!("exec {}", exe.display()), format!("exec {}", now.display())));
+        }
+        process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
+        let top = process::stack_top(pid).map_err(Error::ptrace(pid, "finding the stack"))?;
+        if sp + stack.len() as u64 != top {
+            return Err(self.divergence(tid, format!("initial stack ending at {:#x}", sp + stack.len() as u64), format!("stack ending at {top:#x}")));
+        }
+        sys::write_mem(pid, sp, &stack).map_err(Error::ptrace(pid, "writing the initial stack"))?;
+        let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        regs.rsp = sp;
+        sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the stack pointer"))?;
+        let image = ProcessImage { tid, pid, load_bias: process::load_bias(&exe, &stack), exe };
+        self.procs.get_mut(&tid).expect("known").image = Some(image);
+        self.ev.pop()?;
+        Ok(())
+    }
+
+    /// Tell the observer about a new image and plant its breakpoints.
+    fn notify_exec(&mut self, tid: Tid) -> Result<(), Error> {
+        let p = &self.procs[&tid];
+        let Some(image) = p.image.clone() else { return Ok(()) };
+        let pid = p.pid;
+        let bps = self.observer.on_exec(&image);
+        let table = p.breakpoints.clone();
+        for addr in bps {
+            let mut code = [0u8; 3];
+            let n = sys::read_mem(pid, addr, &mut code).map_err(Error::ptrace(pid, "reading breakpoint address"))?;
+            if n == 0 {
+                return Err(Error::Observer(format!("breakpoint address {addr:#x} is not mapped in {}", image.exe.display())));
+            }
+            if code[..2] == [0x0f, 0x05] || code[..2] == [0x0f, 0x31] || code == [0x0f, 0x01, 0xf9] {
+                return Err(Error::Observer(format!("cannot break at {addr:#x}: it is a syscall or rdtsc instruction")));
+            }
+            if table.borrow().contains_key(&addr) {
+                continue;
+            }
+            sys::write_mem(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "planting a breakpoint"))?;
+            table.borrow_mut().insert(addr, code[0]);
+        }
+        Ok(())
+    }
+
+    fn hit_breakpoint(&mut self, tid: Tid, addr: u64) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        regs.rip = addr;
+        sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
+        self.hits += 1;
+        let image = self.proc(tid).image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
+        let stop = BreakpointStop { tid, pid, addr, regs, image: &image, mem: Mem(pid) };
+        self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
+        // Step over the original instruction, then put the breakpoint back.
+        let table = self.proc(tid).breakpoints.clone();
+        let orig = table.borrow()[&addr];
+        sys::write_mem(pid, addr, &[orig]).map_err(Error::ptrace(pid, "lifting a breakpoint"))?;
+        loop {
+            sys::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping over a breakpoint"))?;
+            match sys::wait_pid(pid).map_err(Error::ptrace(pid, "stepping over a breakpoint"))? {
+                Wait::Stopped { sig: libc::SIGTRAP, .. } => break,
+                Wait::Stopped { .. } => continue, // a stray signal of the replay world: drop it
+                w => return self.on_gone(tid, w.raw_exit_status()),
+            }
+        }
+        sys::write_mem(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
+        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+    }
+
+    fn on_fork(&mut self, tid: Tid, child_pid: i32) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        let ev = self.ev.head()?.cloned().expect("head checked");
+        let Event::NewProcess { child, flags, .. } = ev else {
+            return Err(self.divergence(tid, ev.describe(), "a new process".into()));
+        };
+        let parent = self.proc(tid);
+        let breakpoints = if flags & libc::CLONE_VM as u64 != 0 {
+            parent.breakpoints.clone()
+        } else {
+            Rc::new(RefCell::new(parent.breakpoints.borrow().clone()))
+        };
+        let image = parent.image.clone().map(|mut i| {
+            i.tid = child;
+            i.pid = child_pid;
+            i
+        });
+        self.procs.insert(child, Proc { pid: child_pid, entry: None, injecting: None, breakpoints, image, killed: false });
+        self.by_pid.insert(child_pid, child);
+        self.ev.pop()?;
+        if self.early_children.remove(&child_pid) {
+            sys::resume_syscall(child_pid, 0).map_err(Error::ptrace(child_pid, "starting child"))?;
+        }
+        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+    }
+
+    fn on_signal(&mut self, tid: Tid, sig: i32, tsc: Option<(usize, bool)>) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        let ev = self.ev.head()?.cloned().expect("head checked");
+        match (&ev, tsc) {
+            (Event::Rdtsc { rax, rdx, rcx, .. }, Some((len, _))) => {
+                let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                process::finish_tsc(&mut regs, len, *rax, *rdx, *rcx);
+                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating rdtsc"))?;
+                self.ev.pop()?;
+                sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+            }
+            (Event::Signal { sig: rsig, siginfo, .. }, _) if *rsig == sig => {
+                if self.proc(tid).injecting == Some(sig) {
+                    if let Ok(info) = <[u8; sys::SIGINFO_SIZE]>::try_from(siginfo.as_slice()) {
+                        sys::set_siginfo(pid, &info).map_err(Error::ptrace(pid, "setting siginfo"))?;
+                    }
+                    self.procs.get_mut(&tid).expect("known").injecting = None;
+                }
+                self.ev.pop()?;
+                sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
+            }
+            _ => {
+                let actual = if tsc.is_some() { "rdtsc".to_string() } else { format!("signal {}", trace::event::signal_name(sig)) };
+                Err(self.divergence(tid, ev.describe(), actual))
+            }
+        }
+    }
+
+    fn on_gone(&mut self, tid: Tid, status: i32) -> Result<(), Error> {
+        let ev = self.ev.head()?.cloned().expect("head checked");
+        match ev {
+            Event::Exit { status: rstatus, .. } if rstatus == status => {
+                self.ev.pop()?;
+                let p = self.procs.remove(&tid).expect("known");
+                self.by_pid.remove(&p.pid);
+                if tid == self.root {
+                    self.root_status = Some(status);
+                }
+                Ok(())
+            }
+            other => Err(self.divergence(tid, other.describe(), describe_status(status))),
+        }
+    }
+}
+
+/// `file:line in function` for an address of a process image, from its DWARF.
+fn source_location(image: &ProcessImage, pc: u64) -> Option<String> {
+    let loader = addr2line::Loader::new(&image.exe).ok()?;
+    let probe = pc.checked_sub(image.load_bias)?;
+    let mut frames = loader.find_frames(probe).ok()?;
+    let mut out = Vec::new();
+    while let Ok(Some(f)) = frames.next() {
+        let func = f.function.as_ref().and_then(|n| n.demangle().ok().map(|s| s.into_owned()));
+        let loc = f.location.as_ref().map(|l| format!("{}:{}", l.file.unwrap_or("?"), l.line.unwrap_or(0)));
+        out.push(format!("{} at {}", func.unwrap_or_else(|| "?".into()), loc.unwrap_or_else(|| "?".into())));
+    }
+    if out.is_empty() {
+        let loc = loader.find_location(probe).ok()??;
+        return Some(format!("{}:{}", loc.file?, loc.line?));
+    }
+    Some(out.join(" <- "))
+}

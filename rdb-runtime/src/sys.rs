@@ -1,0 +1,337 @@
+//! Every `unsafe` call of the engine lives here: ptrace, wait, process memory access, CPU
+//! placement and the few raw instructions the recorder needs. The rest of the crate calls these
+//! safe wrappers and never touches `libc` pointers itself.
+
+use std::ffi::c_void;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+/// Registers of a stopped tracee, exactly as `PTRACE_GETREGS` returns them.
+pub type Regs = libc::user_regs_struct;
+
+/// `PTRACE_GET_SYSCALL_INFO` (Linux 5.3).
+const PTRACE_GET_SYSCALL_INFO: libc::c_uint = 0x420e;
+
+/// Raw `struct ptrace_syscall_info`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawSyscallInfo {
+    op: u8,
+    pad: [u8; 3],
+    arch: u32,
+    instruction_pointer: u64,
+    stack_pointer: u64,
+    data: [u64; 8],
+}
+
+/// What a syscall stop is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyscallStop {
+    /// Syscall-enter-stop: number and the six argument registers.
+    Entry { nr: u64, args: [u64; 6] },
+    /// Syscall-exit-stop: the raw return value (negative errno on failure).
+    Exit { ret: i64 },
+    /// Not a syscall stop after all.
+    Other,
+}
+
+/// Syscall stop details plus the program counter and stack pointer at the stop.
+#[derive(Debug, Clone, Copy)]
+pub struct SyscallInfo {
+    pub stop: SyscallStop,
+    pub pc: u64,
+    pub sp: u64,
+}
+
+fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Called in the forked child before exec: ASLR off and ask to be traced.
+/// Async-signal-safe (two raw syscalls), as `pre_exec` requires.
+pub fn child_prepare_for_trace() -> io::Result<()> {
+    // SAFETY: personality and ptrace(TRACEME) take no pointers and are async-signal-safe.
+    unsafe {
+        if libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong) == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        check(libc::ptrace(libc::PTRACE_TRACEME, 0, 0usize, 0usize))?;
+    }
+    Ok(())
+}
+
+/// `PTRACE_SETOPTIONS`.
+pub fn set_options(pid: i32, options: i32) -> io::Result<()> {
+    // SAFETY: PTRACE_SETOPTIONS reads no memory of ours; data is an integer.
+    check(unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, pid, 0usize, options as usize) })?;
+    Ok(())
+}
+
+/// The options every tracee gets: syscall stops marked with 0x80, follow fork/vfork/clone and
+/// exec, and kill the tracees if the tracer dies.
+pub const TRACE_OPTIONS: i32 = libc::PTRACE_O_TRACESYSGOOD
+    | libc::PTRACE_O_TRACEEXEC
+    | libc::PTRACE_O_TRACEFORK
+    | libc::PTRACE_O_TRACEVFORK
+    | libc::PTRACE_O_TRACECLONE
+    | libc::PTRACE_O_EXITKILL;
+
+/// Resume until the next syscall stop (or signal), delivering `sig` (0 = none).
+pub fn resume_syscall(pid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: integer arguments only.
+    check(unsafe { libc::ptrace(libc::PTRACE_SYSCALL, pid, 0usize, sig as usize) })?;
+    Ok(())
+}
+
+/// Execute one instruction, delivering `sig` (0 = none).
+pub fn single_step(pid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: integer arguments only.
+    check(unsafe { libc::ptrace(libc::PTRACE_SINGLESTEP, pid, 0usize, sig as usize) })?;
+    Ok(())
+}
+
+/// `PTRACE_GETREGS`.
+pub fn get_regs(pid: i32) -> io::Result<Regs> {
+    // SAFETY: user_regs_struct is plain integers; all-zero is a valid value.
+    let mut regs: Regs = unsafe { std::mem::zeroed() };
+    // SAFETY: the kernel writes exactly sizeof(user_regs_struct) bytes into `regs`.
+    check(unsafe {
+        libc::ptrace(libc::PTRACE_GETREGS, pid, 0usize, &mut regs as *mut Regs as *mut c_void)
+    })?;
+    Ok(regs)
+}
+
+/// `PTRACE_SETREGS`.
+pub fn set_regs(pid: i32, regs: &Regs) -> io::Result<()> {
+    // SAFETY: the kernel only reads sizeof(user_regs_struct) bytes from `regs`.
+    check(unsafe {
+        libc::ptrace(libc::PTRACE_SETREGS, pid, 0usize, regs as *const Regs as *mut c_void)
+    })?;
+    Ok(())
+}
+
+/// Size of a raw `siginfo_t`.
+pub const SIGINFO_SIZE: usize = 128;
+
+/// `PTRACE_GETSIGINFO` as raw bytes (fails with EINVAL for group-stops).
+pub fn get_siginfo(pid: i32) -> io::Result<[u8; SIGINFO_SIZE]> {
+    let mut buf = [0u8; SIGINFO_SIZE];
+    // SAFETY: siginfo_t is 128 bytes; the kernel writes at most that into `buf`.
+    check(unsafe {
+        libc::ptrace(libc::PTRACE_GETSIGINFO, pid, 0usize, buf.as_mut_ptr() as *mut c_void)
+    })?;
+    Ok(buf)
+}
+
+/// `PTRACE_SETSIGINFO` from raw bytes.
+pub fn set_siginfo(pid: i32, info: &[u8; SIGINFO_SIZE]) -> io::Result<()> {
+    // SAFETY: the kernel reads 128 bytes from `info`.
+    check(unsafe {
+        libc::ptrace(libc::PTRACE_SETSIGINFO, pid, 0usize, info.as_ptr() as *mut c_void)
+    })?;
+    Ok(())
+}
+
+/// `PTRACE_GETEVENTMSG` (new pid after fork/clone events).
+pub fn get_event_msg(pid: i32) -> io::Result<u64> {
+    let mut msg: libc::c_ulong = 0;
+    // SAFETY: the kernel writes one unsigned long into `msg`.
+    check(unsafe {
+        libc::ptrace(libc::PTRACE_GETEVENTMSG, pid, 0usize, &mut msg as *mut libc::c_ulong)
+    })?;
+    Ok(msg as u64)
+}
+
+/// `PTRACE_GET_SYSCALL_INFO`: entry or exit, with number/arguments or return value.
+pub fn syscall_info(pid: i32) -> io::Result<SyscallInfo> {
+    let mut raw = RawSyscallInfo {
+        op: 0,
+        pad: [0; 3],
+        arch: 0,
+        instruction_pointer: 0,
+        stack_pointer: 0,
+        data: [0; 8],
+    };
+    // SAFETY: the kernel writes at most the size we pass into `raw`.
+    check(unsafe {
+        libc::ptrace(
+            PTRACE_GET_SYSCALL_INFO,
+            pid,
+            std::mem::size_of::<RawSyscallInfo>(),
+            &mut raw as *mut RawSyscallInfo as *mut c_void,
+        )
+    })?;
+    let stop = match raw.op {
+        1 => SyscallStop::Entry {
+            nr: raw.data[0],
+            args: [raw.data[1], raw.data[2], raw.data[3], raw.data[4], raw.data[5], raw.data[6]],
+        },
+        2 => SyscallStop::Exit { ret: raw.data[0] as i64 },
+        _ => SyscallStop::Other,
+    };
+    Ok(SyscallInfo { stop, pc: raw.instruction_pointer, sp: raw.stack_pointer })
+}
+
+/// Outcome of `waitpid`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Exited normally with this code.
+    Exited(i32),
+    /// Killed by this signal.
+    Signaled(i32),
+    /// Stopped: the signal number (with 0x80 for syscall stops) and the ptrace event (status >> 16).
+    Stopped { sig: i32, event: i32 },
+}
+
+impl Wait {
+    /// The raw wait status this corresponds to (for exits).
+    pub fn raw_exit_status(&self) -> i32 {
+        match *self {
+            Wait::Exited(code) => (code & 0xff) << 8,
+            Wait::Signaled(sig) => sig & 0x7f,
+            Wait::Stopped { sig, .. } => (sig << 8) | 0x7f,
+        }
+    }
+}
+
+fn decode_status(status: i32) -> Wait {
+    if libc::WIFEXITED(status) {
+        Wait::Exited(libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        Wait::Signaled(libc::WTERMSIG(status))
+    } else {
+        Wait::Stopped { sig: (status >> 8) & 0xff, event: (status >> 16) & 0xff }
+    }
+}
+
+/// Wait for any traced child (`__WALL`). `Ok(None)` when there are no children left.
+pub fn wait_any() -> io::Result<Option<(i32, Wait)>> {
+    loop {
+        let mut status = 0;
+        // SAFETY: the kernel writes one int into `status`.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+        if pid == -1 {
+            let err = io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::ECHILD) => return Ok(None),
+                _ => return Err(err),
+            }
+        }
+        return Ok(Some((pid, decode_status(status))));
+    }
+}
+
+/// Wait for one specific tracee (`__WALL`).
+pub fn wait_pid(pid: i32) -> io::Result<Wait> {
+    loop {
+        let mut status = 0;
+        // SAFETY: the kernel writes one int into `status`.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+        if r == -1 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(err);
+        }
+        return Ok(decode_status(status));
+    }
+}
+
+/// Read tracee memory with `process_vm_readv` (one copy, no page-permission checks beyond
+/// readability). Returns the number of bytes read, which may be short at an unmapped page.
+pub fn read_mem(pid: i32, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+    if buf.is_empty() {
+        return Ok(0);
+    }
+    let local = libc::iovec { iov_base: buf.as_mut_ptr() as *mut c_void, iov_len: buf.len() };
+    let remote = libc::iovec { iov_base: addr as usize as *mut c_void, iov_len: buf.len() };
+    // SAFETY: `local` describes our own writable buffer; `remote` is only interpreted in the
+    // tracee's address space by the kernel.
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    if n == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
+/// Write tracee memory. Tries `process_vm_writev` first (fast, needs writable pages) and falls
+/// back to `/proc/PID/mem`, which as the tracer may also write read-only pages (breakpoints,
+/// file contents of read-only mappings).
+pub fn write_mem(pid: i32, addr: u64, data: &[u8]) -> io::Result<()> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    let local = libc::iovec { iov_base: data.as_ptr() as *mut c_void, iov_len: data.len() };
+    let remote = libc::iovec { iov_base: addr as usize as *mut c_void, iov_len: data.len() };
+    // SAFETY: `local` describes our own readable buffer; the kernel writes only into the tracee.
+    let n = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+    if n == data.len() as isize {
+        return Ok(());
+    }
+    let mem = File::options().read(true).write(true).open(format!("/proc/{pid}/mem"))?;
+    mem.write_all_at(data, addr)
+}
+
+/// Deliver a signal to a process.
+pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: integer arguments only.
+    if unsafe { libc::kill(pid, sig) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The CPU this thread is running on right now.
+pub fn current_cpu() -> usize {
+    // SAFETY: no arguments.
+    let cpu = unsafe { libc::sched_getcpu() };
+    if cpu < 0 {
+        0
+    } else {
+        cpu as usize
+    }
+}
+
+/// Pin the calling thread (and children it forks later) to one CPU.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: cpu_set_t is a plain bitmask; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET writes one bit inside `set`; `cpu` is bounds-checked by the macro.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: the kernel reads sizeof(cpu_set_t) bytes from `set`.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Make this process the reaper of orphaned descendants, so replayed processes whose parents
+/// never wait for them (their `wait4` is emulated) are still reaped.
+pub fn become_subreaper() -> io::Result<()> {
+    // SAFETY: integer arguments only.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Read the time-stamp counter (the recorder itself is not TSC-restricted).
+pub fn rdtsc() -> u64 {
+    // SAFETY: rdtsc has no memory effects and is available on every x86-64 CPU.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// Read the time-stamp counter and TSC_AUX.
+pub fn rdtscp() -> (u64, u32) {
+    let mut aux = 0u32;
+    // SAFETY: rdtscp writes TSC_AUX into `aux`; every x86-64 CPU rdb targets has it.
+    let tsc = unsafe { core::arch::x86_64::__rdtscp(&mut aux) };
+    (tsc, aux)
+}

@@ -1,0 +1,339 @@
+//! End-to-end tests of `rdb record` / `rdb replay` on unmodified programs of this machine.
+//!
+//! Each case records a program, replays the trace and compares the replayed output with the
+//! recorded one byte for byte; for non-deterministic programs a second recording must differ
+//! (so the test shows the replay reproduced *that* run, not just the program). Every command
+//! runs under `timeout`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Exit codes of `rdb replay` (see rdb-cli/src/main.rs).
+const EXIT_ERROR: i32 = 1;
+const EXIT_ENDS_EARLY: i32 = 4;
+
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf()
+}
+
+/// The `rdb` binary of this workspace (built on demand when missing).
+fn rdb() -> PathBuf {
+    let p = target_dir().join("rdb");
+    if !p.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo).args(["build", "-p", "rdb-cli", "--bin", "rdb"]).status().expect("cargo runs");
+        assert!(st.success(), "building rdb failed");
+    }
+    assert!(p.exists(), "{} missing: run `cargo build -p rdb-cli`", p.display());
+    p
+}
+
+/// A fresh scratch directory.
+fn scratch(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "rdb-e2e-{}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst),
+        name
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("command runs")
+}
+
+fn rdb_cmd(args: &[&str]) -> Command {
+    let mut c = Command::new("timeout");
+    c.arg("120").arg(rdb()).args(args);
+    c
+}
+
+fn record(trace: &Path, prog: &[&str]) -> Output {
+    let mut c = rdb_cmd(&["record", "-o", trace.to_str().unwrap(), "--"]);
+    c.args(prog).stdin(Stdio::null());
+    run(&mut c)
+}
+
+fn replay(trace: &Path) -> Output {
+    let mut c = rdb_cmd(&["replay", trace.to_str().unwrap()]);
+    c.stdin(Stdio::null());
+    run(&mut c)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Record, replay, compare. Returns the recorded stdout.
+fn round_trip(name: &str, prog: &[&str]) -> Vec<u8> {
+    let dir = scratch(name);
+    let trace = dir.join("trace");
+    let rec = record(&trace, prog);
+    assert!(rec.status.code().is_some(), "{name}: recorder killed: {}", text(&rec.stderr));
+    assert!(
+        text(&rec.stderr).contains("rdb: recorded"),
+        "{name}: recording failed: {}",
+        text(&rec.stderr)
+    );
+    let rep = replay(&trace);
+    assert_eq!(rep.status.code(), Some(0), "{name}: replay failed: {}", text(&rep.stderr));
+    assert_eq!(text(&rep.stdout), text(&rec.stdout), "{name}: replayed stdout differs");
+    assert_eq!(rep.stdout, rec.stdout, "{name}: replayed stdout differs (bytes)");
+    let _ = std::fs::remove_dir_all(&dir);
+    rec.stdout
+}
+
+/// Like [`round_trip`], and a second recording gives different output.
+fn round_trip_nondeterministic(name: &str, prog: &[&str]) {
+    let first = round_trip(name, prog);
+    let second = round_trip(name, prog);
+    assert_ne!(first, second, "{name}: two runs gave the same output; the case proves nothing");
+}
+
+fn sh(script: &str) -> Vec<&str> {
+    vec!["/bin/sh", "-c", script]
+}
+
+#[test]
+fn deterministic_corpus_replays_identically() {
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        ("echo", vec!["echo", "hello", "world"]),
+        ("ls", vec!["ls", "-la", "/etc"]),
+        ("sort", sh("sort -r /etc/passwd")),
+        ("gzip", vec!["gzip", "-9", "-c", "/etc/services"]),
+        ("cat", vec!["cat", "/etc/os-release"]),
+        ("sha256sum", vec!["sha256sum", "/etc/services"]),
+        ("wc", vec!["wc", "-l", "/etc/services"]),
+        ("find", vec!["find", "/etc", "-maxdepth", "1", "-name", "*.conf"]),
+        ("uname", vec!["uname", "-a"]),
+        ("pipeline", sh("cat /etc/services | tr a-z A-Z | grep -c TCP; echo done | tr d D")),
+        ("tar", sh("tar cf - /etc/hostname /etc/os-release 2>/dev/null | tar tvf -")),
+        ("git", vec!["git", "--version"]),
+        ("git-hash", vec!["git", "hash-object", "/etc/services"]),
+        ("perl", vec!["perl", "-e", "print join(',', map { $_ * 2 } 1..10), qq(\n)"]),
+        ("python-subprocess", vec!["/usr/bin/python3", "-c", "import subprocess; print(subprocess.run(['echo','child'],capture_output=True).stdout)"]),
+        ("env", vec!["env"]),
+    ];
+    for (name, prog) in &cases {
+        round_trip(name, prog);
+    }
+}
+
+#[test]
+fn nondeterministic_corpus_replays_the_recorded_run() {
+    round_trip_nondeterministic("date", &["date", "+%s.%N"]);
+    round_trip_nondeterministic(
+        "python-random",
+        &["/usr/bin/python3", "-c", "import random, time, os; print(random.random(), time.time(), os.getpid())"],
+    );
+    round_trip_nondeterministic("perl-rand", &["perl", "-e", "print rand(), qq( ), $$, qq(\n)"]);
+    round_trip_nondeterministic("urandom", &sh("head -c 16 /dev/urandom | od -An -tx1"));
+    round_trip_nondeterministic("sqlite3", &["sqlite3", ":memory:", "create table t(x); insert into t values(random()); select x from t;"]);
+    round_trip_nondeterministic("awk-srand", &sh("awk 'BEGIN { srand(); print srand(), rand() }'; date +%N"));
+}
+
+const C_PROGRAM: &str = r#"
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <x86intrin.h>
+static volatile int got;
+static void on_signal(int s) { (void)s; got++; }
+int main(void) {
+    unsigned aux;
+    unsigned long long a = __rdtsc(), b = __rdtscp(&aux);
+    printf("tsc %llu %llu\n", a, b);
+    signal(SIGALRM, on_signal);
+    signal(SIGUSR1, on_signal);
+    signal(SIGCHLD, on_signal);
+    alarm(1);
+    pause();
+    printf("after alarm: %d\n", got);
+    kill(getpid(), SIGUSR1);
+    printf("after kill: %d\n", got);
+    fflush(stdout);
+    pid_t c = fork();
+    if (c == 0) { printf("child\n"); fflush(stdout); _exit(7); }
+    int st;
+    while (waitpid(c, &st, 0) < 0) {}
+    printf("child exit %d, signals %d\n", WEXITSTATUS(st), got > 2);
+    return 3;
+}
+"#;
+
+fn compile_c(dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(name);
+    let out = run(Command::new("clang-14").args(["-O1", "-g"]).arg(&c).arg("-o").arg(&exe).args(extra));
+    assert!(out.status.success(), "clang-14 failed: {}", text(&out.stderr));
+    exe
+}
+
+#[test]
+fn c_program_with_rdtsc_signals_and_fork_replays() {
+    let dir = scratch("c-signals");
+    let exe = compile_c(&dir, "sig", C_PROGRAM, &[]);
+    let trace = dir.join("trace");
+    let rec = record(&trace, &[exe.to_str().unwrap()]);
+    assert_eq!(rec.status.code(), Some(3), "exit status passes through: {}", text(&rec.stderr));
+    let rep = replay(&trace);
+    assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
+    assert_eq!(text(&rep.stdout), text(&rec.stdout));
+    assert!(text(&rec.stdout).contains("child exit 7, signals 1"), "{}", text(&rec.stdout));
+    let again = record(&dir.join("trace2"), &[exe.to_str().unwrap()]);
+    assert_ne!(again.stdout, rec.stdout, "rdtsc values differ between runs");
+}
+
+#[test]
+fn killed_by_signal_gives_128_plus_signal() {
+    let dir = scratch("sigkill");
+    let rec = record(&dir.join("t"), &sh("kill -TERM $$"));
+    assert_eq!(rec.status.code(), Some(128 + 15), "{}", text(&rec.stderr));
+    let rep = replay(&dir.join("t"));
+    assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
+}
+
+#[test]
+fn threads_are_refused_clearly() {
+    let dir = scratch("threads");
+    let src = "#include <pthread.h>\nstatic void *f(void *a) { return a; }\nint main(void) { pthread_t t; pthread_create(&t, 0, f, 0); pthread_join(t, 0); return 0; }\n";
+    let exe = compile_c(&dir, "thr", src, &["-lpthread"]);
+    let rec = record(&dir.join("t"), &[exe.to_str().unwrap()]);
+    assert_ne!(rec.status.code(), Some(0));
+    assert_ne!(rec.status.code(), Some(124), "recorder hung");
+    assert!(text(&rec.stderr).contains("threads are not supported yet"), "{}", text(&rec.stderr));
+}
+
+#[test]
+fn replay_works_from_another_place_and_environment() {
+    let dir = scratch("moved");
+    let trace = dir.join("trace");
+    let rec = record(&trace, &sh("pwd; env | sort; ls"));
+    assert_eq!(rec.status.code(), Some(0), "{}", text(&rec.stderr));
+    let moved = dir.join("elsewhere");
+    std::fs::rename(&trace, &moved).unwrap();
+    let rep = run(Command::new("timeout")
+        .arg("120")
+        .arg(rdb())
+        .arg("replay")
+        .arg(&moved)
+        .current_dir("/")
+        .env_clear()
+        .env("UNRELATED", "x".repeat(300))
+        .stdin(Stdio::null()));
+    assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
+    assert_eq!(text(&rep.stdout), text(&rec.stdout));
+}
+
+#[test]
+fn corrupt_and_foreign_traces_are_refused() {
+    let dir = scratch("corrupt");
+    let trace = dir.join("trace");
+    assert_eq!(record(&trace, &["ls", "/etc"]).status.code(), Some(0));
+    let events = trace.join("events");
+    let mut data = std::fs::read(&events).unwrap();
+    let mid = data.len() / 2;
+    data[mid] ^= 0x55;
+    std::fs::write(&events, data).unwrap();
+    let rep = replay(&trace);
+    assert_eq!(rep.status.code(), Some(EXIT_ERROR), "{}", text(&rep.stderr));
+    assert!(text(&rep.stderr).contains("corrupt"), "{}", text(&rep.stderr));
+    assert!(rep.stdout.is_empty(), "nothing replayed from a corrupt trace");
+
+    let foreign = dir.join("foreign");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("events"), b"hello").unwrap();
+    let rep = replay(&foreign);
+    assert_eq!(rep.status.code(), Some(EXIT_ERROR));
+    assert!(text(&rep.stderr).contains("not an rdb trace directory"), "{}", text(&rep.stderr));
+    let info = run(&mut rdb_cmd(&["info", foreign.to_str().unwrap()]));
+    assert_eq!(info.status.code(), Some(EXIT_ERROR));
+}
+
+#[test]
+fn changed_binary_is_refused_by_name() {
+    let dir = scratch("changed");
+    let exe = compile_c(&dir, "hello", "#include <stdio.h>\nint main(void) { puts(\"hello\"); return 0; }\n", &[]);
+    let trace = dir.join("trace");
+    assert_eq!(record(&trace, &[exe.to_str().unwrap()]).status.code(), Some(0));
+    assert_eq!(replay(&trace).status.code(), Some(0));
+    let mut bytes = std::fs::read(&exe).unwrap();
+    bytes.push(0);
+    std::fs::write(&exe, bytes).unwrap();
+    let rep = replay(&trace);
+    assert_eq!(rep.status.code(), Some(EXIT_ERROR));
+    let err = text(&rep.stderr);
+    assert!(err.contains(exe.to_str().unwrap()) && err.contains("changed"), "{err}");
+}
+
+#[test]
+fn killed_recorder_leaves_a_trace_that_replays_to_its_end() {
+    let dir = scratch("killed");
+    let trace = dir.join("trace");
+    let script = "import time\nfor i in range(100000):\n    print(i, flush=True)\n    time.sleep(0.002)\n";
+    let mut child = Command::new(rdb())
+        .args(["record", "-o", trace.to_str().unwrap(), "--", "/usr/bin/python3", "-c", script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the program has visibly run for a while, then kill the recorder.
+    use std::io::{BufRead, BufReader};
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for l in lines.by_ref() {
+        seen.push(l.unwrap());
+        if seen.len() == 1500 {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(lines);
+    let info = run(&mut rdb_cmd(&["info", trace.to_str().unwrap()]));
+    assert_eq!(info.status.code(), Some(0), "{}", text(&info.stderr));
+    assert!(text(&info.stdout).contains("incomplete"), "{}", text(&info.stdout));
+    let rep = replay(&trace);
+    assert_eq!(rep.status.code(), Some(EXIT_ENDS_EARLY), "{}", text(&rep.stderr));
+    assert!(text(&rep.stderr).contains("ends early"), "{}", text(&rep.stderr));
+    let out = text(&rep.stdout);
+    let replayed: Vec<&str> = out.lines().collect();
+    assert!(!replayed.is_empty(), "some output replayed");
+    for (i, l) in replayed.iter().enumerate() {
+        assert_eq!(*l, i.to_string(), "replayed output is the recorded prefix");
+    }
+}
+
+#[test]
+fn info_describes_a_trace() {
+    let dir = scratch("info");
+    let trace = dir.join("trace");
+    assert_eq!(record(&trace, &sh("echo a | cat")).status.code(), Some(0));
+    let info = run(&mut rdb_cmd(&["info", trace.to_str().unwrap()]));
+    let out = text(&info.stdout);
+    assert!(out.contains("program:    /usr/bin/dash") || out.contains("program:    /bin/"), "{out}");
+    assert!(out.contains("processes:  3"), "{out}");
+    assert!(out.contains("status:     exit 0"), "{out}");
+}
+
+#[test]
+fn default_trace_dir_and_latest_link() {
+    let base = scratch("base");
+    let rec = run(rdb_cmd(&["record", "--", "echo", "x"]).env("RDB_TRACE_DIR", &base).stdin(Stdio::null()));
+    assert_eq!(rec.status.code(), Some(0), "{}", text(&rec.stderr));
+    assert!(base.join("echo-0").join("rdb-trace.json").exists());
+    assert!(text(&rec.stderr).contains(base.join("echo-0").to_str().unwrap()));
+    let rep = run(rdb_cmd(&["replay"]).env("RDB_TRACE_DIR", &base).stdin(Stdio::null()));
+    assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
+    assert_eq!(rep.stdout, b"x\n");
+}
