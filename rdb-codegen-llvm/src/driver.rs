@@ -18,6 +18,7 @@
 //! - `X.o.rdb-dwarf`: the DWARF twin (the same command plus `-g`) when the
 //!   user's flags lack full debug info; its `.text` is checked identical;
 //! - `X.o.rdb.json`: what the link step needs ([`ObjectInfo`]).
+//!
 //! Only for sources that contain debug text; other objects get nothing.
 //! Debug sources `H.rdb.c` compile (with `-fPIC`) to `H.rdb.o`.
 //!

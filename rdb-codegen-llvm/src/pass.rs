@@ -152,6 +152,8 @@ struct Marker {
     function: LLVMValueRef,
 }
 
+type MarkersByLine = HashMap<u32, Marker>;
+
 struct Outliner<'a> {
     m: LLVMModuleRef,
     ctx: LLVMContextRef,
@@ -309,7 +311,8 @@ impl<'a> Outliner<'a> {
         Use::Argument
     }
 
-    unsafe fn markers(&self) -> Result<(HashMap<u32, Marker>, HashMap<u32, Marker>), PassError> {
+    /// The `__rdb_begin` and `__rdb_end` calls, by marker line.
+    unsafe fn markers(&self) -> Result<(MarkersByLine, MarkersByLine), PassError> {
         let (mut begins, mut ends) = (HashMap::new(), HashMap::new());
         for f in functions(self.m) {
             for bb in blocks(f) {
