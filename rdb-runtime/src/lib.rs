@@ -16,6 +16,7 @@
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
 pub mod effects;
+mod location;
 pub mod observer;
 pub mod process;
 pub mod record;

@@ -135,12 +135,17 @@ impl Events {
     }
     /// The next event of `tid`, looking ahead (bounded).
     fn next_of(&mut self, tid: Tid) -> Result<Option<&Event>, Error> {
+        Ok(self.next_of_indexed(tid)?.map(|(_, e)| e))
+    }
+
+    /// Like [`Events::next_of`], with the event's index in the trace.
+    fn next_of_indexed(&mut self, tid: Tid) -> Result<Option<(u64, &Event)>, Error> {
         let mut i = 0;
         loop {
             self.fill(i + 1)?;
             match self.buf.get(i) {
                 None => return Ok(None),
-                Some(e) if e.tid() == tid => return Ok(self.buf.get(i)),
+                Some(e) if e.tid() == tid => return Ok(self.buf.get(i).map(|e| (self.index + i as u64, e))),
                 Some(_) => i += 1,
             }
             if i > 100_000 {
@@ -279,10 +284,15 @@ impl Replayer<'_> {
     }
 
     fn divergence(&mut self, tid: Tid, expected: String, actual: String) -> Error {
+        let index = self.ev.index;
+        self.divergence_at(index, tid, expected, actual)
+    }
+
+    fn divergence_at(&mut self, index: u64, tid: Tid, expected: String, actual: String) -> Error {
         let pid = self.procs.get(&tid).map_or(-1, |p| p.pid);
-        let pc = sys::get_regs(pid).map(|r| r.rip).unwrap_or(0);
-        let location = self.procs.get(&tid).and_then(|p| p.image.as_ref()).and_then(|img| source_location(img, pc));
-        Error::Divergence(Box::new(Divergence { index: self.ev.index, tid, pid, expected, actual, pc, location }))
+        let (pc, sp) = sys::get_regs(pid).map(|r| (r.rip, r.rsp)).unwrap_or((0, 0));
+        let location = self.procs.get(&tid).and_then(|p| p.image.as_ref()).and_then(|img| crate::location::describe(img, pc, sp));
+        Error::Divergence(Box::new(Divergence { index, tid, pid, expected, actual, pc, location }))
     }
 
     fn head_desc(&mut self) -> Result<String, Error> {
@@ -435,12 +445,12 @@ impl Replayer<'_> {
             let a: Vec<String> = args[..n].iter().map(|a| format!("{a:#x}")).collect();
             format!("{}({})", syscalls::name(nr), a.join(", "))
         };
-        let head = self.ev.next_of(tid)?.cloned().expect("checked by run");
+        let (index, head) = self.ev.next_of_indexed(tid)?.map(|(i, e)| (i, e.clone())).expect("checked by run");
         let mode = match &head {
             Event::Syscall { nr: rnr, args: rargs, ret, file, .. } => {
                 let n = syscalls::nargs(nr);
                 if *rnr != nr || rargs[..n] != args[..n] {
-                    return Err(self.divergence(tid, format!("syscall {}", head.describe()), format!("syscall {} at pc {pc:#x}", actual())));
+                    return Err(self.divergence_at(index, tid, format!("syscall {}", head.describe()), format!("syscall {} at pc {pc:#x}", actual())));
                 }
                 match syscalls::policy(nr) {
                     Policy::Emulate | Policy::Unsupported => Mode::Emulated,
@@ -501,7 +511,7 @@ impl Replayer<'_> {
             }
             other => {
                 let expected = other.describe();
-                return Err(self.divergence(tid, expected, format!("syscall {} at pc {pc:#x}", actual())));
+                return Err(self.divergence_at(index, tid, expected, format!("syscall {} at pc {pc:#x}", actual())));
             }
         };
         if matches!(mode, Mode::Emulated) {
@@ -758,22 +768,4 @@ impl Replayer<'_> {
             other => Err(self.divergence(tid, other.describe(), describe_status(status))),
         }
     }
-}
-
-/// `file:line in function` for an address of a process image, from its DWARF.
-fn source_location(image: &ProcessImage, pc: u64) -> Option<String> {
-    let loader = addr2line::Loader::new(&image.exe).ok()?;
-    let probe = pc.checked_sub(image.load_bias)?;
-    let mut frames = loader.find_frames(probe).ok()?;
-    let mut out = Vec::new();
-    while let Ok(Some(f)) = frames.next() {
-        let func = f.function.as_ref().and_then(|n| n.demangle().ok().map(|s| s.into_owned()));
-        let loc = f.location.as_ref().map(|l| format!("{}:{}", l.file.unwrap_or("?"), l.line.unwrap_or(0)));
-        out.push(format!("{} at {}", func.unwrap_or_else(|| "?".into()), loc.unwrap_or_else(|| "?".into())));
-    }
-    if out.is_empty() {
-        let loc = loader.find_location(probe).ok()??;
-        return Some(format!("{}:{}", loc.file?, loc.line?));
-    }
-    Some(out.join(" <- "))
 }
