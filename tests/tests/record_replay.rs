@@ -337,3 +337,16 @@ fn default_trace_dir_and_latest_link() {
     assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
     assert_eq!(rep.stdout, b"x\n");
 }
+
+#[test]
+fn recorded_stdin_is_not_needed_for_replay() {
+    let dir = scratch("stdin");
+    let trace = dir.join("trace");
+    let input = std::fs::File::open("/etc/services").unwrap();
+    let rec = run(rdb_cmd(&["record", "-o", trace.to_str().unwrap(), "--", "sort"]).stdin(input));
+    assert_eq!(rec.status.code(), Some(0), "{}", text(&rec.stderr));
+    assert!(rec.stdout.len() > 1000);
+    let rep = replay(&trace); // stdin is /dev/null here
+    assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
+    assert_eq!(rep.stdout, rec.stdout);
+}
