@@ -158,6 +158,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
         cwd: cwd.display().to_string(),
         started_unix: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         pinned_cpu: pinned,
+        cpu: trace::cpu_identity(),
     };
     let w = TraceWriter::create(&opts.trace_dir, &header)?;
 

@@ -184,6 +184,13 @@ fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(
 pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result<ReplayOutcome, Error> {
     let reader = TraceReader::open(&opts.trace_dir)?;
     let ends_early = reader.ends_early();
+    let cpu = trace::cpu_identity();
+    if !reader.header.cpu.is_empty() && reader.header.cpu != cpu {
+        eprintln!(
+            "rdb: warning: the trace was recorded on {} and this is {cpu}; cpuid cannot be trapped here, so the replay may diverge",
+            reader.header.cpu
+        );
+    }
     let mut ev = Events { reader, buf: VecDeque::new(), index: 0, exhausted: false };
     let Some(Event::Start { tid, exe, argv, envp, .. }) = ev.head()?.cloned() else {
         return Err(trace::TraceError::Corrupt {
