@@ -350,3 +350,13 @@ fn recorded_stdin_is_not_needed_for_replay() {
     assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
     assert_eq!(rep.stdout, rec.stdout);
 }
+
+#[test]
+fn unsupported_syscall_fails_naming_it() {
+    let dir = scratch("unsupported");
+    let src = "#include <unistd.h>\n#include <sys/syscall.h>\nint main(void) { syscall(425, 1, 0); return 0; }\n";
+    let exe = compile_c(&dir, "uring", src, &[]);
+    let rec = record(&dir.join("t"), &[exe.to_str().unwrap()]);
+    assert_eq!(rec.status.code(), Some(EXIT_ERROR));
+    assert!(text(&rec.stderr).contains("unsupported syscall `io_uring_setup` (number 425)"), "{}", text(&rec.stderr));
+}
