@@ -28,7 +28,8 @@ pub mod trace;
 use std::io;
 use std::path::PathBuf;
 
-pub use observer::{BreakpointStop, NoObserver, ProcessImage, ReplayObserver};
+pub use effects::TargetMemory;
+pub use observer::{BreakpointStop, NoObserver, ProcessImage, ReplayObserver, StoppedTarget};
 pub use record::{record, RecordOptions, RecordOutcome};
 pub use replay::{replay, Divergence, ReplayOptions, ReplayOutcome};
 pub use trace::{TraceError, TraceReader};
