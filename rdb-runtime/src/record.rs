@@ -381,9 +381,7 @@ impl Recorder {
         if nr == nr::RSEQ {
             // The kernel would write the current CPU into rseq areas at any time: make the
             // call fail with ENOSYS (glibc copes) by skipping it.
-            let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
-            regs.orig_rax = u64::MAX;
-            sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "skipping rseq"))?;
+            sys::poke_user(pid, sys::ORIG_RAX_OFFSET, u64::MAX).map_err(Error::ptrace(pid, "skipping rseq"))?;
         }
         let p = self.procs.get_mut(&pid).expect("known process");
         p.entry = Some((nr, args));

@@ -522,9 +522,7 @@ impl Replayer<'_> {
             }
         };
         if matches!(mode, Mode::Emulated) {
-            let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
-            regs.orig_rax = u64::MAX;
-            sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "skipping a syscall"))?;
+            sys::poke_user(pid, sys::ORIG_RAX_OFFSET, u64::MAX).map_err(Error::ptrace(pid, "skipping a syscall"))?;
         }
         self.procs.get_mut(&tid).expect("known").entry = Some((nr, args, mode));
         sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))

@@ -115,6 +115,16 @@ pub fn set_regs(pid: i32, regs: &Regs) -> io::Result<()> {
     Ok(())
 }
 
+/// Byte offset of `orig_rax` in the user area (`user_regs_struct` field 15).
+pub const ORIG_RAX_OFFSET: usize = 15 * 8;
+
+/// `PTRACE_POKEUSER`: set one register word (cheaper than a GETREGS/SETREGS pair).
+pub fn poke_user(pid: i32, offset: usize, value: u64) -> io::Result<()> {
+    // SAFETY: integer arguments only; the kernel validates the offset.
+    check(unsafe { libc::ptrace(libc::PTRACE_POKEUSER, pid, offset, value as usize) })?;
+    Ok(())
+}
+
 /// Size of a raw `siginfo_t`.
 pub const SIGINFO_SIZE: usize = 128;
 
