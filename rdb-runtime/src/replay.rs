@@ -203,9 +203,9 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
     ev.pop()?;
     let exe = PathBuf::from(OsStr::from_bytes(&exe));
     let mut hashes = FileHashes::default();
-    if let Some(Event::Exec { blake3, .. }) = ev.head()? {
-        let want = *blake3;
-        check_file(&mut hashes, &exe, &want)?;
+    if let Some(Event::Exec { blake3, image, image_blake3, .. }) = ev.head()?.cloned() {
+        check_file(&mut hashes, &exe, &blake3)?;
+        check_file(&mut hashes, Path::new(OsStr::from_bytes(&image)), &image_blake3)?;
     }
     if opts.pin_cpu {
         let _ = sys::pin_to_cpu(sys::current_cpu());
@@ -629,12 +629,14 @@ impl Replayer<'_> {
     fn apply_exec(&mut self, tid: Tid) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
         let ev = self.ev.head()?.cloned();
-        let Some(Event::Exec { exe, blake3, sp, stack, .. }) = ev else {
+        let Some(Event::Exec { exe, blake3, image, image_blake3, sp, stack, .. }) = ev else {
             let desc = self.head_desc()?;
             return Err(self.divergence(tid, desc, "exec".into()));
         };
-        let exe = PathBuf::from(OsStr::from_bytes(&exe));
-        check_file(&mut self.hashes, &exe, &blake3)?;
+        let path = PathBuf::from(OsStr::from_bytes(&exe));
+        check_file(&mut self.hashes, &path, &blake3)?;
+        let exe = PathBuf::from(OsStr::from_bytes(&image));
+        check_file(&mut self.hashes, &exe, &image_blake3)?;
         let now = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
         if now != exe {
             return Err(self.divergence(tid, format!("exec {}", exe.display()), format!("exec {}", now.display())));

@@ -360,3 +360,21 @@ fn unsupported_syscall_fails_naming_it() {
     assert_eq!(rec.status.code(), Some(EXIT_ERROR));
     assert!(text(&rec.stderr).contains("unsupported syscall `io_uring_setup` (number 425)"), "{}", text(&rec.stderr));
 }
+
+#[test]
+fn scripts_and_relative_execs_replay_from_elsewhere() {
+    let dir = scratch("script");
+    let script = dir.join("s.sh");
+    std::fs::write(&script, "#!/bin/sh\necho \"script $0 $*\"\ndate +%N\n").unwrap();
+    run(Command::new("chmod").arg("+x").arg(&script));
+    let trace = dir.join("trace");
+    let inner = format!("cd {} && ./s.sh x && {} y", dir.display(), script.display());
+    let mut c = rdb_cmd(&["record", "-o", trace.to_str().unwrap(), "--", "./s.sh", "a"]);
+    let rec = run(c.current_dir(&dir).stdin(Stdio::null()));
+    assert_eq!(rec.status.code(), Some(0), "{}", text(&rec.stderr));
+    assert!(text(&rec.stdout).starts_with("script ./s.sh a\n"), "{}", text(&rec.stdout));
+    let rep = run(rdb_cmd(&["replay", trace.to_str().unwrap()]).current_dir("/").stdin(Stdio::null()));
+    assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
+    assert_eq!(rep.stdout, rec.stdout);
+    round_trip("relative-exec", &sh(&inner));
+}
