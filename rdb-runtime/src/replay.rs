@@ -90,6 +90,9 @@ enum Mode {
     /// A file mapping turned into an anonymous one; filled at exit.
     MappedFile(MappedFile),
     Exec,
+    /// `rt_sigsuspend` run again with its recorded waking signal already sent: the kernel
+    /// swaps the signal mask, delivers, and restores it exactly as it did while recording.
+    Suspended,
     /// `exit`/`exit_group`: the process is leaving.
     Leaving,
 }
@@ -136,6 +139,29 @@ impl Events {
     /// The next event of `tid`, looking ahead (bounded).
     fn next_of(&mut self, tid: Tid) -> Result<Option<&Event>, Error> {
         Ok(self.next_of_indexed(tid)?.map(|(_, e)| e))
+    }
+
+    /// The `n`-th (0-based) upcoming event of `tid`.
+    fn nth_of(&mut self, tid: Tid, n: usize) -> Result<Option<&Event>, Error> {
+        let mut seen = 0;
+        let mut i = 0;
+        loop {
+            self.fill(i + 1)?;
+            match self.buf.get(i) {
+                None => return Ok(None),
+                Some(e) if e.tid() == tid => {
+                    if seen == n {
+                        return Ok(self.buf.get(i));
+                    }
+                    seen += 1;
+                }
+                Some(_) => {}
+            }
+            i += 1;
+            if i > 100_000 {
+                return Ok(None);
+            }
+        }
     }
 
     /// Like [`Events::next_of`], with the event's index in the trace.
@@ -485,6 +511,13 @@ impl Replayer<'_> {
                     }
                     Policy::ReExecute if matches!(nr, nr::EXECVE | nr::EXECVEAT) => Mode::Emulated, // failed exec
                     Policy::ReExecute if matches!(nr, nr::EXIT | nr::EXIT_GROUP) => Mode::Leaving,
+                    Policy::ReExecute if nr == nr::RT_SIGSUSPEND => match self.ev.nth_of(tid, 1)? {
+                        Some(Event::Signal { sig, asynchronous: true, .. }) => {
+                            sys::kill(pid, *sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
+                            Mode::Suspended
+                        }
+                        _ => Mode::Emulated,
+                    },
                     Policy::ReExecute => Mode::ReExecuted,
                 }
             }
@@ -565,7 +598,7 @@ impl Replayer<'_> {
                     return Err(self.divergence(tid, ev.describe(), format!("re-executed {} returned {real_ret:#x}", syscalls::name(nr))));
                 }
             }
-            Mode::Exec | Mode::Leaving => {}
+            Mode::Exec | Mode::Leaving | Mode::Suspended => {}
         }
         if self.echo {
             if let Some((stream, bytes)) = output {
@@ -596,6 +629,8 @@ impl Replayer<'_> {
         if sig != 0 {
             self.procs.get_mut(&tid).expect("known").injecting = Some(sig);
         }
+        // A suspended process already has its signal pending.
+        let sig = if matches!(mode, Mode::Suspended) { 0 } else { sig };
         sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
     }
 

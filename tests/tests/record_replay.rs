@@ -378,3 +378,18 @@ fn scripts_and_relative_execs_replay_from_elsewhere() {
     assert_eq!(rep.stdout, rec.stdout);
     round_trip("relative-exec", &sh(&inner));
 }
+
+#[test]
+fn asynchronous_signals_replay_at_the_recorded_points() {
+    // SIGPIPE in a pipeline, SIGCHLD into sigsuspend (dash, bash), SIGALRM in timeout,
+    // a trap handler in the shell itself.
+    round_trip("sigpipe", &sh("yes | head -n 3"));
+    round_trip("sigchld-dash", &sh("sleep 0.2 & sleep 0.1; kill -INT $!; wait; echo $?"));
+    round_trip("sigchld-bash", &["bash", "-c", "sleep 0.1 & wait; echo $?; (exit 3); echo $?"]);
+    round_trip("trap", &sh("trap 'echo got' USR1; kill -USR1 $$; echo after"));
+    let dir = scratch("timeout");
+    let rec = record(&dir.join("t"), &["timeout", "0.3", "sleep", "5"]);
+    assert_eq!(rec.status.code(), Some(124), "{}", text(&rec.stderr));
+    let rep = replay(&dir.join("t"));
+    assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
+}
