@@ -40,9 +40,9 @@ pub use trace::{TraceError, TraceReader};
 pub enum Error {
     #[error(transparent)]
     Trace(#[from] TraceError),
-    #[error("cannot start {program}: {source}")]
+    #[error("cannot start {program}")]
     Spawn { program: String, source: io::Error },
-    #[error("tracing pid {pid} failed ({what}): {source}")]
+    #[error("tracing pid {pid} failed ({what})")]
     Ptrace { pid: i32, what: &'static str, source: io::Error },
     #[error("unsupported syscall `{name}` (number {nr}) in pid {pid}: rdb cannot record it yet")]
     UnsupportedSyscall { pid: i32, nr: u64, name: String },
@@ -52,7 +52,7 @@ pub enum Error {
     Threads { pid: i32 },
     #[error("{path} changed since it was recorded (blake3 {recorded} then, {now} now); replay needs the same file")]
     FileChanged { path: PathBuf, recorded: String, now: String },
-    #[error("{path} is needed for replay but cannot be read: {source}")]
+    #[error("{path} is needed but cannot be read")]
     FileMissing { path: PathBuf, source: io::Error },
     #[error("{0}")]
     Divergence(Box<Divergence>),
