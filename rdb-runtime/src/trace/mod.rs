@@ -107,7 +107,7 @@ pub enum TraceError {
     Version { path: PathBuf, found: u32 },
     #[error("{path}: trace is corrupt at byte {offset} of the event stream: {why}")]
     Corrupt { path: PathBuf, offset: u64, why: String },
-    #[error("{path}")]
+    #[error("cannot use {path}")]
     Io { path: PathBuf, source: io::Error },
 }
 
