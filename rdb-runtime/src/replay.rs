@@ -485,7 +485,26 @@ impl Replayer<'_> {
                 if *rnr != nr || rargs[..n] != args[..n] {
                     return Err(self.divergence_at(index, tid, format!("syscall {}", head.describe()), format!("syscall {} at pc {pc:#x}", actual())));
                 }
+                let interrupted = matches!(*ret, -4 | -512 | -513 | -514);
                 match syscalls::policy(nr) {
+                    Policy::Emulate if interrupted && mask_argument(pid, nr, &args).is_some() => {
+                        // Interrupted while a temporary signal mask was in force: run
+                        // rt_sigsuspend with that mask and the recorded signal pending, so
+                        // the kernel delivers under the same mask and restores it afterwards.
+                        match (self.ev.nth_of(tid, 1)?, mask_argument(pid, nr, &args)) {
+                            (Some(Event::Signal { sig, asynchronous: true, .. }), Some((mask, size))) => {
+                                let sig = *sig;
+                                let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                                regs.orig_rax = nr::RT_SIGSUSPEND;
+                                regs.rdi = mask;
+                                regs.rsi = size;
+                                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting to rt_sigsuspend"))?;
+                                sys::kill(pid, sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
+                                Mode::Suspended
+                            }
+                            _ => Mode::Emulated,
+                        }
+                    }
                     Policy::Emulate | Policy::Unsupported => Mode::Emulated,
                     Policy::ReExecute if nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0 => {
                         if *ret < 0 {
@@ -581,7 +600,7 @@ impl Replayer<'_> {
         }
         let ret = *ret;
         match &mode {
-            Mode::Emulated => {
+            Mode::Emulated | Mode::Suspended => {
                 for w in writes {
                     sys::write_mem(pid, w.addr, &w.bytes).map_err(Error::ptrace(pid, "writing syscall results"))?;
                 }
@@ -598,7 +617,7 @@ impl Replayer<'_> {
                     return Err(self.divergence(tid, ev.describe(), format!("re-executed {} returned {real_ret:#x}", syscalls::name(nr))));
                 }
             }
-            Mode::Exec | Mode::Leaving | Mode::Suspended => {}
+            Mode::Exec | Mode::Leaving => {}
         }
         if self.echo {
             if let Some((stream, bytes)) = output {
@@ -613,7 +632,7 @@ impl Replayer<'_> {
         let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         regs.rax = ret as u64;
         regs.orig_rax = nr;
-        if matches!(mode, Mode::MappedFile(_)) || (nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0) {
+        if matches!(mode, Mode::MappedFile(_) | Mode::Suspended) || (nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0) {
             // The argument registers were rewritten at entry; the program keeps its own.
             (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) = (args[0], args[1], args[2], args[3], args[4], args[5]);
         }
@@ -810,4 +829,26 @@ impl Replayer<'_> {
             other => Err(self.divergence(tid, other.describe(), describe_status(status))),
         }
     }
+}
+
+/// The temporary signal mask (pointer, size) a syscall installs while it waits, if any:
+/// `ppoll`, `pselect6`, `epoll_pwait(2)`.
+fn mask_argument(pid: i32, nr: u64, args: &[u64; 6]) -> Option<(u64, u64)> {
+    let (ptr, size) = match nr {
+        271 => (args[3], args[4]),
+        281 | 441 => (args[4], args[5]),
+        270 => {
+            // The sixth argument points to { const sigset_t *ss; size_t ss_len; }.
+            if args[5] == 0 {
+                return None;
+            }
+            let mut b = [0u8; 16];
+            if sys::read_mem(pid, args[5], &mut b).ok()? != 16 {
+                return None;
+            }
+            (u64::from_le_bytes(b[..8].try_into().ok()?), u64::from_le_bytes(b[8..].try_into().ok()?))
+        }
+        _ => return None,
+    };
+    (ptr != 0).then_some((ptr, size))
 }

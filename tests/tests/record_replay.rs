@@ -387,6 +387,16 @@ fn asynchronous_signals_replay_at_the_recorded_points() {
     round_trip("sigchld-dash", &sh("sleep 0.2 & sleep 0.1; kill -INT $!; wait; echo $?"));
     round_trip("sigchld-bash", &["bash", "-c", "sleep 0.1 & wait; echo $?; (exit 3); echo $?"]);
     round_trip("trap", &sh("trap 'echo got' USR1; kill -USR1 $$; echo after"));
+    let dir = scratch("ppoll");
+    let src = "#define _GNU_SOURCE\n#include <poll.h>\n#include <signal.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <errno.h>\n\
+static volatile int got;\nstatic void h(int s) { (void)s; got++; }\n\
+int main(void) { sigset_t b, e, now; sigemptyset(&b); sigaddset(&b, SIGALRM); sigemptyset(&e);\n\
+  sigprocmask(SIG_BLOCK, &b, 0); signal(SIGALRM, h); alarm(1);\n\
+  int r = ppoll(0, 0, 0, &e); printf(\"ppoll %d errno %d got %d\\n\", r, errno, got);\n\
+  sigprocmask(SIG_BLOCK, 0, &now); printf(\"blocked again: %d\\n\", sigismember(&now, SIGALRM)); return 0; }\n";
+    let exe = compile_c(&dir, "ppoll", src, &[]);
+    let out = round_trip("ppoll-mask", &[exe.to_str().unwrap()]);
+    assert_eq!(text(&out), "ppoll -1 errno 4 got 1\nblocked again: 1\n");
     let dir = scratch("timeout");
     let rec = record(&dir.join("t"), &["timeout", "0.3", "sleep", "5"]);
     assert_eq!(rec.status.code(), Some(124), "{}", text(&rec.stderr));
