@@ -48,12 +48,14 @@ int main(int argc, char **argv) {
 C
 clang-14 -O2 "$work/cpu.c" -o "$work/cpu"
 
+echo "== $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 echo "== CPU-bound ($CPU_ITERS iterations)"
 native=$(secs "$work/cpu" "$CPU_ITERS")
 rec=$(secs rec "$work/t-cpu" "$work/cpu" "$CPU_ITERS")
 rep=$(secs "$RDB" replay "$work/t-cpu")
-echo "native $(fmt "$native") s, record $(fmt "$rec") s, replay $(fmt "$rep") s"
-echo "record/native $(ratio "$rec" "$native")x   replay/native $(ratio "$rep" "$native")x"
+rec_np=$(secs rec --no-pin "$work/t-cpu-np" "$work/cpu" "$CPU_ITERS")
+echo "native $(fmt "$native") s, record $(fmt "$rec") s, replay $(fmt "$rep") s, record --no-pin $(fmt "$rec_np") s"
+echo "record/native $(ratio "$rec" "$native")x   replay/native $(ratio "$rep" "$native")x   record --no-pin/native $(ratio "$rec_np" "$native")x"
 
 echo "== dd if=/dev/zero of=/dev/null bs=64 count=$DD_COUNT"
 dd_args=(if=/dev/zero of=/dev/null bs=64 count="$DD_COUNT")
