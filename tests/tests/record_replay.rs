@@ -403,3 +403,28 @@ int main(void) { sigset_t b, e, now; sigemptyset(&b); sigaddset(&b, SIGALRM); si
     let rep = replay(&dir.join("t"));
     assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
 }
+
+#[test]
+fn changed_shared_library_is_refused_by_name() {
+    let dir = scratch("changed-lib");
+    let lib = dir.join("libfoo.so");
+    let build_lib = |value: i32| {
+        let src = dir.join("foo.c");
+        std::fs::write(&src, format!("int foo(void) {{ return {value}; }}\n")).unwrap();
+        let out = run(Command::new("clang-14").args(["-shared", "-fPIC"]).arg(&src).arg("-o").arg(&lib));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    build_lib(42);
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let libdir = format!("-L{}", dir.display());
+    let exe = compile_c(&dir, "usefoo", "#include <stdio.h>\nint foo(void);\nint main(void) { printf(\"%d\\n\", foo()); return 0; }\n", &[&libdir, "-lfoo", &rpath]);
+    let trace = dir.join("trace");
+    let rec = record(&trace, &[exe.to_str().unwrap()]);
+    assert_eq!(rec.stdout, b"42\n", "{}", text(&rec.stderr));
+    assert_eq!(replay(&trace).stdout, b"42\n");
+    build_lib(43);
+    let rep = replay(&trace);
+    assert_eq!(rep.status.code(), Some(EXIT_ERROR));
+    let err = text(&rep.stderr);
+    assert!(err.contains(lib.to_str().unwrap()) && err.contains("changed since it was recorded"), "{err}");
+}
