@@ -69,6 +69,17 @@ pub fn resolve_program(program: &std::ffi::OsStr) -> Option<PathBuf> {
     None
 }
 
+/// Files under these prefixes are verified by hash rather than copied into the trace.
+const SYSTEM_PREFIXES: &[&str] = &["/usr/", "/lib/", "/lib64/", "/lib32/", "/bin/", "/sbin/", "/opt/", "/etc/", "/nix/", "/snap/"];
+/// Largest data-file mapping whose bytes go into the trace.
+const MAX_DATA_SNAPSHOT: u64 = 4 << 20;
+
+fn is_elf(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == b"\x7fELF"
+}
+
 /// Per-process recorder state.
 #[derive(Default)]
 struct Proc {
@@ -530,7 +541,12 @@ impl Recorder {
         if !regular && !volatile {
             return Err(Error::Unsupported { pid, what: format!("mmap of {} (not a regular file)", path.display()) });
         }
-        if volatile || shared_writable || !regular {
+        // Code and system files are verified by hash at replay (they must be the same files);
+        // other files (a program's own data, which it may rewrite itself while running, like
+        // git's config) are small enough to keep the mapped bytes.
+        let system = SYSTEM_PREFIXES.iter().any(|p| bytes.starts_with(p.as_bytes()));
+        let snapshot_data = !system && args[1] <= MAX_DATA_SNAPSHOT && !is_elf(&path);
+        if volatile || shared_writable || !regular || snapshot_data {
             let mut snap = vec![0u8; args[1] as usize];
             let n = sys::read_mem(pid, addr, &mut snap).unwrap_or(0);
             snap.truncate(n);

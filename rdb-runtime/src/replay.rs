@@ -805,6 +805,14 @@ impl Replayer<'_> {
                     self.procs.get_mut(&tid).expect("known").injecting = None;
                 }
                 self.ev.pop()?;
+                // Another asynchronous signal recorded right behind this one (no syscall in
+                // between: this one was ignored) is made pending now, so the kernel delivers
+                // it next, as it did while recording.
+                if let Some(Event::Signal { sig: next, asynchronous: true, .. }) = self.ev.next_of(tid)? {
+                    let next = *next;
+                    sys::kill(pid, next).map_err(Error::ptrace(pid, "queueing a signal"))?;
+                    self.procs.get_mut(&tid).expect("known").injecting = Some(next);
+                }
                 sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
             }
             _ => {
