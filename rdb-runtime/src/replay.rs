@@ -544,19 +544,25 @@ impl Replayer<'_> {
                 // Run the recorded executable by its absolute path (the program may have named
                 // it relative to a cwd this replay does not share). The path goes below the
                 // stack pointer: the old image is about to be replaced anyway.
-                let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
-                let mut path = exe.clone();
-                path.push(0);
-                let scratch = (regs.rsp - 0x10000 - path.len() as u64) & !0xf;
-                sys::write_mem(pid, scratch, &path).map_err(Error::ptrace(pid, "writing the exec path"))?;
-                if nr == nr::EXECVE {
-                    regs.rdi = scratch;
-                } else {
-                    regs.rdi = libc::AT_FDCWD as u64;
-                    regs.rsi = scratch;
-                    regs.r8 &= !(libc::AT_EMPTY_PATH as u64);
+                let name_arg = if nr == nr::EXECVE { args[0] } else { args[1] };
+                let given = process::read_cstring(pid, name_arg).unwrap_or_default();
+                if given != *exe {
+                    // Just below the red zone: mapped even on the small stacks posix_spawn
+                    // gives its CLONE_VM child, and unused by anyone (the image goes away).
+                    let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                    let mut path = exe.clone();
+                    path.push(0);
+                    let scratch = (regs.rsp - 256 - path.len() as u64) & !0xf;
+                    sys::write_mem(pid, scratch, &path).map_err(Error::ptrace(pid, "writing the exec path"))?;
+                    if nr == nr::EXECVE {
+                        regs.rdi = scratch;
+                    } else {
+                        regs.rdi = libc::AT_FDCWD as u64;
+                        regs.rsi = scratch;
+                        regs.r8 &= !(libc::AT_EMPTY_PATH as u64);
+                    }
+                    sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting execve"))?;
                 }
-                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting execve"))?;
                 Mode::Exec
             }
             Event::NewProcess { .. } if matches!(nr, nr::CLONE | nr::CLONE3 | nr::FORK | nr::VFORK) => Mode::ReExecuted,

@@ -454,3 +454,26 @@ fn git_commit_replays_after_the_repository_changed() {
     }
     assert_ne!(outputs[0], outputs[1], "two commits at different times have different hashes");
 }
+
+const RUST_PROGRAM: &str = r#"
+use std::collections::HashMap;
+fn main() {
+    let m: HashMap<u32, u32> = (0..8).map(|i| (i, i * 2)).collect(); // random SipHash keys
+    println!("{:?} {:?}", m.iter().collect::<Vec<_>>(), std::time::SystemTime::now());
+    let out = std::process::Command::new("echo").arg("child").output().unwrap(); // posix_spawn
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    let r = std::panic::catch_unwind(|| None::<u8>.unwrap());
+    println!("panicked: {}", r.is_err());
+}
+"#;
+
+#[test]
+fn rust_program_with_hashmap_spawn_and_panic_replays() {
+    let dir = scratch("rust");
+    let src = dir.join("prog.rs");
+    std::fs::write(&src, RUST_PROGRAM).unwrap();
+    let exe = dir.join("prog");
+    let out = run(Command::new("rustc").args(["-g", "-O"]).arg(&src).arg("-o").arg(&exe));
+    assert!(out.status.success(), "rustc failed: {}", text(&out.stderr));
+    round_trip_nondeterministic("rust", &[exe.to_str().unwrap()]);
+}
