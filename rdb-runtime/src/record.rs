@@ -167,7 +167,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
     let cwd = std::env::current_dir().unwrap_or_default();
     // What execve is given (as the user typed it) and the absolute path replay will use.
     let exec_name = exe;
-    let exe = cwd.join(&exec_name);
+    let exe: PathBuf = cwd.join(&exec_name).components().collect(); // drops `./`
     let pinned = if opts.pin_cpu {
         let cpu = sys::current_cpu();
         sys::pin_to_cpu(cpu).ok().map(|_| cpu)
