@@ -198,6 +198,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
     };
     let w = TraceWriter::create(&opts.trace_dir, &header)?;
 
+    sys::ignore_terminal_signals();
     let mut cmd = Command::new(&exec_name);
     cmd.arg0(&opts.program).args(&opts.args);
     // SAFETY: the closure only makes two async-signal-safe syscalls (see the callee).

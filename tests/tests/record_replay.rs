@@ -477,3 +477,31 @@ fn rust_program_with_hashmap_spawn_and_panic_replays() {
     assert!(out.status.success(), "rustc failed: {}", text(&out.stderr));
     round_trip_nondeterministic("rust", &[exe.to_str().unwrap()]);
 }
+
+#[test]
+fn ctrl_c_reaches_the_program_and_the_trace_completes() {
+    use std::io::{BufRead, BufReader};
+    let dir = scratch("ctrl-c");
+    let trace = dir.join("trace");
+    // `setsid` makes rdb the leader of a new process group, like a shell job.
+    let mut child = Command::new("setsid")
+        .arg(rdb())
+        .args(["record", "-o", trace.to_str().unwrap(), "--", "/bin/sh", "-c"])
+        .arg("trap 'echo interrupted; kill $!; exit 5' INT; echo ready; sleep 30 & wait")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    // What the terminal does on Ctrl-C: SIGINT to the whole foreground group.
+    let st = Command::new("kill").args(["-INT", "--", &format!("-{}", child.id())]).status().unwrap();
+    assert!(st.success());
+    assert_eq!(lines.next().unwrap().unwrap(), "interrupted");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(5));
+    let rep = replay(&trace);
+    assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
+    assert_eq!(text(&rep.stdout), "ready\ninterrupted\n");
+}
