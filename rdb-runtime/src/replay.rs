@@ -552,7 +552,7 @@ impl Replayer<'_> {
                     let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
                     let mut path = exe.clone();
                     path.push(0);
-                    let scratch = (regs.rsp - 256 - path.len() as u64) & !0xf;
+                    let scratch = regs.rsp.wrapping_sub(256 + path.len() as u64) & !0xf;
                     sys::write_mem(pid, scratch, &path).map_err(Error::ptrace(pid, "writing the exec path"))?;
                     if nr == nr::EXECVE {
                         regs.rdi = scratch;
@@ -680,7 +680,7 @@ impl Replayer<'_> {
             },
         };
         let start = (offset as usize).min(data.len());
-        let end = (start + len as usize).min(data.len());
+        let end = start.saturating_add(len as usize).min(data.len());
         sys::write_mem(pid, addr, &data[start..end]).map_err(Error::ptrace(pid, "filling a mapping"))
     }
 
@@ -703,8 +703,9 @@ impl Replayer<'_> {
         }
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
         let top = process::stack_top(pid).map_err(Error::ptrace(pid, "finding the stack"))?;
-        if sp + stack.len() as u64 != top {
-            return Err(self.divergence(tid, format!("initial stack ending at {:#x}", sp + stack.len() as u64), format!("stack ending at {top:#x}")));
+        let end = sp.checked_add(stack.len() as u64).unwrap_or(0);
+        if end != top {
+            return Err(self.divergence(tid, format!("initial stack ending at {end:#x}"), format!("stack ending at {top:#x}")));
         }
         sys::write_mem(pid, sp, &stack).map_err(Error::ptrace(pid, "writing the initial stack"))?;
         let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
