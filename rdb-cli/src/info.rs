@@ -13,6 +13,9 @@ use crate::traces;
 pub struct Args {
     /// Trace directory (default: the latest recording).
     trace: Option<PathBuf>,
+    /// Also list every event (index, thread, description).
+    #[arg(long)]
+    events: bool,
 }
 
 pub fn run(a: Args) -> Result<i32> {
@@ -26,7 +29,12 @@ pub fn run(a: Args) -> Result<i32> {
     println!("blake3:     {}", h.program_blake3);
     println!("cwd:        {}", h.cwd);
     let (mut procs, mut syscalls, mut signals, mut execs) = (BTreeSet::new(), 0u64, 0u64, 0u64);
+    let mut index = 0u64;
     while let Some(e) = r.next_event()? {
+        if a.events {
+            println!("#{index:<6} {:>7} {}", e.tid().to_string(), e.describe());
+        }
+        index += 1;
         procs.insert(e.tid());
         match e {
             Event::Syscall { .. } => syscalls += 1,

@@ -34,7 +34,14 @@ pub fn run(a: Args) -> Result<i32> {
         trace_dir: dir.clone(),
         pin_cpu: !a.no_pin && std::env::var_os("RDB_NO_PIN").is_none(),
     };
-    let out = record(&opts)?;
+    let out = match record(&opts) {
+        Ok(out) => out,
+        Err(e) => {
+            // Leave no empty trace directory behind (a partial trace stays: it replays).
+            let _ = std::fs::remove_dir(&dir);
+            return Err(e.into());
+        }
+    };
     if default_place {
         traces::set_latest(&dir)?;
     }

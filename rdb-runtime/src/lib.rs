@@ -16,6 +16,7 @@
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
 pub mod effects;
+mod location;
 pub mod observer;
 pub mod process;
 pub mod record;
@@ -27,7 +28,8 @@ pub mod trace;
 use std::io;
 use std::path::PathBuf;
 
-pub use observer::{BreakpointStop, NoObserver, ProcessImage, ReplayObserver};
+pub use effects::TargetMemory;
+pub use observer::{BreakpointStop, NoObserver, ProcessImage, ReplayObserver, StoppedTarget};
 pub use record::{record, RecordOptions, RecordOutcome};
 pub use replay::{replay, Divergence, ReplayOptions, ReplayOutcome};
 pub use trace::{TraceError, TraceReader};
@@ -38,9 +40,9 @@ pub use trace::{TraceError, TraceReader};
 pub enum Error {
     #[error(transparent)]
     Trace(#[from] TraceError),
-    #[error("cannot start {program}: {source}")]
+    #[error("cannot start {program}")]
     Spawn { program: String, source: io::Error },
-    #[error("tracing pid {pid} failed ({what}): {source}")]
+    #[error("tracing pid {pid} failed ({what})")]
     Ptrace { pid: i32, what: &'static str, source: io::Error },
     #[error("unsupported syscall `{name}` (number {nr}) in pid {pid}: rdb cannot record it yet")]
     UnsupportedSyscall { pid: i32, nr: u64, name: String },
@@ -50,7 +52,7 @@ pub enum Error {
     Threads { pid: i32 },
     #[error("{path} changed since it was recorded (blake3 {recorded} then, {now} now); replay needs the same file")]
     FileChanged { path: PathBuf, recorded: String, now: String },
-    #[error("{path} is needed for replay but cannot be read: {source}")]
+    #[error("{path} is needed but cannot be read")]
     FileMissing { path: PathBuf, source: io::Error },
     #[error("{0}")]
     Divergence(Box<Divergence>),

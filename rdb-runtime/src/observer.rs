@@ -55,6 +55,24 @@ impl TargetMemory for BreakpointStop<'_> {
     }
 }
 
+/// A stopped target as debug code sees it: registers and memory, read-only. Implemented by
+/// [`BreakpointStop`] (this replayer); a GDB-remote client or a live process can implement it
+/// too, so the debug host does not depend on how the target is driven. "Stop at address" is
+/// [`ReplayObserver::on_exec`] returning addresses; "resume" is returning from the callback.
+pub trait StoppedTarget: TargetMemory {
+    fn pid(&self) -> i32;
+    fn registers(&self) -> Regs;
+}
+
+impl StoppedTarget for BreakpointStop<'_> {
+    fn pid(&self) -> i32 {
+        self.pid
+    }
+    fn registers(&self) -> Regs {
+        self.regs
+    }
+}
+
 /// Callbacks from the replayer.
 pub trait ReplayObserver {
     /// A process image is ready; return absolute addresses to break at in it.

@@ -49,22 +49,35 @@ pub struct RecordOutcome {
     pub event_bytes: u64,
 }
 
-/// Find `program` like `execvp` does.
+/// Find `program` like `execvp` does: the path to pass to `execve` (as typed when it has a
+/// slash, else `PATH` entry + name), not canonicalized, so the program sees what it would
+/// natively.
 pub fn resolve_program(program: &std::ffi::OsStr) -> Option<PathBuf> {
     let p = Path::new(program);
     if program.as_bytes().contains(&b'/') {
-        return std::fs::canonicalize(p).ok();
+        return p.is_file().then(|| p.to_path_buf());
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
     for dir in std::env::split_paths(&path) {
         let cand = dir.join(p);
         if let Ok(md) = std::fs::metadata(&cand) {
             if md.is_file() && md.mode() & 0o111 != 0 {
-                return std::fs::canonicalize(&cand).ok();
+                return Some(cand);
             }
         }
     }
     None
+}
+
+/// Files under these prefixes are verified by hash rather than copied into the trace.
+const SYSTEM_PREFIXES: &[&str] = &["/usr/", "/lib/", "/lib64/", "/lib32/", "/bin/", "/sbin/", "/opt/", "/etc/", "/nix/", "/snap/"];
+/// Largest data-file mapping whose bytes go into the trace.
+const MAX_DATA_SNAPSHOT: u64 = 4 << 20;
+
+fn is_elf(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == b"\x7fELF"
 }
 
 /// Per-process recorder state.
@@ -73,6 +86,8 @@ struct Proc {
     /// Number and arguments of the syscall the process is in.
     entry: Option<(u64, [u64; 6])>,
     exec_pending: bool,
+    /// Absolute path of the file the pending `execve` names.
+    exec_path: Option<PathBuf>,
     /// Which of our output streams each fd writes to (cleared when fds change).
     fd_streams: HashMap<u64, Option<Stream>>,
     /// Asynchronous signals held back until the next syscall stop (siginfo bytes).
@@ -120,6 +135,24 @@ pub(crate) fn is_synchronous(sig: i32, code: i32) -> bool {
     code > 0 && matches!(sig, libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE | libc::SIGTRAP | libc::SIGSYS)
 }
 
+/// The absolute path an `execve(at)` names, resolved against the process's cwd or dirfd.
+fn exec_target(pid: i32, dirfd: u64, path_ptr: u64) -> Option<PathBuf> {
+    let name = process::read_cstring(pid, path_ptr).ok()?;
+    if name.is_empty() {
+        return None; // AT_EMPTY_PATH: the fd itself; /proc/PID/exe will tell after exec
+    }
+    let name = PathBuf::from(std::ffi::OsStr::from_bytes(&name));
+    if name.is_absolute() {
+        return Some(name);
+    }
+    let base = if dirfd as i32 == libc::AT_FDCWD {
+        std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?
+    } else {
+        process::fd_path(pid, dirfd).ok()?
+    };
+    Some(base.join(name))
+}
+
 /// Record a program into a new trace directory.
 pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
     let started = Instant::now();
@@ -132,6 +165,9 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
         .hash(&exe)
         .map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
     let cwd = std::env::current_dir().unwrap_or_default();
+    // What execve is given (as the user typed it) and the absolute path replay will use.
+    let exec_name = exe;
+    let exe: PathBuf = cwd.join(&exec_name).components().collect(); // drops `./`
     let pinned = if opts.pin_cpu {
         let cpu = sys::current_cpu();
         sys::pin_to_cpu(cpu).ok().map(|_| cpu)
@@ -158,10 +194,12 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
         cwd: cwd.display().to_string(),
         started_unix: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         pinned_cpu: pinned,
+        cpu: trace::cpu_identity(),
     };
     let w = TraceWriter::create(&opts.trace_dir, &header)?;
 
-    let mut cmd = Command::new(&exe);
+    sys::ignore_terminal_signals();
+    let mut cmd = Command::new(&exec_name);
     cmd.arg0(&opts.program).args(&opts.args);
     // SAFETY: the closure only makes two async-signal-safe syscalls (see the callee).
     unsafe {
@@ -203,7 +241,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
         envp,
         cwd: cwd.as_os_str().as_bytes().to_vec(),
     })?;
-    let result = rec.after_exec(root).and_then(|_| {
+    let result = rec.after_exec(root, exe.clone()).and_then(|_| {
         sys::resume_syscall(root, 0).map_err(Error::ptrace(root, "resuming"))?;
         rec.run()
     });
@@ -317,7 +355,8 @@ impl Recorder {
     }
 
     /// After exec (or the initial start): hide the vDSO, trap `rdtsc`, log the image.
-    fn after_exec(&mut self, pid: i32) -> Result<(), Error> {
+    /// `path` is the absolute path of the file exec'ed.
+    fn after_exec(&mut self, pid: i32, path: PathBuf) -> Result<(), Error> {
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
         let regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         let mut stack = process::read_initial_stack(pid, regs.rsp).map_err(Error::ptrace(pid, "reading the initial stack"))?;
@@ -325,15 +364,18 @@ impl Recorder {
             sys::write_mem(pid, regs.rsp + off as u64, &stack[off..off + 8])
                 .map_err(Error::ptrace(pid, "hiding the vDSO"))?;
         }
-        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?;
-        let (blake3, _) = self
+        let image = std::fs::read_link(format!("/proc/{pid}/exe")).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?;
+        let (image_blake3, _) = self
             .hashes
-            .hash(&exe)
-            .map_err(|source| Error::FileMissing { path: exe.clone(), source })?;
+            .hash(&image)
+            .map_err(|source| Error::FileMissing { path: image.clone(), source })?;
+        let (blake3, _) = self.hashes.hash(&path).map_err(|source| Error::FileMissing { path: path.clone(), source })?;
         self.w.push(&Event::Exec {
             tid: Tid(pid as u32),
-            exe: exe.as_os_str().as_bytes().to_vec(),
+            exe: path.as_os_str().as_bytes().to_vec(),
             blake3,
+            image: image.as_os_str().as_bytes().to_vec(),
+            image_blake3,
             sp: regs.rsp,
             stack,
         })?;
@@ -380,12 +422,16 @@ impl Recorder {
         if nr == nr::RSEQ {
             // The kernel would write the current CPU into rseq areas at any time: make the
             // call fail with ENOSYS (glibc copes) by skipping it.
-            let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
-            regs.orig_rax = u64::MAX;
-            sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "skipping rseq"))?;
+            sys::poke_user(pid, sys::ORIG_RAX_OFFSET, u64::MAX).map_err(Error::ptrace(pid, "skipping rseq"))?;
         }
+        let exec_path = match nr {
+            nr::EXECVE => exec_target(pid, libc::AT_FDCWD as u64, args[0]),
+            nr::EXECVEAT => exec_target(pid, args[0], args[1]),
+            _ => None,
+        };
         let p = self.procs.get_mut(&pid).expect("known process");
         p.entry = Some((nr, args));
+        p.exec_path = exec_path;
         p.last_exit = None;
         let mut sig = 0;
         if p.injecting.is_none() {
@@ -403,8 +449,13 @@ impl Recorder {
             // A new child returning from fork: nothing to log.
             return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
         };
+        let exec_path = p.exec_path.take();
         if std::mem::take(&mut p.exec_pending) && ret == 0 {
-            self.after_exec(pid)?;
+            let path = match exec_path {
+                Some(path) => path,
+                None => std::fs::read_link(format!("/proc/{pid}/exe")).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?,
+            };
+            self.after_exec(pid, path)?;
         }
         self.syscalls += 1;
         let mem = Mem(pid);
@@ -491,7 +542,12 @@ impl Recorder {
         if !regular && !volatile {
             return Err(Error::Unsupported { pid, what: format!("mmap of {} (not a regular file)", path.display()) });
         }
-        if volatile || shared_writable || !regular {
+        // Code and system files are verified by hash at replay (they must be the same files);
+        // other files (a program's own data, which it may rewrite itself while running, like
+        // git's config) are small enough to keep the mapped bytes.
+        let system = SYSTEM_PREFIXES.iter().any(|p| bytes.starts_with(p.as_bytes()));
+        let snapshot_data = !system && args[1] <= MAX_DATA_SNAPSHOT && !is_elf(&path);
+        if volatile || shared_writable || !regular || snapshot_data {
             let mut snap = vec![0u8; args[1] as usize];
             let n = sys::read_mem(pid, addr, &mut snap).unwrap_or(0);
             snap.truncate(n);

@@ -90,6 +90,9 @@ enum Mode {
     /// A file mapping turned into an anonymous one; filled at exit.
     MappedFile(MappedFile),
     Exec,
+    /// `rt_sigsuspend` run again with its recorded waking signal already sent: the kernel
+    /// swaps the signal mask, delivers, and restores it exactly as it did while recording.
+    Suspended,
     /// `exit`/`exit_group`: the process is leaving.
     Leaving,
 }
@@ -135,12 +138,40 @@ impl Events {
     }
     /// The next event of `tid`, looking ahead (bounded).
     fn next_of(&mut self, tid: Tid) -> Result<Option<&Event>, Error> {
+        Ok(self.next_of_indexed(tid)?.map(|(_, e)| e))
+    }
+
+    /// The `n`-th (0-based) upcoming event of `tid`.
+    fn nth_of(&mut self, tid: Tid, n: usize) -> Result<Option<&Event>, Error> {
+        let mut seen = 0;
         let mut i = 0;
         loop {
             self.fill(i + 1)?;
             match self.buf.get(i) {
                 None => return Ok(None),
-                Some(e) if e.tid() == tid => return Ok(self.buf.get(i)),
+                Some(e) if e.tid() == tid => {
+                    if seen == n {
+                        return Ok(self.buf.get(i));
+                    }
+                    seen += 1;
+                }
+                Some(_) => {}
+            }
+            i += 1;
+            if i > 100_000 {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Like [`Events::next_of`], with the event's index in the trace.
+    fn next_of_indexed(&mut self, tid: Tid) -> Result<Option<(u64, &Event)>, Error> {
+        let mut i = 0;
+        loop {
+            self.fill(i + 1)?;
+            match self.buf.get(i) {
+                None => return Ok(None),
+                Some(e) if e.tid() == tid => return Ok(self.buf.get(i).map(|e| (self.index + i as u64, e))),
                 Some(_) => i += 1,
             }
             if i > 100_000 {
@@ -179,6 +210,13 @@ fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(
 pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result<ReplayOutcome, Error> {
     let reader = TraceReader::open(&opts.trace_dir)?;
     let ends_early = reader.ends_early();
+    let cpu = trace::cpu_identity();
+    if !reader.header.cpu.is_empty() && reader.header.cpu != cpu {
+        eprintln!(
+            "rdb: warning: the trace was recorded on {} and this is {cpu}; cpuid cannot be trapped here, so the replay may diverge",
+            reader.header.cpu
+        );
+    }
     let mut ev = Events { reader, buf: VecDeque::new(), index: 0, exhausted: false };
     let Some(Event::Start { tid, exe, argv, envp, .. }) = ev.head()?.cloned() else {
         return Err(trace::TraceError::Corrupt {
@@ -191,9 +229,9 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
     ev.pop()?;
     let exe = PathBuf::from(OsStr::from_bytes(&exe));
     let mut hashes = FileHashes::default();
-    if let Some(Event::Exec { blake3, .. }) = ev.head()? {
-        let want = *blake3;
-        check_file(&mut hashes, &exe, &want)?;
+    if let Some(Event::Exec { blake3, image, image_blake3, .. }) = ev.head()?.cloned() {
+        check_file(&mut hashes, &exe, &blake3)?;
+        check_file(&mut hashes, Path::new(OsStr::from_bytes(&image)), &image_blake3)?;
     }
     if opts.pin_cpu {
         let _ = sys::pin_to_cpu(sys::current_cpu());
@@ -279,10 +317,15 @@ impl Replayer<'_> {
     }
 
     fn divergence(&mut self, tid: Tid, expected: String, actual: String) -> Error {
+        let index = self.ev.index;
+        self.divergence_at(index, tid, expected, actual)
+    }
+
+    fn divergence_at(&mut self, index: u64, tid: Tid, expected: String, actual: String) -> Error {
         let pid = self.procs.get(&tid).map_or(-1, |p| p.pid);
-        let pc = sys::get_regs(pid).map(|r| r.rip).unwrap_or(0);
-        let location = self.procs.get(&tid).and_then(|p| p.image.as_ref()).and_then(|img| source_location(img, pc));
-        Error::Divergence(Box::new(Divergence { index: self.ev.index, tid, pid, expected, actual, pc, location }))
+        let (pc, sp) = sys::get_regs(pid).map(|r| (r.rip, r.rsp)).unwrap_or((0, 0));
+        let location = self.procs.get(&tid).and_then(|p| p.image.as_ref()).and_then(|img| crate::location::describe(img, pc, sp));
+        Error::Divergence(Box::new(Divergence { index, tid, pid, expected, actual, pc, location }))
     }
 
     fn head_desc(&mut self) -> Result<String, Error> {
@@ -435,14 +478,33 @@ impl Replayer<'_> {
             let a: Vec<String> = args[..n].iter().map(|a| format!("{a:#x}")).collect();
             format!("{}({})", syscalls::name(nr), a.join(", "))
         };
-        let head = self.ev.next_of(tid)?.cloned().expect("checked by run");
+        let (index, head) = self.ev.next_of_indexed(tid)?.map(|(i, e)| (i, e.clone())).expect("checked by run");
         let mode = match &head {
             Event::Syscall { nr: rnr, args: rargs, ret, file, .. } => {
                 let n = syscalls::nargs(nr);
                 if *rnr != nr || rargs[..n] != args[..n] {
-                    return Err(self.divergence(tid, format!("syscall {}", head.describe()), format!("syscall {} at pc {pc:#x}", actual())));
+                    return Err(self.divergence_at(index, tid, format!("syscall {}", head.describe()), format!("syscall {} at pc {pc:#x}", actual())));
                 }
+                let interrupted = matches!(*ret, -4 | -512 | -513 | -514);
                 match syscalls::policy(nr) {
+                    Policy::Emulate if interrupted && mask_argument(pid, nr, &args).is_some() => {
+                        // Interrupted while a temporary signal mask was in force: run
+                        // rt_sigsuspend with that mask and the recorded signal pending, so
+                        // the kernel delivers under the same mask and restores it afterwards.
+                        match (self.ev.nth_of(tid, 1)?, mask_argument(pid, nr, &args)) {
+                            (Some(Event::Signal { sig, asynchronous: true, .. }), Some((mask, size))) => {
+                                let sig = *sig;
+                                let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                                regs.orig_rax = nr::RT_SIGSUSPEND;
+                                regs.rdi = mask;
+                                regs.rsi = size;
+                                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting to rt_sigsuspend"))?;
+                                sys::kill(pid, sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
+                                Mode::Suspended
+                            }
+                            _ => Mode::Emulated,
+                        }
+                    }
                     Policy::Emulate | Policy::Unsupported => Mode::Emulated,
                     Policy::ReExecute if nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0 => {
                         if *ret < 0 {
@@ -468,6 +530,13 @@ impl Replayer<'_> {
                     }
                     Policy::ReExecute if matches!(nr, nr::EXECVE | nr::EXECVEAT) => Mode::Emulated, // failed exec
                     Policy::ReExecute if matches!(nr, nr::EXIT | nr::EXIT_GROUP) => Mode::Leaving,
+                    Policy::ReExecute if nr == nr::RT_SIGSUSPEND => match self.ev.nth_of(tid, 1)? {
+                        Some(Event::Signal { sig, asynchronous: true, .. }) => {
+                            sys::kill(pid, *sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
+                            Mode::Suspended
+                        }
+                        _ => Mode::Emulated,
+                    },
                     Policy::ReExecute => Mode::ReExecuted,
                 }
             }
@@ -475,19 +544,25 @@ impl Replayer<'_> {
                 // Run the recorded executable by its absolute path (the program may have named
                 // it relative to a cwd this replay does not share). The path goes below the
                 // stack pointer: the old image is about to be replaced anyway.
-                let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
-                let mut path = exe.clone();
-                path.push(0);
-                let scratch = (regs.rsp - 0x10000 - path.len() as u64) & !0xf;
-                sys::write_mem(pid, scratch, &path).map_err(Error::ptrace(pid, "writing the exec path"))?;
-                if nr == nr::EXECVE {
-                    regs.rdi = scratch;
-                } else {
-                    regs.rdi = libc::AT_FDCWD as u64;
-                    regs.rsi = scratch;
-                    regs.r8 &= !(libc::AT_EMPTY_PATH as u64);
+                let name_arg = if nr == nr::EXECVE { args[0] } else { args[1] };
+                let given = process::read_cstring(pid, name_arg).unwrap_or_default();
+                if given != *exe {
+                    // Just below the red zone: mapped even on the small stacks posix_spawn
+                    // gives its CLONE_VM child, and unused by anyone (the image goes away).
+                    let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                    let mut path = exe.clone();
+                    path.push(0);
+                    let scratch = regs.rsp.wrapping_sub(256 + path.len() as u64) & !0xf;
+                    sys::write_mem(pid, scratch, &path).map_err(Error::ptrace(pid, "writing the exec path"))?;
+                    if nr == nr::EXECVE {
+                        regs.rdi = scratch;
+                    } else {
+                        regs.rdi = libc::AT_FDCWD as u64;
+                        regs.rsi = scratch;
+                        regs.r8 &= !(libc::AT_EMPTY_PATH as u64);
+                    }
+                    sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting execve"))?;
                 }
-                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting execve"))?;
                 Mode::Exec
             }
             Event::NewProcess { .. } if matches!(nr, nr::CLONE | nr::CLONE3 | nr::FORK | nr::VFORK) => Mode::ReExecuted,
@@ -501,13 +576,11 @@ impl Replayer<'_> {
             }
             other => {
                 let expected = other.describe();
-                return Err(self.divergence(tid, expected, format!("syscall {} at pc {pc:#x}", actual())));
+                return Err(self.divergence_at(index, tid, expected, format!("syscall {} at pc {pc:#x}", actual())));
             }
         };
         if matches!(mode, Mode::Emulated) {
-            let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
-            regs.orig_rax = u64::MAX;
-            sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "skipping a syscall"))?;
+            sys::poke_user(pid, sys::ORIG_RAX_OFFSET, u64::MAX).map_err(Error::ptrace(pid, "skipping a syscall"))?;
         }
         self.procs.get_mut(&tid).expect("known").entry = Some((nr, args, mode));
         sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
@@ -533,7 +606,7 @@ impl Replayer<'_> {
         }
         let ret = *ret;
         match &mode {
-            Mode::Emulated => {
+            Mode::Emulated | Mode::Suspended => {
                 for w in writes {
                     sys::write_mem(pid, w.addr, &w.bytes).map_err(Error::ptrace(pid, "writing syscall results"))?;
                 }
@@ -565,7 +638,7 @@ impl Replayer<'_> {
         let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         regs.rax = ret as u64;
         regs.orig_rax = nr;
-        if matches!(mode, Mode::MappedFile(_)) || (nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0) {
+        if matches!(mode, Mode::MappedFile(_) | Mode::Suspended) || (nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0) {
             // The argument registers were rewritten at entry; the program keeps its own.
             (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) = (args[0], args[1], args[2], args[3], args[4], args[5]);
         }
@@ -581,6 +654,8 @@ impl Replayer<'_> {
         if sig != 0 {
             self.procs.get_mut(&tid).expect("known").injecting = Some(sig);
         }
+        // A suspended process already has its signal pending.
+        let sig = if matches!(mode, Mode::Suspended) { 0 } else { sig };
         sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
     }
 
@@ -605,7 +680,7 @@ impl Replayer<'_> {
             },
         };
         let start = (offset as usize).min(data.len());
-        let end = (start + len as usize).min(data.len());
+        let end = start.saturating_add(len as usize).min(data.len());
         sys::write_mem(pid, addr, &data[start..end]).map_err(Error::ptrace(pid, "filling a mapping"))
     }
 
@@ -614,20 +689,23 @@ impl Replayer<'_> {
     fn apply_exec(&mut self, tid: Tid) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
         let ev = self.ev.head()?.cloned();
-        let Some(Event::Exec { exe, blake3, sp, stack, .. }) = ev else {
+        let Some(Event::Exec { exe, blake3, image, image_blake3, sp, stack, .. }) = ev else {
             let desc = self.head_desc()?;
             return Err(self.divergence(tid, desc, "exec".into()));
         };
-        let exe = PathBuf::from(OsStr::from_bytes(&exe));
-        check_file(&mut self.hashes, &exe, &blake3)?;
+        let path = PathBuf::from(OsStr::from_bytes(&exe));
+        check_file(&mut self.hashes, &path, &blake3)?;
+        let exe = PathBuf::from(OsStr::from_bytes(&image));
+        check_file(&mut self.hashes, &exe, &image_blake3)?;
         let now = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
         if now != exe {
             return Err(self.divergence(tid, format!("exec {}", exe.display()), format!("exec {}", now.display())));
         }
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
         let top = process::stack_top(pid).map_err(Error::ptrace(pid, "finding the stack"))?;
-        if sp + stack.len() as u64 != top {
-            return Err(self.divergence(tid, format!("initial stack ending at {:#x}", sp + stack.len() as u64), format!("stack ending at {top:#x}")));
+        let end = sp.checked_add(stack.len() as u64).unwrap_or(0);
+        if end != top {
+            return Err(self.divergence(tid, format!("initial stack ending at {end:#x}"), format!("stack ending at {top:#x}")));
         }
         sys::write_mem(pid, sp, &stack).map_err(Error::ptrace(pid, "writing the initial stack"))?;
         let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
@@ -734,6 +812,14 @@ impl Replayer<'_> {
                     self.procs.get_mut(&tid).expect("known").injecting = None;
                 }
                 self.ev.pop()?;
+                // Another asynchronous signal recorded right behind this one (no syscall in
+                // between: this one was ignored) is made pending now, so the kernel delivers
+                // it next, as it did while recording.
+                if let Some(Event::Signal { sig: next, asynchronous: true, .. }) = self.ev.next_of(tid)? {
+                    let next = *next;
+                    sys::kill(pid, next).map_err(Error::ptrace(pid, "queueing a signal"))?;
+                    self.procs.get_mut(&tid).expect("known").injecting = Some(next);
+                }
                 sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
             }
             _ => {
@@ -760,20 +846,24 @@ impl Replayer<'_> {
     }
 }
 
-/// `file:line in function` for an address of a process image, from its DWARF.
-fn source_location(image: &ProcessImage, pc: u64) -> Option<String> {
-    let loader = addr2line::Loader::new(&image.exe).ok()?;
-    let probe = pc.checked_sub(image.load_bias)?;
-    let mut frames = loader.find_frames(probe).ok()?;
-    let mut out = Vec::new();
-    while let Ok(Some(f)) = frames.next() {
-        let func = f.function.as_ref().and_then(|n| n.demangle().ok().map(|s| s.into_owned()));
-        let loc = f.location.as_ref().map(|l| format!("{}:{}", l.file.unwrap_or("?"), l.line.unwrap_or(0)));
-        out.push(format!("{} at {}", func.unwrap_or_else(|| "?".into()), loc.unwrap_or_else(|| "?".into())));
-    }
-    if out.is_empty() {
-        let loc = loader.find_location(probe).ok()??;
-        return Some(format!("{}:{}", loc.file?, loc.line?));
-    }
-    Some(out.join(" <- "))
+/// The temporary signal mask (pointer, size) a syscall installs while it waits, if any:
+/// `ppoll`, `pselect6`, `epoll_pwait(2)`.
+fn mask_argument(pid: i32, nr: u64, args: &[u64; 6]) -> Option<(u64, u64)> {
+    let (ptr, size) = match nr {
+        271 => (args[3], args[4]),
+        281 | 441 => (args[4], args[5]),
+        270 => {
+            // The sixth argument points to { const sigset_t *ss; size_t ss_len; }.
+            if args[5] == 0 {
+                return None;
+            }
+            let mut b = [0u8; 16];
+            if sys::read_mem(pid, args[5], &mut b).ok()? != 16 {
+                return None;
+            }
+            (u64::from_le_bytes(b[..8].try_into().ok()?), u64::from_le_bytes(b[8..].try_into().ok()?))
+        }
+        _ => return None,
+    };
+    (ptr != 0).then_some((ptr, size))
 }

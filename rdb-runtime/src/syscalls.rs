@@ -196,7 +196,7 @@ table! {
     127 rt_sigpending 2 Emulate [ArgCount(0, 1, 1)];
     128 rt_sigtimedwait 4 Emulate [Fixed(1, SIGINFO)];
     129 rt_sigqueueinfo 3 Emulate [];
-    130 rt_sigsuspend 2 Emulate [];
+    130 rt_sigsuspend 2 ReExecute [];
     131 sigaltstack 2 ReExecute [];
     132 utime 2 Emulate [];
     133 mknod 3 Emulate [];
@@ -342,6 +342,7 @@ pub mod nr {
     pub const EXECVE: u64 = 59;
     pub const EXIT: u64 = 60;
     pub const FCNTL: u64 = 72;
+    pub const RT_SIGSUSPEND: u64 = 130;
     pub const PRCTL: u64 = 157;
     pub const ARCH_PRCTL: u64 = 158;
     pub const EXIT_GROUP: u64 = 231;

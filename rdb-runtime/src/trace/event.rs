@@ -51,10 +51,19 @@ pub struct MappedFile {
 pub enum Event {
     /// The first event: how the root process was started.
     Start { tid: Tid, exe: Vec<u8>, argv: Vec<Vec<u8>>, envp: Vec<Vec<u8>>, cwd: Vec<u8> },
-    /// A process image was replaced (initial start included): the executable, its hash, and the
-    /// initial stack from `sp` to the top of the stack mapping (argv, envp, auxv as the program
-    /// saw them, vDSO entry already removed).
-    Exec { tid: Tid, exe: Vec<u8>, blake3: [u8; 32], sp: u64, stack: Vec<u8> },
+    /// A process image was replaced (initial start included): the file `execve` opened (as an
+    /// absolute path) and its hash, the executable the kernel loaded (differs for `#!` scripts:
+    /// the interpreter) and its hash, and the initial stack from `sp` to the top of the stack
+    /// mapping (argv, envp, auxv as the program saw them, vDSO entry already removed).
+    Exec {
+        tid: Tid,
+        exe: Vec<u8>,
+        blake3: [u8; 32],
+        image: Vec<u8>,
+        image_blake3: [u8; 32],
+        sp: u64,
+        stack: Vec<u8>,
+    },
     /// A completed syscall.
     Syscall {
         tid: Tid,
@@ -181,11 +190,13 @@ pub fn encode(ev: &Event, out: &mut Vec<u8>) {
             envp.iter().for_each(|e| put_bytes(out, e));
             put_bytes(out, cwd);
         }
-        Event::Exec { tid, exe, blake3, sp, stack } => {
+        Event::Exec { tid, exe, blake3, image, image_blake3, sp, stack } => {
             out.push(TAG_EXEC);
             put_u32(out, tid.0);
             put_bytes(out, exe);
             out.extend_from_slice(blake3);
+            put_bytes(out, image);
+            out.extend_from_slice(image_blake3);
             put_u64(out, *sp);
             put_bytes(out, stack);
         }
@@ -341,6 +352,8 @@ impl<'a> Decoder<'a> {
                 tid,
                 exe: self.bytes()?,
                 blake3: self.hash()?,
+                image: self.bytes()?,
+                image_blake3: self.hash()?,
                 sp: self.u64()?,
                 stack: self.bytes()?,
             },
@@ -407,7 +420,15 @@ mod tests {
                 envp: vec![b"A=1".to_vec(), b"B=\xff".to_vec()],
                 cwd: b"/tmp".to_vec(),
             },
-            Event::Exec { tid: Tid(7), exe: b"/bin/true".to_vec(), blake3: [3; 32], sp: 0x7ff0, stack: vec![1, 2, 3] },
+            Event::Exec {
+                tid: Tid(7),
+                exe: b"/bin/true".to_vec(),
+                blake3: [3; 32],
+                image: b"/bin/true".to_vec(),
+                image_blake3: [3; 32],
+                sp: 0x7ff0,
+                stack: vec![1, 2, 3],
+            },
             Event::Syscall {
                 tid: Tid(7),
                 nr: 0,

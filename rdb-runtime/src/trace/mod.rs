@@ -62,6 +62,24 @@ pub struct Header {
     pub started_unix: u64,
     /// CPU the recorder and tracees were pinned to, if any.
     pub pinned_cpu: Option<usize>,
+    /// CPU model and a hash of its feature flags: `cpuid` cannot be trapped on machines
+    /// without CPUID faulting, so replay on another CPU model may diverge.
+    #[serde(default)]
+    pub cpu: String,
+}
+
+/// This machine's CPU model and a hash of its feature flags (from `/proc/cpuinfo`).
+pub fn cpu_identity() -> String {
+    let info = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        info.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    let flags = blake3::hash(field("flags").as_bytes()).to_hex();
+    format!("{} (flags {})", field("model name"), &flags.as_str()[..16])
 }
 
 /// Written when recording finished (`summary.json`).
@@ -89,7 +107,7 @@ pub enum TraceError {
     Version { path: PathBuf, found: u32 },
     #[error("{path}: trace is corrupt at byte {offset} of the event stream: {why}")]
     Corrupt { path: PathBuf, offset: u64, why: String },
-    #[error("{path}: {source}")]
+    #[error("cannot use {path}")]
     Io { path: PathBuf, source: io::Error },
 }
 
@@ -446,6 +464,7 @@ mod tests {
             cwd: "/".into(),
             started_unix: 0,
             pinned_cpu: None,
+            cpu: String::new(),
         }
     }
 
