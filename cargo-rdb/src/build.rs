@@ -269,10 +269,11 @@ pub fn run(args: &BuildArgs) -> Result<()> {
             i += 1;
         }
     }
+    let root_manifest = std::fs::read_to_string(ws_root.join("Cargo.toml")).context("cannot read the workspace's Cargo.toml")?;
     let mut debug_manifests = Vec::new();
     for (pkg, bin) in &bins {
         let pkg_dir = rdb_dir.join("debug-packages").join(&bin.name);
-        let manifest = debug_package::manifest(&meta, pkg, bin, &shadow_debug, &region_crate)?;
+        let manifest = debug_package::manifest(&root_manifest, &meta, pkg, bin, &shadow_debug, &region_crate)?;
         let mut files = BTreeMap::new();
         files.insert(PathBuf::from("Cargo.toml"), manifest.into_bytes());
         if let Ok(lock) = std::fs::read(ws_root.join("Cargo.lock")) {
