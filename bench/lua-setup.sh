@@ -19,7 +19,7 @@ if [ ! -f "$tarball" ]; then
   echo "lua-setup: downloading lupa 2.6 (Lua sources) from PyPI" >&2
   pip download --quiet --no-deps --no-binary lupa lupa==2.6 -d "$cache" >&2
 fi
-echo "$sha  $tarball" | sha256sum --check --quiet
+echo "$sha  $tarball" | sha256sum --check --quiet || { rm -f "$tarball"; echo "lua-setup: $tarball is not lupa 2.6 (bad download?); removed it, run again" >&2; exit 1; }
 lua="$cache/lupa-2.6/third-party/lua54"
 [ -f "$lua/lvm.c" ] || tar -xzf "$tarball" -C "$cache" lupa-2.6/third-party/lua54
 mkdir -p "$out/src"

@@ -33,12 +33,19 @@ gdb_pinned=$(gdb_per_hit taskset -c "$CPU")
 cargo test -q -p rdb-host --release --test host --no-run 2>/dev/null
 measure() {
   RDB_STOPS=$N "$@" cargo test -q -p rdb-host --release --test host -- --ignored --nocapture measure_invoke_cost 2>/dev/null |
-    grep '^stops='
+    grep -E '^(stops=|trivial|region|fault)' | sed 's/^/    /'
 }
-rdb_unpinned=$(measure env)
-rdb_pinned=$(measure env RDB_CPU="$CPU")
 
 echo "gdb dprintf at checkpoint:  $gdb_unpinned us per hit unpinned, $gdb_pinned us per hit pinned to CPU $CPU"
-echo "rdb-host, unpinned:  $rdb_unpinned"
-echo "rdb-host, pinned:    $rdb_pinned"
+for faults in uffd signal; do
+  echo "rdb-host ($faults), unpinned:"
+  measure env RDB_FAULTS=$faults
+  echo "rdb-host ($faults), tracer, program and host pinned to CPU $CPU:"
+  measure env RDB_FAULTS=$faults RDB_CPU="$CPU"
+done
+OTHER=$(( CPU == 0 ? 1 : 0 ))
+echo "rdb-host (auto), tracer and program on CPU $OTHER, host on CPU $CPU, no busy-wait:"
+measure env RDB_CPU="$OTHER" RDB_HOST_CPU="$CPU"
+echo "rdb-host (auto), tracer and program on CPU $OTHER, host on CPU $CPU, busy-wait 200 us:"
+measure env RDB_CPU="$OTHER" RDB_HOST_CPU="$CPU" RDB_SPIN_US=200
 echo "(stops come from the test's own ptrace loop: cont, trap, step, re-insert; the replayer's differ)"

@@ -95,7 +95,8 @@ fn timing(args: &BuildArgs, what: &str, since: std::time::Instant) {
     }
 }
 
-pub fn run(args: &BuildArgs) -> Result<()> {
+/// Builds every selected binary; returns (binary name, main binary path) of each.
+pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
     let started = std::time::Instant::now();
     let features = if args.all_features {
         Some(CargoOpt::AllFeatures)
@@ -355,13 +356,19 @@ pub fn run(args: &BuildArgs) -> Result<()> {
         }
         outputs.push((bin.name.clone(), out_bin, paths.debug_module, functions, arguments, regions.len()));
     }
+    let mut built = Vec::new();
     for (name, bin, module, functions, arguments, n) in outputs {
         term::status("Finished", format!("`{name}` with {n} debug region{}", if n == 1 { "" } else { "s" }));
-        for p in [bin, module, functions, arguments] {
-            println!("{}", p.display());
+        for p in [&bin, &module, &functions, &arguments] {
+            if args.print_paths {
+                println!("{}", p.display());
+            } else {
+                eprintln!("{:>12} {}", "", p.display());
+            }
         }
+        built.push((name, bin));
     }
-    Ok(())
+    Ok(built)
 }
 
 fn lock_stamp(shadow: &Path) -> PathBuf {

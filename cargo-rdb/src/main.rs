@@ -4,7 +4,12 @@
 //! ```text
 //! cargo rdb build [--release | --profile NAME] [-p PKG]... [--bin NAME]...
 //!                 [-F FEATURES] [--all-features] [--no-default-features] [--manifest-path PATH]
+//! cargo rdb record [BUILD OPTIONS] [-o TRACE] -- ARGS...   # build, then `rdb record` the main binary
+//! cargo rdb replay [TRACE] [BUILD OPTIONS] [--region-timeout SECS]
+//!                  # build, then `rdb replay TRACE --debug target/rdb/<profile>/<bin>`
 //! ```
+//! `record` and `replay` run `rdb` from `$RDB`, beside this executable, or
+//! from `PATH`, and exit with its status.
 //!
 //! For each binary it writes, in `target/rdb/<profile-dir>/` (`debug` for
 //! dev, `release`, or the profile's name): `<bin>` (identical to a plain
@@ -36,6 +41,7 @@ mod build;
 mod cargo;
 mod debug_package;
 mod opts;
+mod session;
 mod shadow;
 mod term;
 mod wrapper;
@@ -48,9 +54,15 @@ fn main() {
     }
     let opts::Cargo::Rdb(rdb) = opts::Cargo::parse();
     let result = match rdb.command {
-        opts::Command::Build(args) => build::run(&args),
+        opts::Command::Build(args) => build::run(&args).map(|_| 0),
+        opts::Command::Record(args) => session::record(&args),
+        opts::Command::Replay(args) => session::replay(&args),
     };
-    if let Err(e) = result {
+    let e = match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => e,
+    };
+    {
         match e.downcast_ref::<build::Reported>() {
             Some(_) => {}
             None => {

@@ -22,6 +22,35 @@ pub enum Command {
     /// Build main binaries (identical to a plain build without debug regions),
     /// debug modules and descriptors into target/rdb/<profile>/.
     Build(BuildArgs),
+    /// Build (as `cargo rdb build`), then record a run of the main binary
+    /// (identical to a plain build) with `rdb record`.
+    Record(RecordArgs),
+    /// Build (as `cargo rdb build`), then replay a trace with the debug
+    /// regions running (`rdb replay TRACE --debug target/rdb/<profile>/<bin>`).
+    Replay(ReplayArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub build: BuildArgs,
+    /// Trace directory to create (default: `rdb record`'s default).
+    #[arg(short = 'o', long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Arguments for the program.
+    #[arg(last = true)]
+    pub args: Vec<std::ffi::OsString>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ReplayArgs {
+    /// Trace directory (default: the latest recording).
+    pub trace: Option<PathBuf>,
+    #[command(flatten)]
+    pub build: BuildArgs,
+    /// Seconds one region call may run before it is stopped and reported.
+    #[arg(long, value_name = "SECS")]
+    pub region_timeout: Option<f64>,
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -56,6 +85,10 @@ pub struct BuildArgs {
     /// Use verbose output.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Print the artefact paths on stdout (on by default for `cargo rdb
+    /// build`; the other subcommands keep stdout for the program).
+    #[arg(skip = true)]
+    pub print_paths: bool,
 }
 
 impl BuildArgs {

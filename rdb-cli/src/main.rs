@@ -2,7 +2,8 @@
 //!
 //! Exit codes: the recorded program's status for `record` (128+signal if it was killed);
 //! for `replay`: 0 replay completed, 1 error (bad trace, changed file, unsupported), 3 the
-//! replay diverged from the recording, 4 the trace ends early (replayed up to its end).
+//! replay diverged from the recording, 4 the trace ends early (replayed up to its end), 5 (with
+//! `--debug`) the replay completed but some region calls did not (each reported on stderr).
 
 mod info;
 mod record;

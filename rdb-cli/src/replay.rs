@@ -3,6 +3,10 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
+use std::time::Duration;
+
+use rdb_debugger::{replay_with_regions, DebugError, DebugReplayOptions};
+use rdb_host::HostOptions;
 use rdb_runtime::{replay, NoObserver, ReplayOptions};
 
 use crate::traces;
@@ -18,6 +22,14 @@ pub struct Args {
     /// Do not re-emit the recorded output.
     #[arg(long, short)]
     quiet: bool,
+    /// Run the debug regions of this rebuilt binary (from `cargo rdb build` or `rdb-clang`; its
+    /// `.rdb.so` and descriptor files sit beside it). It must be byte-identical to the recorded
+    /// executable.
+    #[arg(long, value_name = "BINARY")]
+    debug: Option<PathBuf>,
+    /// With --debug: seconds one region call may run before it is stopped and reported.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    region_timeout: f64,
 }
 
 pub fn run(a: Args) -> Result<i32> {
@@ -27,9 +39,39 @@ pub fn run(a: Args) -> Result<i32> {
         pin_cpu: !a.no_pin && std::env::var_os("RDB_NO_PIN").is_none(),
         echo_output: !a.quiet,
     };
+    if let Some(binary) = a.debug {
+        return replay_debug(opts, binary, a.region_timeout);
+    }
     let out = replay(&opts, &mut NoObserver)?;
     if a.quiet {
         eprintln!("rdb: replayed {} events", out.events);
+    }
+    Ok(0)
+}
+
+/// Exit code of a replay that completed but some region calls did not (each was reported).
+pub const EXIT_REGION_PROBLEMS: i32 = 5;
+
+fn replay_debug(replay: ReplayOptions, binary: PathBuf, timeout: f64) -> Result<i32> {
+    let host = HostOptions {
+        timeout: Duration::try_from_secs_f64(timeout).map_err(|e| anyhow::anyhow!("--region-timeout: {e}"))?,
+        ..HostOptions::default()
+    };
+    let out = match replay_with_regions(DebugReplayOptions { replay, binary, host }) {
+        Ok(out) => out,
+        // Keep the engine's error as is so its exit code (divergence, ends early) applies.
+        Err(DebugError::Replay(e)) => return Err(e.into()),
+        Err(e) => return Err(e.into()),
+    };
+    for (region, why) in &out.regions_without_location {
+        eprintln!("rdb: warning: region {region} cannot run: {why}");
+    }
+    for region in &out.regions_never_hit {
+        eprintln!("rdb: note: region {region} was never reached in this replay");
+    }
+    if out.problems > 0 {
+        eprintln!("rdb: {} of {} region calls did not complete cleanly (see the warnings above)", out.problems, out.calls);
+        return Ok(EXIT_REGION_PROBLEMS);
     }
     Ok(0)
 }

@@ -18,6 +18,7 @@
 //! - `X.o.rdb-dwarf`: the DWARF twin (the same command plus `-g`) when the
 //!   user's flags lack full debug info; its `.text` is checked identical;
 //! - `X.o.rdb.json`: what the link step needs ([`ObjectInfo`]).
+//!
 //! Only for sources that contain debug text; other objects get nothing.
 //! Debug sources `H.rdb.c` compile (with `-fPIC`) to `H.rdb.o`.
 //!
@@ -48,6 +49,9 @@ pub enum DriverError {
     /// clang failed; it has printed its own diagnostics.
     #[error("`{command}` failed ({status})")]
     Clang { command: String, status: ExitStatus },
+    /// The user's own command failed; clang printed the diagnostics.
+    #[error("")]
+    Failed(ExitStatus),
     #[error("cannot run `{program}`: {source} (set RDB_CLANG to the clang-14 binary)")]
     Spawn { program: String, source: std::io::Error },
     #[error("{path}: {source}")]
@@ -60,13 +64,15 @@ pub enum DriverError {
     Pass(#[from] PassError),
     #[error("{0}")]
     DebugModule(String),
+    #[error("cannot compute the descriptors: {0}")]
+    Locate(String),
 }
 
 impl DriverError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            DriverError::Clang { status, .. } => status.code().unwrap_or(1),
+            DriverError::Clang { status, .. } | DriverError::Failed(status) => status.code().unwrap_or(1),
             DriverError::Usage(_) => 2,
             _ => 1,
         }
@@ -82,9 +88,24 @@ pub fn clang() -> String {
     std::env::var("RDB_CLANG").unwrap_or_else(|_| "clang-14".to_string())
 }
 
-/// The directory holding `rdb.h` in the source tree.
-pub fn include_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("include")
+/// A directory holding this rdb-clang's `rdb.h`, for plain builds of
+/// instrumented sources: the source tree's `rdb-codegen-llvm/include` when it
+/// holds the same header, else a copy written under `$XDG_CACHE_HOME` (or
+/// `~/.cache`) `/rdb-clang/<version>/include`.
+pub fn include_dir() -> Result<PathBuf, DriverError> {
+    let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    if std::fs::read_to_string(tree.join("rdb.h")).is_ok_and(|t| t == crate::RDB_H) {
+        return Ok(tree);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = cache.join("rdb-clang").join(env!("CARGO_PKG_VERSION")).join("include");
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let header = dir.join("rdb.h");
+    std::fs::write(&header, crate::RDB_H).map_err(io(&header))?;
+    Ok(dir)
 }
 
 /// Version of the sidecar format ([`ObjectInfo`]).
@@ -107,6 +128,11 @@ pub struct ObjectInfo {
     pub dwarf_twin: Option<PathBuf>,
     pub regions: Vec<RegionInfo>,
     pub debug_only: BTreeSet<String>,
+    /// Lines of the source removed by stripping (to map lines).
+    pub removed_lines: Vec<u32>,
+    /// BLAKE3 of the object this describes (`None` inside a one-step
+    /// build), so a stale description of a rebuilt object is ignored.
+    pub object_blake3: Option<String>,
 }
 
 /// One region of an [`ObjectInfo`].
@@ -142,7 +168,7 @@ struct Run {
 /// Runs rdb-clang with these arguments (without the program name).
 pub fn run(args: Vec<String>) -> Result<(), DriverError> {
     if args.iter().any(|a| a == "--print-include-dir") {
-        println!("{}", include_dir().display());
+        println!("{}", include_dir()?.display());
         return Ok(());
     }
     if args.iter().any(|a| a == "-grecord-command-line" || a == "-grecord-gcc-switches") {
@@ -160,6 +186,13 @@ pub fn run(args: Vec<String>) -> Result<(), DriverError> {
         Mode::Compile => run.compile(),
         Mode::Link => run.link(),
     };
+    if let Err(e) = &result {
+        if !matches!(e, DriverError::Failed(_)) {
+            // Like a failed compiler: no output is left for a build system
+            // to take as up to date.
+            run.remove_outputs();
+        }
+    }
     if std::env::var_os("RDB_KEEP_TEMPS").is_some() {
         let kept = run.tmp.keep();
         eprintln!("rdb-clang: temporary files kept in {}", kept.display());
@@ -169,6 +202,14 @@ pub fn run(args: Vec<String>) -> Result<(), DriverError> {
 
 fn command_line(program: &str, args: &[String]) -> String {
     std::iter::once(program).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
+}
+
+/// The user's own command failed: clang has said why.
+fn quiet(e: DriverError) -> DriverError {
+    match e {
+        DriverError::Clang { status, .. } => DriverError::Failed(status),
+        e => e,
+    }
 }
 
 fn run_clang(args: &[String]) -> Result<(), DriverError> {
@@ -183,7 +224,59 @@ fn run_clang(args: &[String]) -> Result<(), DriverError> {
     Ok(())
 }
 
+/// A clang running in the background.
+struct Job {
+    child: std::process::Child,
+    args: Vec<String>,
+}
+
+impl Job {
+    fn spawn(args: Vec<String>) -> Result<Job, DriverError> {
+        let program = clang();
+        let child = Process::new(&program).args(&args).spawn().map_err(|source| DriverError::Spawn { program, source })?;
+        Ok(Job { child, args })
+    }
+
+    fn wait(mut self) -> Result<(), DriverError> {
+        let status = self.child.wait().map_err(|source| DriverError::Spawn { program: clang(), source })?;
+        if !status.success() {
+            return Err(DriverError::Clang { command: command_line(&clang(), &self.args), status });
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        // A job dropped before `wait` (another compile failed) is stopped.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 impl Run {
+    fn remove_outputs(&self) {
+        let mut outputs = Vec::new();
+        match self.cmd.mode {
+            Mode::Compile => outputs.extend(self.cmd.sources.iter().map(|s| self.object_of(&s.path))),
+            Mode::Link => outputs.push(self.cmd.output.as_ref().map(|(_, p)| p.clone()).unwrap_or_else(|| "a.out".into())),
+            Mode::Other => {}
+        }
+        for o in outputs {
+            let _ = std::fs::remove_file(&o);
+            let (json, bc, twin) = sidecars(&o);
+            for f in [json, bc, twin] {
+                let _ = std::fs::remove_file(f);
+            }
+            let paths = rdb_descriptors::artefact_paths(&o);
+            for f in [paths.debug_module, paths.functions, paths.arguments] {
+                let _ = std::fs::remove_file(f);
+            }
+        }
+    }
+
     fn abs(&self, p: &Path) -> PathBuf {
         if p.is_absolute() {
             p.to_path_buf()
@@ -245,11 +338,17 @@ impl Run {
         }
     }
 
-    /// The user's command without debug inputs, on stripped sources.
+    /// The user's command without debug inputs, on stripped sources. When
+    /// it fails, clang has said why: rdb-clang exits with its status and
+    /// adds nothing, as clang itself would.
     fn clang_main(&self) -> Result<(), DriverError> {
+        run_clang(&self.main_args()).map_err(quiet)
+    }
+
+    fn main_args(&self) -> Vec<String> {
         let mut args = self.cmd.without(&self.cmd.debug_inputs());
         args.extend(self.overlay_args());
-        run_clang(&args)
+        args
     }
 
     fn object_of(&self, source: &Path) -> PathBuf {
@@ -261,6 +360,10 @@ impl Run {
 
     /// The instrumented compile of one source to LLVM IR.
     fn instrumented_ir(&self, source: &Path, out: &Path) -> Result<(), DriverError> {
+        run_clang(&self.ir_args(source, out))
+    }
+
+    fn ir_args(&self, source: &Path, out: &Path) -> Vec<String> {
         let mut args = self.cmd.compile_flags();
         args.extend(
             [
@@ -281,12 +384,12 @@ impl Run {
         args.push(source.display().to_string());
         args.push("-o".into());
         args.push(out.display().to_string());
-        run_clang(&args)
+        args
     }
 
     /// The DWARF twin of one compile: the user's command for this source
     /// only, with `-g` added and the output renamed.
-    fn twin_compile(&self, input: &Input, out: &Path) -> Result<(), DriverError> {
+    fn twin_args(&self, input: &Input, out: &Path) -> Vec<String> {
         let others: Vec<usize> = self
             .cmd
             .sources
@@ -302,17 +405,20 @@ impl Run {
                 remove.push(i + 1);
             }
         }
-        let mut args: Vec<String> = self
-            .cmd
-            .args
-            .iter()
-            .enumerate()
-            .filter(|(i, a)| !remove.contains(i) && !matches!(a.as_str(), "-MD" | "-MMD"))
-            .map(|(_, a)| a.clone())
-            .collect();
+        // Dependency output belongs to the user's compile only.
+        for (i, a) in self.cmd.args.iter().enumerate() {
+            if matches!(a.as_str(), "-MD" | "-MMD" | "-MP" | "-MG") || a.starts_with("-MF") || a.starts_with("-MT") || a.starts_with("-MQ") {
+                remove.push(i);
+                if matches!(a.as_str(), "-MF" | "-MT" | "-MQ") {
+                    remove.push(i + 1);
+                }
+            }
+        }
+        let args: Vec<String> = self.cmd.without(&remove);
+        let mut args = args;
         args.extend(["-g".to_string(), "-o".to_string(), out.display().to_string()]);
         args.extend(self.overlay_args());
-        run_clang(&args)
+        args
     }
 
     /// Debug sources compile to objects (`-fPIC`) for the debug module.
@@ -333,9 +439,16 @@ impl Run {
     /// before anything is written at the user's output paths: a bad region
     /// fails the command like a compile error.
     fn check_sources(&self) -> Result<(), DriverError> {
+        for (input, _) in &self.analyses {
+            self.instrumented_ir(&input.path, &self.ir_path(input))?;
+        }
+        self.check_regions()
+    }
+
+    /// Runs the pass on every compiled IR file to check its regions.
+    fn check_regions(&self) -> Result<(), DriverError> {
         for (input, analysis) in &self.analyses {
             let ir = self.ir_path(input);
-            self.instrumented_ir(&input.path, &ir)?;
             // The link step outlines again, knowing every program symbol.
             let specs: Vec<RegionSpec> = analysis
                 .regions
@@ -367,8 +480,10 @@ impl Run {
         let dwarf_twin = if self.cmd.full_debug_info || twin_dir.is_some() {
             None
         } else {
-            self.twin_compile(input, &twin)?;
-            check_same_code(object, &twin)?;
+            // Compiled beside the main compile (see `compile`).
+            let built = self.twin_path(input);
+            check_same_code(object, &built)?;
+            std::fs::rename(&built, &twin).or_else(|_| std::fs::copy(&built, &twin).map(|_| ())).map_err(io(&twin))?;
             Some(twin)
         };
         let info = ObjectInfo {
@@ -384,20 +499,63 @@ impl Run {
                 .map(|r| RegionInfo { begin: pos(r.begin), end: pos(r.end), anchor: pos(r.anchor), identifiers: r.identifiers.clone() })
                 .collect(),
             debug_only: analysis.debug_only.clone(),
+            removed_lines: analysis.removed_lines.clone(),
+            object_blake3: match twin_dir {
+                None => Some(blake3::hash(&std::fs::read(object).map_err(io(object))?).to_hex().to_string()),
+                Some(_) => None,
+            },
         };
         let text = serde_json::to_string_pretty(&info).expect("sidecar serialises");
         std::fs::write(&json, text).map_err(io(&json))?;
         Ok(info)
     }
 
+    fn twin_path(&self, input: &Input) -> PathBuf {
+        self.tmp.path().join(format!("twin-{}.o", input.index))
+    }
+
+    /// The user's compile, the instrumented IR and the DWARF twin run side
+    /// by side; regions are checked once the IR is there (a bad region then
+    /// removes the outputs, see `run`).
     fn compile(&self) -> Result<(), DriverError> {
-        self.check_sources()?;
-        if !self.cmd.sources.is_empty() || !self.cmd.objects.is_empty() {
-            self.clang_main()?;
+        let main = if !self.cmd.sources.is_empty() || !self.cmd.objects.is_empty() {
+            Some(Job::spawn(self.main_args())?)
+        } else {
+            None
+        };
+        let mut ir = Vec::new();
+        let mut twins = Vec::new();
+        for (input, _) in &self.analyses {
+            ir.push(Job::spawn(self.ir_args(&input.path, &self.ir_path(input)))?);
+            if !self.cmd.full_debug_info {
+                twins.push(Job::spawn(self.twin_args(input, &self.twin_path(input)))?);
+            }
         }
-        for (input, analysis) in &self.analyses {
+        if let Some(main) = main {
+            main.wait().map_err(quiet)?;
+        }
+        for job in ir {
+            job.wait()?;
+        }
+        self.check_regions()?;
+        for job in twins {
+            job.wait()?;
+        }
+        for input in &self.cmd.sources {
             let object = self.object_of(&input.path);
-            self.rdb_object(input, analysis, &object, None)?;
+            match self.analyses.iter().find(|(i, _)| i.index == input.index) {
+                Some((_, analysis)) => {
+                    self.rdb_object(input, analysis, &object, None)?;
+                }
+                None => {
+                    // No debug text (any more): drop descriptions left by an
+                    // earlier build of this object.
+                    let (json, bc, twin) = sidecars(&object);
+                    for f in [json, bc, twin] {
+                        let _ = std::fs::remove_file(f);
+                    }
+                }
+            }
         }
         for input in &self.cmd.debug_sources {
             let name = input.path.file_name().unwrap_or_default().to_string_lossy();
@@ -420,7 +578,9 @@ impl Run {
         // Objects built in this step (one-step compile+link) and given ones.
         let mut infos: Vec<ObjectInfo> = Vec::new();
         let mut any_twin = false;
-        for input in self.cmd.sources.iter().chain(&self.cmd.objects) {
+        let mut inputs: Vec<&Input> = self.cmd.sources.iter().chain(&self.cmd.objects).collect();
+        inputs.sort_by_key(|i| i.index); // region ids follow the command line
+        for input in inputs {
             if let Some((_, analysis)) = self.analyses.iter().find(|(i, _)| i.index == input.index) {
                 let info = self.rdb_object(input, analysis, Path::new(""), Some(self.tmp.path()))?;
                 any_twin |= !self.cmd.full_debug_info;
@@ -429,6 +589,14 @@ impl Run {
                 let (json, _, _) = sidecars(&input.path);
                 if json.exists() {
                     let info = load_object_info(&json)?;
+                    let current = std::fs::read(&input.path).map(|d| blake3::hash(&d).to_hex().to_string()).ok();
+                    if info.object_blake3.is_some() && info.object_blake3 != current {
+                        eprintln!(
+                            "rdb-clang: warning: {} changed since rdb-clang compiled it (rebuilt by another compiler?); its debug regions are left out",
+                            input.path.display()
+                        );
+                        continue;
+                    }
                     any_twin |= info.dwarf_twin.is_some();
                     infos.push(info);
                 }
@@ -448,6 +616,7 @@ impl Run {
         let mut outlined_bc = Vec::new();
         let mut next_id = 1u32;
         let mut sites = Vec::new();
+        let mut brace_anchors = Vec::new();
         for (n, info) in infos.iter().enumerate() {
             let specs: Vec<RegionSpec> = info
                 .regions
@@ -465,14 +634,28 @@ impl Run {
             };
             let outlined = outline_file(&info.bitcode, &out, &input)?;
             for o in outlined {
-                let r = &info.regions[(o.id - specs[0].id) as usize];
-                sites.push((info.clone(), r.clone(), o));
+                let mut r = info.regions[(o.id - specs[0].id) as usize].clone();
+                brace_anchors.push(r.anchor);
+                // A region ending its block runs before whatever executes
+                // next (a loop's step, the code after an `if`): anchor there.
+                if let Some((line, column)) = o.continues_at {
+                    let text = std::fs::read_to_string(&info.source_abs).unwrap_or_default();
+                    let at_brace = text
+                        .lines()
+                        .nth(crate::source::instrumented_line(&info.removed_lines, r.anchor.0) as usize - 1)
+                        .and_then(|l| l.chars().nth(r.anchor.1 as usize - 1))
+                        == Some('}');
+                    if at_brace && !info.removed_lines.contains(&line) {
+                        r.anchor = (crate::source::stripped_line(&info.removed_lines, line), column);
+                    }
+                }
+                sites.push((info.clone(), r, o));
             }
             outlined_bc.push(out);
         }
         let paths = rdb_descriptors::artefact_paths(&prog);
         self.debug_module(&outlined_bc, &paths.debug_module, &program_symbols)?;
-        crate::descriptors::write(&prog, &dwarf_binary, &paths, &sites)?;
+        crate::descriptors::write(&prog, &dwarf_binary, &paths, &sites, &brace_anchors)?;
         Ok(())
     }
 
@@ -594,6 +777,15 @@ pub fn check_same_code(main: &Path, twin: &Path) -> Result<(), DriverError> {
     let mismatch = |section: &str| DriverError::TwinMismatch { main: main.into(), twin: twin.into(), section: section.into() };
     for s in fa.sections() {
         let name = s.name().unwrap_or("").to_string();
+        // Every loaded section sits at the same address with the same size
+        // (the twin only adds non-loaded .debug_* sections) ...
+        if s.address() != 0 {
+            match fb.section_by_name(&name) {
+                Some(t) if t.address() == s.address() && t.size() == s.size() => {}
+                _ => return Err(mismatch(&name)),
+            }
+        }
+        // ... and code is byte-identical, relocations included.
         let code = s.kind() == SectionKind::Text || name.starts_with(".text");
         if !code {
             continue;

@@ -40,7 +40,10 @@
 use crate::source::DEBUG_PREFIX;
 use inkwell::context::Context;
 use inkwell::llvm_sys::core::*;
-use inkwell::llvm_sys::debuginfo::LLVMStripModuleDebugInfo;
+use inkwell::llvm_sys::debuginfo::{
+    LLVMDILocationGetColumn, LLVMDILocationGetInlinedAt, LLVMDILocationGetLine, LLVMInstructionGetDebugLoc,
+    LLVMStripModuleDebugInfo,
+};
 use inkwell::llvm_sys::prelude::*;
 use inkwell::llvm_sys::{LLVMOpcode, LLVMLinkage};
 use inkwell::module::Module;
@@ -87,6 +90,12 @@ pub struct OutlinedRegion {
     pub entry: String,
     /// Arguments in `argv` order.
     pub arguments: Vec<OutlinedArgument>,
+    /// Where the program continues after the region (line, column in the
+    /// instrumented source): the debug location of the first instruction
+    /// executed after `rdb_end`, following unconditional branches. For a
+    /// region that ends a loop body this is the loop's step or condition,
+    /// which the closing brace itself does not name.
+    pub continues_at: Option<(u32, u32)>,
 }
 
 /// One argument of a debug function.
@@ -96,6 +105,8 @@ pub struct OutlinedArgument {
     pub name: String,
     /// A local of the enclosing function (true) or a static/function (false).
     pub local: bool,
+    /// A program function (called through its address).
+    pub function: bool,
 }
 
 /// Why outlining failed.
@@ -140,6 +151,8 @@ struct Marker {
     call: LLVMValueRef,
     function: LLVMValueRef,
 }
+
+type MarkersByLine = HashMap<u32, Marker>;
 
 struct Outliner<'a> {
     m: LLVMModuleRef,
@@ -285,13 +298,21 @@ impl<'a> Outliner<'a> {
             // String literals and other anonymous constants: copied.
             return Use::Keep;
         }
-        if LLVMIsDeclaration(g) != 0 && !self.input.program_symbols.contains(&n) {
+        let in_program = self.input.program_symbols.contains(&n);
+        if LLVMIsDeclaration(g) != 0 && !in_program {
             return Use::Keep; // the C library (the debug module's own)
+        }
+        if !in_program && !self.input.program_symbols.is_empty() {
+            // Defined here but absent from the main binary (unused once the
+            // debug code is stripped, or inlined everywhere): the program
+            // never touched it, so a copy is exact.
+            return Use::Keep;
         }
         Use::Argument
     }
 
-    unsafe fn markers(&self) -> Result<(HashMap<u32, Marker>, HashMap<u32, Marker>), PassError> {
+    /// The `__rdb_begin` and `__rdb_end` calls, by marker line.
+    unsafe fn markers(&self) -> Result<(MarkersByLine, MarkersByLine), PassError> {
         let (mut begins, mut ends) = (HashMap::new(), HashMap::new());
         for f in functions(self.m) {
             for bb in blocks(f) {
@@ -343,16 +364,18 @@ impl<'a> Outliner<'a> {
             }
             let blocks = self.region_blocks(r, b, e)?;
             let locals = self.region_locals(b.function, &blocks, b.call, e.call);
-            plans.push((r.clone(), b.call, e.call, b.function, locals));
+            plans.push((r.clone(), b.call, e.call, b.function, locals, continues_at(e.call)));
         }
         LLVMStripModuleDebugInfo(self.m);
         // Phase 2: outline. Blocks are walked again: outlining an earlier
         // region of the same function splits blocks.
         let mut out = Vec::new();
-        for (r, bcall, ecall, f, locals) in plans {
+        for (r, bcall, ecall, f, locals, next) in plans {
             let (b, e) = (Marker { call: bcall, function: f }, Marker { call: ecall, function: f });
             let blocks = self.region_blocks(&r, &b, &e)?;
-            out.push(self.outline(&r, bcall, ecall, f, &blocks, &locals)?);
+            let mut o = self.outline(&r, bcall, ecall, f, &blocks, &locals)?;
+            o.continues_at = next;
+            out.push(o);
         }
         self.sweep()?;
         Ok(out)
@@ -369,7 +392,7 @@ impl<'a> Outliner<'a> {
         let in_range = |l: u32| l == 0 || (l >= r.begin_line && l <= r.end_line);
         let escape = |jump: Option<LLVMValueRef>| -> PassError {
             let (line, col) = match jump {
-                Some(j) => (LLVMGetDebugLocLine(j), LLVMGetDebugLocColumn(j)),
+                Some(j) => source_position(j),
                 None => (r.begin_line, 1),
             };
             self.at(
@@ -394,7 +417,7 @@ impl<'a> Outliner<'a> {
                     stop = true;
                     break;
                 }
-                if i == b.call || !LLVMIsAReturnInst(i).is_null() || !in_range(LLVMGetDebugLocLine(i)) {
+                if i == b.call || !LLVMIsAReturnInst(i).is_null() || !in_range(source_position(i).0) {
                     return Err(escape(from.get(&bb).copied()));
                 }
             }
@@ -445,9 +468,12 @@ impl<'a> Outliner<'a> {
             let n = name(i);
             let users = uses(i);
             let all_inside = !users.is_empty() && users.iter().all(|u| inside.contains(u));
+            // Variables have a dbg.declare (the IR is compiled with -g);
+            // allocas without one are compiler temporaries (VLA stack saves,
+            // aggregate copies), which belong to whoever uses them.
             let local = match declared.get(&n) {
                 Some(&inside) => inside && !n.is_empty(),
-                None => all_inside,
+                None => all_inside || users.iter().any(|u| inside.contains(u)),
             };
             if local {
                 out.insert(i);
@@ -487,10 +513,15 @@ impl<'a> Outliner<'a> {
             let a = LLVMGetParam(nf, k as u32);
             let n = name(p);
             let local = !LLVMIsAAllocaInst(p).is_null();
-            let shown = if local { source_name(n.strip_suffix(".addr").unwrap_or(&n), &r.identifiers) } else { n.clone() };
+            let shown = if local {
+                source_name(n.strip_suffix(".addr").unwrap_or(&n), &r.identifiers)
+            } else {
+                // A function's static `calls` is the global `step.calls`.
+                n.rsplit('.').next().unwrap_or(&n).to_string()
+            };
             LLVMSetValueName2(a, shown.as_ptr() as _, shown.len());
             map.insert(p, a);
-            arguments.push(OutlinedArgument { name: shown, local });
+            arguments.push(OutlinedArgument { name: shown, local, function: !LLVMIsAFunction(p).is_null() });
         }
         let entry = LLVMAppendBasicBlockInContext(self.ctx, nf, c"entry".as_ptr());
         LLVMPositionBuilderAtEnd(self.b, entry);
@@ -507,9 +538,7 @@ impl<'a> Outliner<'a> {
         let head = LLVMAppendBasicBlockInContext(self.ctx, f, c"rdb.head".as_ptr());
         for i in instructions(start) {
             let last = i == bcall;
-            LLVMInstructionRemoveFromParent(i);
-            LLVMPositionBuilderAtEnd(self.b, head);
-            LLVMInsertIntoBuilder(self.b, i);
+            move_to_end(self.b, i, head);
             if last {
                 break;
             }
@@ -522,9 +551,7 @@ impl<'a> Outliner<'a> {
                 continue;
             }
             if after {
-                LLVMInstructionRemoveFromParent(i);
-                LLVMPositionBuilderAtEnd(self.b, tail);
-                LLVMInsertIntoBuilder(self.b, i);
+                move_to_end(self.b, i, tail);
             }
         }
         LLVMReplaceAllUsesWith(ecall, LLVMGetUndef(LLVMTypeOf(ecall)));
@@ -572,7 +599,7 @@ impl<'a> Outliner<'a> {
         }
         LLVMBuildCall2(self.b, fn_ty, nf, call_args.as_mut_ptr(), call_args.len() as u32, c"".as_ptr());
         LLVMBuildRetVoid(self.b);
-        Ok(OutlinedRegion { id: r.id, function: name(f), debug_function: fname, entry: ename, arguments })
+        Ok(OutlinedRegion { id: r.id, function: name(f), debug_function: fname, entry: ename, arguments, continues_at: None })
     }
 
     unsafe fn collect(
@@ -666,6 +693,21 @@ impl<'a> Outliner<'a> {
             | LLVMOpcode::LLVMTrunc
             | LLVMOpcode::LLVMZExt
             | LLVMOpcode::LLVMSExt => LLVMBuildCast(self.b, op, ops[0], LLVMTypeOf(c), c"".as_ptr()),
+            LLVMOpcode::LLVMICmp => LLVMBuildICmp(self.b, LLVMGetICmpPredicate(c), ops[0], ops[1], c"".as_ptr()),
+            LLVMOpcode::LLVMSelect => LLVMBuildSelect(self.b, ops[0], ops[1], ops[2], c"".as_ptr()),
+            LLVMOpcode::LLVMAdd
+            | LLVMOpcode::LLVMSub
+            | LLVMOpcode::LLVMMul
+            | LLVMOpcode::LLVMAnd
+            | LLVMOpcode::LLVMOr
+            | LLVMOpcode::LLVMXor
+            | LLVMOpcode::LLVMShl
+            | LLVMOpcode::LLVMLShr
+            | LLVMOpcode::LLVMAShr
+            | LLVMOpcode::LLVMUDiv
+            | LLVMOpcode::LLVMSDiv
+            | LLVMOpcode::LLVMURem
+            | LLVMOpcode::LLVMSRem => LLVMBuildBinOp(self.b, op, ops[0], ops[1], c"".as_ptr()),
             _ => {
                 return Err(self.at(r.begin_line, 1, &format!("unsupported constant expression ({op:?}) on a program global in the debug region"), "assign the value to a variable in the region first"));
             }
@@ -690,7 +732,8 @@ impl<'a> Outliner<'a> {
             }
         }
         while let Some(v) = stack.pop() {
-            let root = why[&v];
+            // The function or global whose body/initializer refers to `o`.
+            let owner = if LLVMIsAGlobalValue(v).is_null() { why[&v] } else { v };
             let mut operands = Vec::new();
             if !LLVMIsAFunction(v).is_null() {
                 for bb in blocks(v) {
@@ -715,22 +758,26 @@ impl<'a> Outliner<'a> {
                     continue;
                 }
                 if !LLVMIsAGlobalValue(o).is_null() {
-                    let rn = name(root);
-                    if !(rn.starts_with("__rdb_func_") || rn.starts_with("__rdb_entry_")) && self.classify_global(o) == Use::Argument {
+                    let on = name(owner);
+                    if !(on.starts_with("__rdb_func_") || on.starts_with("__rdb_entry_")) && self.classify_global(o) == Use::Argument {
+                        let what = if self.is_debug_only(&on) {
+                            format!("debug-only `{on}`")
+                        } else {
+                            format!("`{on}` (copied into the debug module: the main binary has no `{on}`)")
+                        };
                         return Err(PassError::Region(format!(
-                            "{}: error: debug-only `{}` uses the program's `{}` directly\n  = help: debug-only functions and globals cannot refer to program objects; pass `{}` (or its address) from a debug region as a parameter",
+                            "{}: error: {what} uses the program's `{}` directly\n  = help: debug-only functions and globals cannot refer to program objects; pass `{}` (or its address) from a debug region as a parameter",
                             self.input.file.display(),
-                            rn,
                             name(o),
                             name(o)
                         )));
                     }
                     keep.insert(o);
-                    why.insert(o, root);
+                    why.insert(o, owner);
                     stack.push(o);
                 } else if !LLVMIsAConstant(o).is_null() && LLVMGetNumOperands(o) > 0 {
                     keep.insert(o);
-                    why.insert(o, root);
+                    why.insert(o, owner);
                     stack.push(o);
                 }
             }
@@ -813,5 +860,54 @@ fn source_name(ir: &str, identifiers: &BTreeSet<String>) -> String {
             Some(shorter) if !shorter.is_empty() => candidate = shorter,
             _ => return ir.to_string(),
         }
+    }
+}
+
+/// The debug location of the first instruction executed after `ecall`
+/// (skipping unconditional branches and debug intrinsics).
+unsafe fn continues_at(ecall: LLVMValueRef) -> Option<(u32, u32)> {
+    let mut i = LLVMGetNextInstruction(ecall);
+    for _ in 0..64 {
+        if i.is_null() {
+            return None;
+        }
+        let unconditional_br = !LLVMIsABranchInst(i).is_null() && LLVMIsConditional(i) == 0;
+        if unconditional_br {
+            let target = LLVMGetSuccessor(i, 0);
+            i = LLVMGetFirstInstruction(target);
+            continue;
+        }
+        let debug_intrinsic = callee_name(i).is_some_and(|n| n.starts_with("llvm.dbg."));
+        let (line, column) = source_position(i);
+        if !debug_intrinsic && line != 0 {
+            return Some((line, column));
+        }
+        i = LLVMGetNextInstruction(i);
+    }
+    None
+}
+
+/// Moves an instruction to the end of `block`, keeping its name (inserting
+/// through a builder would rename it).
+unsafe fn move_to_end(b: LLVMBuilderRef, i: LLVMValueRef, block: LLVMBasicBlockRef) {
+    let n = cstr(&name(i));
+    LLVMInstructionRemoveFromParent(i);
+    LLVMPositionBuilderAtEnd(b, block);
+    LLVMInsertIntoBuilderWithName(b, i, n.as_ptr());
+}
+
+/// An instruction's position in the compiled file: for code inlined from
+/// elsewhere (always_inline functions of a header), the call site's.
+unsafe fn source_position(i: LLVMValueRef) -> (u32, u32) {
+    let mut loc = LLVMInstructionGetDebugLoc(i);
+    if loc.is_null() {
+        return (0, 0);
+    }
+    loop {
+        let outer = LLVMDILocationGetInlinedAt(loc);
+        if outer.is_null() {
+            return (LLVMDILocationGetLine(loc), LLVMDILocationGetColumn(loc));
+        }
+        loc = outer;
     }
 }

@@ -79,6 +79,24 @@ pub struct Analysis {
     pub stripped: String,
     /// Whether anything was removed (if not, the file is compiled as is).
     pub instrumented: bool,
+    /// The removed lines (1-based, ascending).
+    pub removed_lines: Vec<u32>,
+}
+
+/// The instrumented-source line of a stripped-source line.
+pub fn instrumented_line(removed_lines: &[u32], stripped: u32) -> u32 {
+    let mut line = stripped;
+    for &r in removed_lines {
+        if r <= line {
+            line += 1;
+        }
+    }
+    line
+}
+
+/// The stripped-source line of a kept instrumented-source line.
+pub fn stripped_line(removed_lines: &[u32], line: u32) -> u32 {
+    line - removed_lines.partition_point(|&l| l < line) as u32
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -515,7 +533,7 @@ pub fn analyse(file: &Path, text: &str) -> Result<Analysis, Vec<Diagnostic>> {
         let identifiers = tokens[b + 1..end_marker].iter().filter(|t| t.kind == Kind::Ident).map(|t| tok(t).to_string()).collect();
         regions.push(Region { begin: tokens[b].pos, end: tokens[end_marker].pos, anchor, identifiers });
     }
-    Ok(Analysis { file: file.to_path_buf(), instrumented: !removed_lines.is_empty(), regions, debug_only, stripped })
+    Ok(Analysis { file: file.to_path_buf(), instrumented: !removed_lines.is_empty(), removed_lines: removed_lines.iter().copied().collect(), regions, debug_only, stripped })
 }
 
 /// The line a token's last character is on.
@@ -578,6 +596,17 @@ mod tests {
         assert_eq!(a.regions[0].end, Pos { line: 12, column: 3 });
         assert_eq!(a.regions[0].anchor, Pos { line: 4, column: 3 });
         assert_eq!(a.debug_only.iter().cloned().collect::<Vec<_>>(), ["__rdb_dump", "__rdb_last", "seen"]);
+    }
+
+    #[test]
+    fn line_maps_round_trip() {
+        let removed = [2, 3, 7];
+        for stripped in 1..10 {
+            let l = instrumented_line(&removed, stripped);
+            assert!(!removed.contains(&l));
+            assert_eq!(stripped_line(&removed, l), stripped);
+        }
+        assert_eq!(instrumented_line(&removed, 2), 4);
     }
 
     #[test]

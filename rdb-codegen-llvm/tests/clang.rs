@@ -120,8 +120,10 @@ fn plain_sources_are_the_stripped_instrumented_ones() {
 #[test]
 fn instrumented_sources_build_with_plain_clang() {
     let tmp = tempfile::tempdir().unwrap();
-    let inc = repo().join("rdb-codegen-llvm/include");
-    let inc = inc.to_str().unwrap();
+    let out = run(tmp.path(), rdb_clang(), &["--print-include-dir"]);
+    let inc = String::from_utf8(out.stdout).unwrap();
+    let inc = inc.trim_end();
+    assert!(Path::new(inc).join("rdb.h").exists());
     for (app, file) in [("list", "list.c"), ("minibc", "minibc.c")] {
         let src = repo().join("sample-apps/c").join(app).join("instrumented").join(file);
         run(tmp.path(), "clang-14", &["-Wall", "-Werror", "-Wno-unused-variable", "-I", inc, "-c", src.to_str().unwrap(), "-o", "x.o"]);
@@ -239,4 +241,194 @@ fn lua_with_a_region_in_its_hot_loop_is_identical() {
     build("clang-14");
     same(&saved.join("lvm.o"), &dir.join("lvm.o"));
     same(&saved.join("lua"), &dir.join("lua"));
+}
+
+/// Descriptors of the list app at -O0: the region runs right after
+/// `insert(value)` returns (the loop's step follows the region, which ends
+/// the loop body), `value` is in main's frame, `head` and `list_len` by symbol.
+#[test]
+fn list_descriptors_at_o0_point_after_the_insert_call() {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&repo().join("sample-apps/c/list/instrumented"), dir);
+    run(dir, rdb_clang(), &["-O0", "-g", "list.c", "dump.rdb.c", "-o", "list"]);
+    let funcs = rdb_descriptors::load_functions(&dir.join("list.rdb-functions.json")).unwrap();
+    let args = rdb_descriptors::load_arguments(&dir.join("list.rdb-arguments.json")).unwrap();
+    let f = &funcs.functions[0];
+    assert_eq!(f.entry, rdb_descriptors::DebugEntry::Symbol { name: "__rdb_entry_1".into() });
+    assert_eq!((f.function.name.as_str(), f.locations.len()), ("main", 1));
+    let at = f.locations[0].address;
+    let data = std::fs::read(dir.join("list")).unwrap();
+    let elf = object::File::parse(&*data).unwrap();
+    let text = elf.section_by_name(".text").unwrap();
+    let code = text.data().unwrap();
+    let call = (at - 5 - text.address()) as usize;
+    assert_eq!(code[call], 0xe8, "the instruction before the region is a call");
+    let rel = i32::from_le_bytes(code[call + 1..call + 5].try_into().unwrap());
+    let insert = elf.symbols().find(|s| s.name() == Ok("insert")).unwrap().address();
+    assert_eq!((at as i64 + rel as i64) as u64, insert, "it calls insert");
+    let list_len = elf.symbols().find(|s| s.name() == Ok("list_len")).unwrap().address();
+    let by_name = |n: &str| args.arguments.iter().find(|a| a.name == n).unwrap().locations[0].location.clone();
+    use rdb_descriptors::Location;
+    assert!(matches!(by_name("head"), Location::Symbol { symbol, .. } if symbol == "head"));
+    assert!(matches!(by_name("list_len"), Location::Symbol { address, .. } if address == list_len));
+    assert!(matches!(by_name("value"), Location::Stack { base, .. } if base.dwarf == 6));
+    assert_eq!(args.arguments.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["head", "list_len", "value"]);
+}
+
+/// Several regions in one function: at its start, two in a row, one in an
+/// `if` with its own loop and array; a function-static and a struct local.
+#[test]
+fn several_regions_in_one_function() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::copy(repo().join("rdb-codegen-llvm/tests/data/regions.c"), dir.join("m.c")).unwrap();
+    run(dir, rdb_clang(), &["-O0", "-g", "m.c", "-o", "m"]);
+    let out = run(dir, "./m", &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n", "the program prints no debug output");
+    let args = rdb_descriptors::load_arguments(&dir.join("m.rdb-arguments.json")).unwrap();
+    let shown: Vec<String> = args
+        .arguments
+        .iter()
+        .map(|a| format!("{} {} {:?} {}", a.region, a.name, a.kind, a.type_name))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "2 k Local int",
+            "2 calls Static int",
+            "2 p Local struct point",
+            "3 total Static int",
+            "4 k Local int",
+            "4 total Static int",
+            "4 calls Static int"
+        ]
+    );
+    assert!(args.arguments.iter().all(|a| a.locations.iter().all(|l| l.location != rdb_descriptors::Location::OptimizedOut)));
+    let funcs = rdb_descriptors::load_functions(&dir.join("m.rdb-functions.json")).unwrap();
+    assert_eq!(funcs.functions.len(), 4);
+    assert!(funcs.functions.iter().all(|f| f.locations.len() == 1 && f.function.name == "step"));
+    let harness = repo().join("rdb-codegen-llvm/tests/data/call_regions.c");
+    run(dir, "clang-14", &[harness.to_str().unwrap(), "-ldl", "-o", "call_regions"]);
+    let out = run(dir, "./call_regions", &[dir.join("m.rdb.so").to_str().unwrap()]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "rdb: step 3 calls 7 p=(3,6)\nrdb: total 12 seen 2\nrdb: arr[0]=3\nrdb: arr[1]=12\nrdb: arr[2]=7\n"
+    );
+}
+
+/// Build systems' dependency files come out as clang-14 writes them, and
+/// rdb-clang's extra compiles add no warnings.
+#[test]
+fn dependency_files_are_those_of_clang() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&repo().join("sample-apps/c/list/instrumented"), dir);
+    let out = run(dir, rdb_clang(), &["-O2", "-MD", "-MF", "list.d", "-c", "list.c", "-o", "list.o"]);
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    std::fs::rename(dir.join("list.d"), dir.join("rdb.d")).unwrap();
+    std::fs::copy(repo().join("sample-apps/c/list/plain/list.c"), dir.join("list.c")).unwrap();
+    run(dir, "clang-14", &["-O2", "-MD", "-MF", "list.d", "-c", "list.c", "-o", "list.o"]);
+    same(&dir.join("rdb.d"), &dir.join("list.d"));
+}
+
+/// A region in one translation unit using a function and a global defined in
+/// another: both become arguments located by symbol at link time. A debug
+/// source naming a program global fails the link and leaves no output.
+#[test]
+fn program_objects_of_other_translation_units() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&repo().join("rdb-codegen-llvm/tests/data/two"), dir);
+    run(dir, rdb_clang(), &["-O0", "-g", "-c", "a.c", "-o", "a.o"]);
+    run(dir, rdb_clang(), &["-O0", "-g", "-c", "b.c", "-o", "b.o"]);
+    run(dir, rdb_clang(), &["a.o", "b.o", "-o", "two"]);
+    let args = rdb_descriptors::load_arguments(&dir.join("two.rdb-arguments.json")).unwrap();
+    let shown: Vec<String> = args.arguments.iter().map(|a| format!("{} {:?} {:?}", a.name, a.kind, a.locations[0].location)).collect();
+    assert_eq!(shown.len(), 3);
+    assert!(shown[0].starts_with("helper Static Symbol { symbol: \"helper\""), "{shown:?}");
+    assert!(shown[1].starts_with("shared Static Symbol { symbol: \"shared\""), "{shown:?}");
+    assert!(shown[2].starts_with("v Local Stack"), "{shown:?}");
+    let out = Command::new(rdb_clang()).args(["a.o", "b.o", "bad.rdb.c", "-o", "bad"]).current_dir(dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("debug-only code refers to program symbols by name: shared"));
+    assert!(!dir.join("bad").exists() && !dir.join("bad.rdb.so").exists());
+}
+
+/// A region full of C constructs (switch, VLA, struct returns, `?:`, `&&`,
+/// function pointers, constant expressions on globals, a debug-only static
+/// with RDB_DEBUG_ONLY). At -O2 the static `make` is inlined away and
+/// `names` is unused once stripped: both are copied into the debug module
+/// instead of passed.
+#[test]
+fn constructs_outline_at_o0_and_o2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::copy(repo().join("rdb-codegen-llvm/tests/data/constructs.c"), dir.join("s.c")).unwrap();
+    for (flags, expected) in [
+        (&["-O0", "-g"][..], &["i", "b", "n", "acc", "make", "f", "table"][..]),
+        (&["-O2"][..], &["i", "b", "n", "acc", "f", "table"][..]),
+    ] {
+        let mut a = flags.to_vec();
+        a.extend(["s.c", "-o", "s"]);
+        run(dir, rdb_clang(), &a);
+        let out = run(dir, "./s", &[]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "20\n");
+        let args = rdb_descriptors::load_arguments(&dir.join("s.rdb-arguments.json")).unwrap();
+        assert_eq!(args.arguments.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), expected, "{flags:?}");
+        let harness = "#include <dlfcn.h>\nint main(int c, char **v) { return !(c == 2 && dlopen(v[1], RTLD_NOW) && dlsym(dlopen(v[1], RTLD_NOW), \"__rdb_entry_1\")); }\n";
+        std::fs::write(dir.join("load.c"), harness).unwrap();
+        run(dir, "clang-14", &["load.c", "-ldl", "-o", "load"]);
+        run(dir, "./load", &[dir.join("s.rdb.so").to_str().unwrap()]);
+    }
+}
+
+/// The DWARF twin check accepts `-g` twins and refuses different code.
+#[test]
+fn twin_check_refuses_different_code() {
+    use rdb_codegen_llvm::driver::{check_same_code, DriverError};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("a.c"), "int f(int x) { return x + 1; }\n").unwrap();
+    run(dir, "clang-14", &["-O2", "-c", "a.c", "-o", "a.o"]);
+    run(dir, "clang-14", &["-O2", "-g", "-c", "a.c", "-o", "a-g.o"]);
+    check_same_code(&dir.join("a.o"), &dir.join("a-g.o")).unwrap();
+    std::fs::write(dir.join("a.c"), "int f(int x) { return x + 2; }\n").unwrap();
+    run(dir, "clang-14", &["-O2", "-g", "-c", "a.c", "-o", "b-g.o"]);
+    let e = check_same_code(&dir.join("a.o"), &dir.join("b-g.o")).unwrap_err();
+    assert!(matches!(e, DriverError::TwinMismatch { .. }), "{e}");
+    assert!(e.to_string().contains("section `.text`"), "{e}");
+}
+
+/// The C pipeline end to end without the replay engine: gdb stops the real
+/// program at each region's code location from the descriptors, builds argv
+/// from the argument descriptors and calls the region's entry in the debug
+/// module (`tests/data/gdb_replayer.py`). The regions print the program's
+/// state as the paper's case study does.
+#[test]
+fn regions_run_at_their_descriptor_locations_under_gdb() {
+    let script = repo().join("rdb-codegen-llvm/tests/data/gdb_replayer.py");
+    let debug_lines = |dir: &Path, prog: &str, args: &[&str]| -> String {
+        let mut a = vec!["120", "gdb", "-q", "-batch", "-x", script.to_str().unwrap(), "--args", prog];
+        a.extend(args);
+        let out = Command::new("timeout").args(&a).env("RDB_PROG", prog).current_dir(dir).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        text.lines().filter(|l| l.starts_with("rdb:") || l.contains("numbers:") || l.contains("SIGSEGV")).collect::<Vec<_>>().join("\n")
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&repo().join("sample-apps/c/list/instrumented"), dir);
+    run(dir, rdb_clang(), &["-O0", "-g", "list.c", "dump.rdb.c", "-o", "list"]);
+    assert_eq!(
+        debug_lines(dir, "./list", &["5", "1", "9", "3", "7"]),
+        "rdb: list shrank from 3 to 2 after inserting 3: 1 3 \n3 numbers: 1 3 7"
+    );
+    copy_dir(&repo().join("sample-apps/c/minibc/instrumented"), dir);
+    run(dir, rdb_clang(), &["-O0", "-g", "minibc.c", "-o", "minibc"]);
+    assert_eq!(
+        debug_lines(dir, "./minibc", &["for (i = 0; ; i = i + 1) { if (i > 2) break; print i }"]),
+        "rdb: for loop ` (i = 0; ; i = i + 1)` compiles to code 2..9\nrdb: pc=2 BRANCH 17 stack depth 0\n\
+         Program received signal SIGSEGV, Segmentation fault.\nProgram terminated with signal SIGSEGV, Segmentation fault."
+    );
 }

@@ -1,10 +1,12 @@
 //! [`DebugHost`]: the replayer's handle on a host process.
 
 use crate::args::{self, ArgValue};
-use crate::error::{signal_name, HostError, InvokeOutcome, Invocation, Loc};
+use crate::error::{signal_name, HostError, Invocation, InvokeOutcome, Loc};
 use crate::protocol::{self, reason, Reader, Writer};
 use crate::tracee::TraceeView;
-use rdb_descriptors::{ArgumentDescriptor, ArgumentDescriptors, DebugEntry, FunctionDescriptor, FunctionDescriptors};
+use rdb_descriptors::{
+    ArgumentDescriptor, ArgumentDescriptors, DebugEntry, FunctionDescriptor, FunctionDescriptors,
+};
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -66,6 +68,11 @@ pub struct HostOptions {
     pub pages_per_fill: u32,
     /// Pin the host to this CPU (put the replayer and tracee on the same one).
     pub cpu: Option<usize>,
+    /// Busy-wait this long for the other side's next message before
+    /// sleeping in the kernel, on both sides: cuts the wake-up cost of a call
+    /// when the host has a CPU of its own (never with everything pinned to
+    /// one CPU: the spinning side would steal it). Default: zero.
+    pub spin: Duration,
     /// Where debug code's stdout goes (default: rdb's own stdout).
     pub stdout: Option<File>,
     /// Where debug code's stderr goes (default: rdb's own stderr).
@@ -86,6 +93,7 @@ impl Default for HostOptions {
             faults: FaultHandling::Auto,
             pages_per_fill: 4,
             cpu: None,
+            spin: Duration::ZERO,
             stdout: None,
             stderr: None,
             program: None,
@@ -138,7 +146,15 @@ impl DebugHost {
         let mut regions: HashMap<u32, Region> = functions
             .functions
             .iter()
-            .map(|f| (f.region, Region { function: f.clone(), arguments: Vec::new() }))
+            .map(|f| {
+                (
+                    f.region,
+                    Region {
+                        function: f.clone(),
+                        arguments: Vec::new(),
+                    },
+                )
+            })
             .collect();
         for a in &arguments.arguments {
             if let Some(r) = regions.get_mut(&a.region) {
@@ -170,7 +186,11 @@ impl DebugHost {
         let paths = rdb_descriptors::artefact_paths(binary);
         let functions = rdb_descriptors::load_functions(&paths.functions)?;
         let arguments = rdb_descriptors::load_arguments(&paths.arguments)?;
-        let module = paths.functions.parent().unwrap_or(Path::new(".")).join(&functions.debug_module);
+        let module = paths
+            .functions
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(&functions.debug_module);
         DebugHost::spawn(&module, &functions, &arguments, options)
     }
 
@@ -224,25 +244,44 @@ impl DebugHost {
     /// Runs `region`'s debug function for a program stopped at module-relative
     /// code `address` (one of the region's `locations`). The program is only
     /// read, never written or resumed.
-    pub fn invoke(&mut self, region: u32, address: u64, tracee: &dyn TraceeView) -> Result<Invocation, HostError> {
-        let entry = self.regions.get(&region).ok_or(HostError::UnknownRegion { region })?;
+    pub fn invoke(
+        &mut self,
+        region: u32,
+        address: u64,
+        tracee: &dyn TraceeView,
+    ) -> Result<Invocation, HostError> {
+        let entry = self
+            .regions
+            .get(&region)
+            .ok_or(HostError::UnknownRegion { region })?;
         let source_location = Loc(entry.function.begin.clone());
-        if !entry.function.locations.iter().any(|l| l.address == address) {
-            return Err(HostError::NoLocation { region, address, source_location });
+        if !entry
+            .function
+            .locations
+            .iter()
+            .any(|l| l.address == address)
+        {
+            return Err(HostError::NoLocation {
+                region,
+                address,
+                source_location,
+            });
         }
-        let refs: Vec<&ArgumentDescriptor> = entry.arguments.iter().collect();
+        let mut refs: Vec<&ArgumentDescriptor> = entry.arguments.iter().collect();
+        refs.sort_by_key(|a| a.position);
         let values = args::compute(region, address, &refs, tracee, &source_location)?;
-        if tracee.pid() != self.last_pid {
+        let sizes: Vec<u64> = refs.iter().map(|a| a.size).collect();
+        if tracee.process_id() != self.last_pid {
             // Another process of the trace: its own address space.
             self.invalidate_mappings();
-            self.last_pid = tracee.pid();
+            self.last_pid = tracee.process_id();
         }
         let mut collision_retries = 0;
         loop {
             if self.process.is_none() {
-                self.start(tracee.pid())?;
+                self.start(tracee.process_id())?;
             }
-            let result = self.call(region, &values, tracee, &source_location)?;
+            let result = self.call(region, &values, &sizes, tracee, &source_location)?;
             match result {
                 Called::Done(outcome) => return Ok(outcome),
                 Called::Collision(text) => {
@@ -264,6 +303,7 @@ impl DebugHost {
         &mut self,
         region: u32,
         values: &[ArgValue],
+        sizes: &[u64],
         tracee: &dyn TraceeView,
         source_location: &Loc,
     ) -> Result<Called, HostError> {
@@ -278,21 +318,20 @@ impl DebugHost {
         } else {
             None
         };
-        w.u32(region).u32(flags).u32(tracee.pid() as u32);
+        w.u32(region).u32(flags).u32(tracee.process_id() as u32);
         if let Some(maps) = &maps {
             w.ranges(maps);
         }
         w.u32(values.len() as u32);
-        for v in values {
+        for (v, size) in values.iter().zip(sizes) {
             match v {
-                ArgValue::Address(a) => w.u32(0).u64(*a),
+                ArgValue::Address(a) => w.u32(0).u64(*a).u64(*size),
                 ArgValue::Bytes(b) => w.u32(1).bytes(b),
             };
         }
         let fd = self.socket_fd();
-        if let Err(e) = send(fd, &w.0) {
+        if send(fd, &w.0).is_err() {
             // The host is gone (killed from outside?): report it as a crash.
-            let _ = e;
             return Ok(Called::Done(self.host_died(region, source_location, None)));
         }
         self.stale = false;
@@ -300,9 +339,18 @@ impl DebugHost {
         let deadline = Instant::now() + self.options.timeout;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
-            if !wait_readable(fd, remaining)? {
+            if !spin_readable(fd, self.options.spin.min(remaining))
+                && !wait_readable(fd, remaining)?
+            {
                 self.kill();
-                return Ok(Called::Done(self.finish(region, source_location, InvokeOutcome::TimedOut { after: self.options.timeout }, true)));
+                return Ok(Called::Done(self.finish(
+                    region,
+                    source_location,
+                    InvokeOutcome::TimedOut {
+                        after: self.options.timeout,
+                    },
+                    true,
+                )));
             }
             let n = match recv(fd, &mut self.buf) {
                 Ok(n) if n > 0 => n,
@@ -312,7 +360,7 @@ impl DebugHost {
             match r.u32() {
                 Some(protocol::PAGE_REQUEST) => {
                     r.u32();
-                    let (addr, len) = (r.u64().unwrap_or(0), r.u64().unwrap_or(0).min(1 << 20));
+                    let (addr, len) = (r.u64().unwrap_or(0), r.u64().unwrap_or(0).min(64 * 1024));
                     let mut reply = vec![0u8; protocol::PAGE_DATA_HEADER + len as usize];
                     let errno = match tracee.read(addr, &mut reply[protocol::PAGE_DATA_HEADER..]) {
                         Ok(()) => 0,
@@ -337,9 +385,20 @@ impl DebugHost {
                     let signal = r.u32().unwrap_or(0) as i32;
                     let addr = r.u64().unwrap_or(0);
                     let why = r.u32().unwrap_or(0);
-                    return Ok(Called::Done(self.host_died(region, source_location, Some((signal, addr, why)))));
+                    return Ok(Called::Done(self.host_died(
+                        region,
+                        source_location,
+                        Some((signal, addr, why)),
+                    )));
                 }
-                other => return Err(HostError::Protocol(format!("unexpected message {other:?} from the host"))),
+                other => {
+                    // Not a host we understand any more: replace it.
+                    self.kill();
+                    self.finish(region, source_location, InvokeOutcome::Completed, true);
+                    return Err(HostError::Protocol(format!(
+                        "unexpected message {other:?} from the host"
+                    )));
+                }
             }
         }
     }
@@ -369,35 +428,63 @@ impl DebugHost {
         }
         self.calls += 1;
         let outcome = if !writes.is_empty() {
-            InvokeOutcome::WroteProgramMemory { addresses: writes, aborted: false }
+            InvokeOutcome::WroteProgramMemory {
+                addresses: writes,
+                aborted: false,
+            }
         } else if !panic.is_empty() {
             InvokeOutcome::Panicked { message: panic }
         } else {
             InvokeOutcome::Completed
         };
-        Ok(Called::Done(self.finish(region, source_location, outcome, false)))
+        Ok(Called::Done(self.finish(
+            region,
+            source_location,
+            outcome,
+            false,
+        )))
     }
 
     /// The host exited or reported a fatal signal: collect its status,
     /// describe what happened.
-    fn host_died(&mut self, region: u32, source_location: &Loc, report: Option<(i32, u64, u32)>) -> Invocation {
+    fn host_died(
+        &mut self,
+        region: u32,
+        source_location: &Loc,
+        report: Option<(i32, u64, u32)>,
+    ) -> Invocation {
         let status = self.reap(Duration::from_secs(2));
         let outcome = match report {
-            Some((signal, addr, reason::WRITE_ABORTED)) => {
-                let _ = signal;
-                InvokeOutcome::WroteProgramMemory { addresses: vec![addr], aborted: true }
-            }
+            Some((_, addr, reason::WRITE_ABORTED)) => InvokeOutcome::WroteProgramMemory {
+                addresses: vec![addr],
+                aborted: true,
+            },
             Some((signal, addr, why)) => {
                 let reason = match why {
-                    reason::UNMAPPED => "the program has no memory at this address (bad pointer?)".to_string(),
-                    reason::UNREADABLE => "the program's memory at this address cannot be read".to_string(),
-                    reason::NOT_READABLE => "the program's memory at this address is not accessible (guard page?)".to_string(),
-                    reason::COLLISION => "the debug host has its own memory at this program address".to_string(),
-                    reason::STACK_OVERFLOW => "debug code overflowed its stack (runaway recursion?)".to_string(),
+                    reason::UNMAPPED => {
+                        "the program has no memory at this address (bad pointer?)".to_string()
+                    }
+                    reason::UNREADABLE => {
+                        "the program's memory at this address cannot be read".to_string()
+                    }
+                    reason::NOT_READABLE => {
+                        "the program's memory at this address is not accessible (guard page?)"
+                            .to_string()
+                    }
+                    reason::COLLISION => {
+                        "the debug host has its own memory at this program address".to_string()
+                    }
+                    reason::STACK_OVERFLOW => {
+                        "debug code overflowed its stack (runaway recursion?)".to_string()
+                    }
                     _ => String::new(),
                 };
                 let address = (addr != 0).then_some(addr);
-                InvokeOutcome::Crashed { signal, address, reason }
+                InvokeOutcome::Crashed {
+                    signal,
+                    address,
+                    reason,
+                }
             }
             None => {
                 use std::os::unix::process::ExitStatusExt;
@@ -406,13 +493,23 @@ impl DebugHost {
                     Some(s) => (0, format!("the debug host exited with {s}")),
                     None => (0, "the debug host stopped answering".to_string()),
                 };
-                InvokeOutcome::Crashed { signal, address: None, reason }
+                InvokeOutcome::Crashed {
+                    signal,
+                    address: None,
+                    reason,
+                }
             }
         };
         self.finish(region, source_location, outcome, true)
     }
 
-    fn finish(&mut self, region: u32, source_location: &Loc, outcome: InvokeOutcome, restarted: bool) -> Invocation {
+    fn finish(
+        &mut self,
+        region: u32,
+        source_location: &Loc,
+        outcome: InvokeOutcome,
+        restarted: bool,
+    ) -> Invocation {
         if restarted {
             self.process = None;
             self.restarts += 1;
@@ -420,11 +517,19 @@ impl DebugHost {
             self.maps_dirty = true;
             self.stale = true;
         }
-        Invocation { region, source_location: source_location.clone(), outcome, host_restarted: restarted }
+        Invocation {
+            region,
+            source_location: source_location.clone(),
+            outcome,
+            host_restarted: restarted,
+        }
     }
 
     fn socket_fd(&self) -> RawFd {
-        self.process.as_ref().map(|p| p.socket.as_raw_fd()).unwrap_or(-1)
+        self.process
+            .as_ref()
+            .map(|p| p.socket.as_raw_fd())
+            .unwrap_or(-1)
     }
 
     /// Starts a host process (`pid`: the program, 0 when not known yet; it
@@ -432,12 +537,21 @@ impl DebugHost {
     fn start(&mut self, pid: i32) -> Result<(), HostError> {
         let (ours, theirs) = socket_pair()?;
         let mut cmd = Command::new(&self.program);
-        cmd.arg("--fd").arg(HOST_FD.to_string()).env(crate::host::HOST_ENV, "1").stdin(Stdio::null());
+        cmd.arg("--fd")
+            .arg(HOST_FD.to_string())
+            .env(crate::host::HOST_ENV, "1")
+            .stdin(Stdio::null());
         if let Some(f) = &self.options.stdout {
-            cmd.stdout(f.try_clone().map_err(|source| HostError::Io { what: "duplicating stdout", source })?);
+            cmd.stdout(f.try_clone().map_err(|source| HostError::Io {
+                what: "duplicating stdout",
+                source,
+            })?);
         }
         if let Some(f) = &self.options.stderr {
-            cmd.stderr(f.try_clone().map_err(|source| HostError::Io { what: "duplicating stderr", source })?);
+            cmd.stderr(f.try_clone().map_err(|source| HostError::Io {
+                what: "duplicating stderr",
+                source,
+            })?);
         }
         let theirs_raw = theirs.as_raw_fd();
         // SAFETY: only async-signal-safe calls between fork and exec.
@@ -453,9 +567,15 @@ impl DebugHost {
                 Ok(())
             });
         }
-        let child = cmd.spawn().map_err(|source| HostError::Spawn { program: self.program.clone(), source })?;
+        let child = cmd.spawn().map_err(|source| HostError::Spawn {
+            program: self.program.clone(),
+            source,
+        })?;
         drop(theirs);
-        self.process = Some(Process { child, socket: ours });
+        self.process = Some(Process {
+            child,
+            socket: ours,
+        });
         self.maps_dirty = true;
         self.stale = true;
         self.calls = 0;
@@ -475,6 +595,7 @@ impl DebugHost {
                 FaultHandling::Signal => protocol::FAULTS_SIGNAL,
                 FaultHandling::Userfaultfd => protocol::FAULTS_USERFAULTFD,
             })
+            .u32(self.options.spin.as_micros().min(u32::MAX as u128) as u32)
             .bytes(self.module.as_os_str().as_encoded_bytes());
         let mut entries: Vec<(&u32, &Region)> = self.regions.iter().collect();
         entries.sort_by_key(|(id, _)| **id);
@@ -490,13 +611,19 @@ impl DebugHost {
         let failed = |this: &mut DebugHost, message: String| {
             this.kill();
             this.process = None;
-            Err(HostError::Module { module: module.clone(), message })
+            Err(HostError::Module {
+                module: module.clone(),
+                message,
+            })
         };
         if send(fd, &w.0).is_err() {
             return failed(self, "the debug host exited at start-up".into());
         }
         if !wait_readable(fd, self.options.timeout.max(Duration::from_secs(5)))? {
-            return failed(self, "the debug host did not answer while loading the module".into());
+            return failed(
+                self,
+                "the debug host did not answer while loading the module".into(),
+            );
         }
         let n = recv(fd, &mut self.buf).unwrap_or(0);
         let mut r = Reader(&self.buf[..n]);
@@ -515,7 +642,10 @@ impl DebugHost {
                 let status = self.reap(Duration::from_secs(2));
                 let how = match status {
                     Some(s) if s.signal().is_some() => {
-                        format!("the debug host died of {} while loading it", signal_name(s.signal().unwrap()))
+                        format!(
+                            "the debug host died of {} while loading it",
+                            signal_name(s.signal().unwrap())
+                        )
                     }
                     Some(s) => format!("the debug host exited with {s} while loading it"),
                     None => "the debug host stopped answering while loading it".into(),
@@ -532,7 +662,9 @@ impl DebugHost {
         loop {
             match p.child.try_wait() {
                 Ok(Some(status)) => return Some(status),
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(2))
+                }
                 _ => {
                     let _ = p.child.kill();
                     return p.child.wait().ok();
@@ -604,8 +736,11 @@ fn find_program(options: &HostOptions) -> Result<PathBuf, HostError> {
 
 fn current_ranges(tracee: &dyn TraceeView) -> Result<Vec<protocol::RangeSpec>, HostError> {
     let maps = tracee.mappings().map_err(HostError::Mappings)?;
-    let mut out: Vec<protocol::RangeSpec> =
-        maps.iter().filter(|m| m.mirrored()).map(|m| m.spec()).collect();
+    let mut out: Vec<protocol::RangeSpec> = maps
+        .iter()
+        .filter(|m| m.mirrored())
+        .map(|m| m.spec())
+        .collect();
     out.truncate(protocol::MAX_RANGES);
     Ok(out)
 }
@@ -613,9 +748,19 @@ fn current_ranges(tracee: &dyn TraceeView) -> Result<Vec<protocol::RangeSpec>, H
 fn socket_pair() -> Result<(OwnedFd, OwnedFd), HostError> {
     let mut fds = [0; 2];
     // SAFETY: fds has room for two descriptors.
-    let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
+    let r = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
     if r < 0 {
-        return Err(HostError::Io { what: "creating the host socket", source: std::io::Error::last_os_error() });
+        return Err(HostError::Io {
+            what: "creating the host socket",
+            source: std::io::Error::last_os_error(),
+        });
     }
     // SAFETY: both descriptors are fresh and owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
@@ -644,12 +789,42 @@ fn recv(fd: RawFd, buf: &mut [u8]) -> std::io::Result<usize> {
     }
 }
 
+/// Busy-waits up to `spin` for `fd` to become readable.
+pub(crate) fn spin_readable(fd: RawFd, spin: Duration) -> bool {
+    if spin.is_zero() {
+        return false;
+    }
+    let deadline = Instant::now() + spin;
+    loop {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; a zero timeout never sleeps.
+        if unsafe { libc::poll(&mut pfd, 1, 0) } > 0 {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
+}
+
 /// Waits until `fd` is readable (or hung up); false on timeout.
 fn wait_readable(fd: RawFd, timeout: Duration) -> Result<bool, HostError> {
     let deadline = Instant::now() + timeout;
     loop {
-        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-        let ms = deadline.saturating_duration_since(Instant::now()).as_millis().min(i32::MAX as u128) as i32;
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = deadline
+            .saturating_duration_since(Instant::now())
+            .as_millis()
+            .min(i32::MAX as u128) as i32;
         // SAFETY: one valid pollfd.
         let r = unsafe { libc::poll(&mut pfd, 1, ms) };
         if r > 0 {
@@ -660,7 +835,10 @@ fn wait_readable(fd: RawFd, timeout: Duration) -> Result<bool, HostError> {
         }
         let e = std::io::Error::last_os_error();
         if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(HostError::Io { what: "waiting for the host", source: e });
+            return Err(HostError::Io {
+                what: "waiting for the host",
+                source: e,
+            });
         }
     }
 }

@@ -10,16 +10,18 @@
 //! ```no_run
 //! # fn demo(tracee: &dyn rdb_host::TraceeView) -> Result<(), rdb_host::HostError> {
 //! use rdb_host::{DebugHost, HostOptions};
-//! let paths = rdb_descriptors::artefact_paths("target/rdb/debug/app".as_ref());
-//! let functions = rdb_descriptors::load_functions(&paths.functions).unwrap();
-//! let arguments = rdb_descriptors::load_arguments(&paths.arguments).unwrap();
-//! let mut host = DebugHost::spawn(&paths.debug_module, &functions, &arguments, HostOptions::default())?;
-//! // ... program stopped at functions.functions[0].locations[0].address (+ load bias):
-//! let report = host.invoke(functions.functions[0].region, functions.functions[0].locations[0].address, tracee)?;
-//! if !report.is_clean() {
-//!     eprintln!("warning: {report}");
+//! // <bin>.rdb-functions.json, <bin>.rdb-arguments.json and the module they name:
+//! let mut host = DebugHost::for_binary("target/rdb/debug/app".as_ref(), HostOptions::default())?;
+//! for (address, regions) in host.code_locations() {
+//!     // ... set a breakpoint at load_bias + address; when the program stops there:
+//!     for region in regions {
+//!         let report = host.invoke(region, address, tracee)?;
+//!         if !report.is_clean() {
+//!             eprintln!("warning: {report}");
+//!         }
+//!     }
+//!     host.invalidate(); // before resuming the program
 //! }
-//! host.invalidate(); // before resuming the program
 //! # Ok(()) }
 //! ```
 //!
@@ -62,11 +64,19 @@
 //!   userfaultfd; a 4-page fill costs about as much as a 1-page fill, 16
 //!   pages twice as much (hence 4 by default). Invalidation of 4096 filled
 //!   pages: `mprotect` ≈1 ms, `MADV_DONTNEED` ≈2 ms; for the few pages a
-//!   region touches it is a few µs either way. Costs being equal,
-//!   userfaultfd wins on what debug code may do; the handler stays for
-//!   unprivileged hosts, and catches writes and not-yet-mirrored addresses
-//!   in both modes. An address the host does not mirror yet (a heap that
-//!   grew, a new mmap) makes it ask for the current mapping list.
+//!   region touches it is a few µs either way. For a whole region that
+//!   walks a list after each stop (tests' `measure_invoke_cost`, loaded
+//!   machine): ≈85 µs per call in both modes unpinned; pinned to one CPU
+//!   ≈106 µs with the handler, ≈158 µs with userfaultfd (a thread switch
+//!   per fault). userfaultfd is the default for what it lets debug code do
+//!   (e.g. Rust's `println!` of a long program string writes it straight
+//!   from program memory, which fails with `EFAULT` under the handler);
+//!   [`FaultHandling::Signal`] is the faster choice when everything is
+//!   pinned to one CPU. The handler catches writes and not-yet-mirrored
+//!   addresses in both modes. An address the host does not mirror yet (a heap that
+//!   grew, a new mmap) makes it ask for the current mapping list. Before a
+//!   call, the pages of its in-memory arguments (stack and static
+//!   variables) are filled in one go instead of one fault each.
 //! - **Protection** (rdB §5.3). A write to a mirrored page is detected (x86
 //!   page-fault error code), reported as
 //!   [`InvokeOutcome::WroteProgramMemory`] and, by default, lands in a
@@ -93,6 +103,21 @@
 //!   [`InvokeOutcome::Panicked`]. It should also flush its Rust `stdout`
 //!   (the host flushes C stdio only). A panic that escapes aborts the host:
 //!   reported as a crash with `SIGABRT`.
+//! - `argv` ends with a null pointer after the last argument.
+//!
+//! # Limits
+//!
+//! - Debug code runs on one thread; threads it starts must not touch
+//!   program memory.
+//! - The program's thread-local storage is not mirrored (debug code has its
+//!   own); program code run through a pointer sees the host's.
+//! - Program text is mirrored as it is at the stop, breakpoints included:
+//!   debug code calling a program function that holds a region breakpoint
+//!   hits `int3` (reported as a `SIGTRAP` crash).
+//! - The host is a child process of the caller: a replayer that reaps with
+//!   `waitpid(-1, ...)` must leave [`DebugHost::host_pid`] alone. It is
+//!   killed when the *thread* that spawned it exits (`PR_SET_PDEATHSIG`),
+//!   so spawn it from a thread that lives as long as the replay.
 
 mod args;
 mod client;
@@ -103,7 +128,7 @@ mod tracee;
 
 pub use args::ArgValue;
 pub use client::{DebugHost, FaultHandling, HostOptions, MemoryAccess, WritePolicy};
-pub use error::{HostError, InvokeOutcome, Invocation, Loc};
-pub use host::{host_main, run_if_host};
+pub use error::{HostError, Invocation, InvokeOutcome, Loc};
 pub use host::module::PANIC_HOOK_SYMBOL;
-pub use tracee::{parse_maps, Mapping, TraceeView};
+pub use host::{host_main, run_if_host};
+pub use tracee::{parse_maps, Mapping, StoppedProcess, TraceeView};

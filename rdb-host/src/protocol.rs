@@ -9,7 +9,9 @@
 
 /// Replayer -> host: load a module (first message).
 pub const INIT: u32 = 1;
-/// Replayer -> host: run one region's debug function.
+/// Replayer -> host: run one region's debug function. Layout: tag, region
+/// u32, flags u32, pid u32, [mappings if `FLAG_MAPS`], argument count u32,
+/// then per argument: kind u32 (0: address u64 + size u64; 1: bytes).
 pub const INVOKE: u32 = 2;
 /// Replayer -> host: bytes of program memory (answer to [`PAGE_REQUEST`]).
 /// Layout: tag u32, errno i32 (0 = ok), length u32, pad u32, bytes.

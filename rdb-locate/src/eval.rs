@@ -3,7 +3,7 @@
 //! The evaluator does no I/O: it drives gimli's [`gimli::Evaluation`] and
 //! answers its questions (a register, a word of memory, the frame base, the
 //! CFA) through the small [`Machine`] trait. A live tracee, a saved snapshot,
-//! or the symbolic machine of [`crate::symbolic`] (which turns an expression
+//! or the symbolic machine of `symbolic` (which turns an expression
 //! into a descriptor [`Location`](rdb_descriptors::Location)) all plug in here.
 
 use crate::loader::R;

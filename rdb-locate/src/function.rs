@@ -59,7 +59,7 @@ pub fn matches_function(wanted: &str, path: &[String], name: &str) -> bool {
 pub fn units_with_file(index: &Index<'_>, file: &std::path::Path) -> Result<Vec<usize>, gimli::Error> {
     let mut out = Vec::new();
     for unit in 0..index.units.len() {
-        if index.lines(unit)?.files.iter().any(|f| same_file(f, file)) {
+        if index.files(unit)?.iter().any(|f| same_file(f, file)) {
             out.push(unit);
         }
     }
@@ -156,11 +156,21 @@ fn instances_matching(
             let r = DieRef { unit, die: i };
             let declaration = index.declaration(r)?;
             let Some(name) = index.string(declaration, gimli::DW_AT_name)? else { continue };
-            if strip_generics(&name) != strip_generics(wanted.rsplit("::").next().unwrap_or(wanted).trim()) {
+            if strip_generics(&name) != strip_generics(wanted.rsplit("::").next().unwrap_or(wanted).trim())
+                && !name.starts_with("{closure#")
+            {
                 continue;
             }
             let path = index.scope_path(declaration)?;
-            let matched = if unscoped { path.is_empty() } else { matches_function(wanted, &path, &name) };
+            let matched = if unscoped {
+                path.is_empty() && matches_function(wanted.rsplit("::").next().unwrap_or(wanted), &path, &name)
+            } else if name.starts_with("{closure#") {
+                // A closure's code is its own function, nested in the one the
+                // user wrote the region in.
+                path.split_last().is_some_and(|(outer, scopes)| matches_function(wanted, scopes, outer))
+            } else {
+                matches_function(wanted, &path, &name)
+            };
             if !matched {
                 continue;
             }

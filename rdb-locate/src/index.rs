@@ -18,6 +18,7 @@ pub struct UnitData {
     pub unit: gimli::Unit<R>,
     pub language: Option<gimli::DwLang>,
     dies: OnceCell<Result<Vec<Die>, gimli::Error>>,
+    files: OnceCell<Result<Vec<PathBuf>, gimli::Error>>,
     lines: OnceCell<Result<Lines, gimli::Error>>,
 }
 
@@ -65,7 +66,7 @@ impl<'b> Index<'b> {
                     None => None,
                 }
             };
-            units.push(UnitData { unit, language, dies: OnceCell::new(), lines: OnceCell::new() });
+            units.push(UnitData { unit, language, dies: OnceCell::new(), files: OnceCell::new(), lines: OnceCell::new() });
         }
         Ok(Index { binary, units })
     }
@@ -79,9 +80,16 @@ impl<'b> Index<'b> {
         data.dies.get_or_init(|| flatten(&data.unit)).as_deref().map_err(|e| *e)
     }
 
+    /// The unit's line-table file names (without reading its rows).
+    pub fn files(&self, unit: usize) -> Result<&[PathBuf], gimli::Error> {
+        let data = &self.units[unit];
+        data.files.get_or_init(|| read_files(&self.binary.dwarf, &data.unit)).as_deref().map_err(|e| *e)
+    }
+
     pub fn lines(&self, unit: usize) -> Result<&Lines, gimli::Error> {
         let data = &self.units[unit];
-        data.lines.get_or_init(|| read_lines(&self.binary.dwarf, &data.unit)).as_ref().map_err(|e| *e)
+        let files = self.files(unit)?.to_vec();
+        data.lines.get_or_init(|| read_lines(&data.unit, files)).as_ref().map_err(|e| *e)
     }
 
     pub fn die(&self, r: DieRef) -> Result<Die, gimli::Error> {
@@ -245,24 +253,31 @@ fn flatten(unit: &gimli::Unit<R>) -> Result<Vec<Die>, gimli::Error> {
     Ok(dies)
 }
 
-fn read_lines(dwarf: &gimli::Dwarf<R>, unit: &gimli::Unit<R>) -> Result<Lines, gimli::Error> {
-    let Some(program) = unit.line_program.clone() else {
-        return Ok(Lines { files: Vec::new(), rows: Vec::new() });
-    };
+/// Line-table file indices start at 0 from DWARF 5 on, at 1 before.
+fn first_file_index(header: &gimli::LineProgramHeader<R>) -> u64 {
+    if header.version() >= 5 {
+        0
+    } else {
+        1
+    }
+}
+
+fn read_files(dwarf: &gimli::Dwarf<R>, unit: &gimli::Unit<R>) -> Result<Vec<PathBuf>, gimli::Error> {
+    let Some(program) = &unit.line_program else { return Ok(Vec::new()) };
     let comp_dir = match &unit.comp_dir {
         Some(d) => PathBuf::from(d.to_string_lossy()?.into_owned()),
         None => PathBuf::new(),
     };
-    let header = program.header().clone();
+    let header = program.header();
     // File paths by index, as the line program numbers them.
     let mut files = Vec::new();
-    let first = if header.version() >= 5 { 0 } else { 1 };
+    let first = first_file_index(header);
     let count = header.file_names().len() as u64;
     for index in first..first + count {
         let path = match header.file(index) {
             Some(file) => {
                 let mut path = comp_dir.clone();
-                if let Some(dir) = file.directory(&header) {
+                if let Some(dir) = file.directory(header) {
                     path.push(dwarf.attr_string(unit, dir)?.to_string_lossy()?.as_ref());
                 }
                 path.push(dwarf.attr_string(unit, file.path_name())?.to_string_lossy()?.as_ref());
@@ -272,6 +287,14 @@ fn read_lines(dwarf: &gimli::Dwarf<R>, unit: &gimli::Unit<R>) -> Result<Lines, g
         };
         files.push(path);
     }
+    Ok(files)
+}
+
+fn read_lines(unit: &gimli::Unit<R>, files: Vec<PathBuf>) -> Result<Lines, gimli::Error> {
+    let Some(program) = unit.line_program.clone() else {
+        return Ok(Lines { files, rows: Vec::new() });
+    };
+    let first = first_file_index(program.header());
     let mut rows = Vec::new();
     let mut program_rows = program.rows();
     while let Some((_, row)) = program_rows.next_row()? {

@@ -16,8 +16,58 @@
 //!   locations at an address.
 //! - [`eval`]: drives gimli's expression evaluator against a [`eval::Machine`]
 //!   (registers + memory); `symbolic` runs it on a symbolic machine to
-//!   obtain descriptor [`Location`](rdb_descriptors::Location)s.
+//!   obtain descriptor [`Location`]s.
 //! - `types`: type names and sizes.
+//!
+//! # What the descriptors mean, precisely
+//!
+//! **Code location.** For each copy of the enclosing function (the
+//! out-of-line subprogram, each monomorphised copy, each inlined copy, the
+//! closure holding the region) the region runs at the lowest address of an
+//! `is_stmt` line-table row of the anchor's file and line, among the rows
+//! whose column is at or after the anchor's column. Not "the row with the
+//! exact column": rustc and clang give a statement's sub-expressions (which
+//! run first) later columns than the statement itself, so the exact-column
+//! row is often in the middle of the statement (measured on
+//! `total += c * (i as i64);`: the column-13 row comes after the multiply).
+//! Rows of earlier statements on the same line have smaller columns and are
+//! left out. When no `is_stmt` row qualifies, any row of the line does; when
+//! the line has no code in that copy, the nearest later line with code is
+//! used and a warning says so (a region that ends a loop body whose closing
+//! brace has no code then runs after the loop: put such a region before the
+//! body's last statement instead). If some copy has code on the anchor line
+//! itself, copies that would only use a later line are dropped.
+//!
+//! **Function names.** `run`, `Vm::run`, `app::Vm::run`, `largest` (any
+//! generic instance), `Vm::fmt` (trait impls: rustc's `{impl#N}` scope
+//! matches any type name). Line-tables-only DWARF has no scopes (functions
+//! match by name) and omits functions nothing is inlined into (they are found
+//! in the ELF symbol table: C names, or Rust legacy-mangled names demangled).
+//!
+//! **Locals.** The innermost `DW_TAG_lexical_block` of the copy containing
+//! the address that declares the name, walking outward; among several
+//! declarations in one scope the latest `DW_AT_decl_line` at or before the
+//! anchor line. If no scope around the address declares it (optimised block
+//! ranges), any declaration in the copy; if only the abstract origin of an
+//! inlined copy declares it, it is optimised out there.
+//!
+//! **Locations.** The variable's expression (or its location-list entry at
+//! the address) is evaluated symbolically (see `symbolic`): `register`,
+//! `stack` (base register + offset; `DW_OP_fbreg` resolves through
+//! `DW_AT_frame_base`, and `DW_OP_call_frame_cfa` through the CFA rule of
+//! `.eh_frame`/`.debug_frame` at that address), `symbol` (+ offset),
+//! `pieces`, `implicit` (constants, `DW_AT_const_value`) and
+//! `optimized_out`. Values the descriptor format cannot express (a register
+//! plus an offset or any other computation marked `DW_OP_stack_value`, a
+//! pointer that must be read from memory, `DW_OP_entry_value`, TLS, implicit
+//! pointers) are passed as `optimized_out` with a warning naming the
+//! variable, the region, the address and the reason.
+//!
+//! **Statics.** A `DW_TAG_variable` whose name and enclosing scopes match the
+//! path (`app::COUNTER`, `crate::COUNTER`, C `counter`, a C function-local
+//! static by its name) and whose location is a fixed address, in the units
+//! of the region's file first; the ELF symbol covering it gives
+//! `symbol + offset`.
 
 pub mod eval;
 mod function;
@@ -141,6 +191,7 @@ pub fn locate_in(binary: &loader::Binary, sites: &[RegionSite]) -> Result<Locate
         }
     }
     if !sites.is_empty() && missing.len() == sites.len() {
+        missing.sort();
         missing.dedup();
         return Err(LocateError::NoDebugInfo {
             path: binary.path.clone(),
@@ -193,6 +244,7 @@ fn locate_site(
     let region = site.region;
     let units = function::units_with_file(index, &site.anchor.file)?;
     let mut note = None;
+    let mut fallback_note = None;
     let mut placed: Vec<(function::Instance, u64)> = Vec::new();
     let mut function = EnclosingFunction { name: site.function.clone(), linkage_name: None };
     if units.is_empty() {
@@ -202,20 +254,28 @@ fn locate_site(
         ));
     } else {
         let instances = function::instances(index, &units, &site.function)?;
-        if let Some(first) = instances.first() {
-            function = EnclosingFunction { name: first.name.clone(), linkage_name: first.linkage_name.clone() };
-        }
+        let mut found = Vec::new();
         for instance in instances {
             if let Some(code) = function::code_address(index, &instance, &site.anchor)? {
-                if let Some(line) = code.fallback_line {
-                    located.warnings.push(format!(
-                        "region {region}: no code for line {} in `{}`; it runs before line {line} at {:#x}",
-                        site.anchor.line, instance.name, code.address
-                    ));
-                }
-                if !placed.iter().any(|(_, a)| *a == code.address) {
-                    placed.push((instance, code.address));
-                }
+                found.push((instance, code));
+            }
+        }
+        // Copies with code on the anchor's own line win over copies that only
+        // have later lines (e.g. the function around a closure holding the region).
+        if found.iter().any(|(_, code)| code.fallback_line.is_none()) {
+            found.retain(|(_, code)| code.fallback_line.is_none());
+        }
+        for (instance, code) in found {
+            if let Some(line) = code.fallback_line {
+                let text = format!(
+                    "no code for line {} in `{}`; it runs before line {line} at {:#x}",
+                    site.anchor.line, instance.name, code.address
+                );
+                located.warnings.push(format!("region {region}: {text}"));
+                fallback_note.get_or_insert(text);
+            }
+            if !placed.iter().any(|(_, a)| *a == code.address) {
+                placed.push((instance, code.address));
             }
         }
         if placed.is_empty() {
@@ -227,8 +287,16 @@ fn locate_site(
         }
     }
     placed.sort_by_key(|(_, a)| *a);
-    if let Some(n) = &note {
-        located.warnings.push(format!("region {region} ({}): {n}; it will never run", show(&site.begin)));
+    if note.is_none() {
+        note = fallback_note;
+    }
+    if let Some((first, _)) = placed.first() {
+        function = EnclosingFunction { name: first.name.clone(), linkage_name: first.linkage_name.clone() };
+    }
+    if placed.is_empty() {
+        if let Some(n) = &note {
+            located.warnings.push(format!("region {region} ({}): {n}; it will never run", show(&site.begin)));
+        }
     }
     let locations: Vec<CodeLocation> = placed
         .iter()
@@ -372,16 +440,26 @@ fn locate_static(
 ) -> Result<ArgumentResult, SiteError> {
     let path = argument.static_path.as_deref().unwrap_or(&argument.name);
     let mut warnings = Vec::new();
-    let (type_name, size, location) = match variable::find_static(index, path, units)? {
+    let search = variable::find_static(index, path, units)?;
+    let (type_name, size, location) = match search.found.first() {
         Some(found) => {
+            if search.found.len() > 1 {
+                warnings.push(format!(
+                    "region {}: {} statics match `{path}`; using the first ({:?}); write its full path to choose",
+                    site.region,
+                    search.found.len(),
+                    found.location
+                ));
+            }
             let (type_name, size) = variable::variable_type(index, found.die)?;
-            (type_name, size, found.location)
+            (type_name, size, found.location.clone())
         }
         None => {
-            warnings.push(format!(
-                "region {}: no static `{path}` with a fixed address in the DWARF; it is passed as optimized out",
-                site.region
-            ));
+            let why = match &search.rejected {
+                Some(why) => format!("the static `{path}` cannot be passed: {why}"),
+                None => format!("no static `{path}` with a fixed address in the DWARF"),
+            };
+            warnings.push(format!("region {}: {why}; it is passed as optimized out", site.region));
             ("<unknown>".into(), 0, Location::OptimizedOut)
         }
     };

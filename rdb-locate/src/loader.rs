@@ -1,6 +1,6 @@
 //! Loading a binary: ELF sections, DWARF, symbols and unwind tables.
 //!
-//! Kept apart from lookup (see [`crate::index`]) so lookups never touch the
+//! Kept apart from lookup (see `index`) so lookups never touch the
 //! file system.
 
 use crate::eval::CfaRule;

@@ -76,7 +76,7 @@ pub fn describe(
     let mut runs = Vec::with_capacity(2);
     for origin in ORIGINS {
         let pieces = evaluate(expression.clone(), frame, &mut Symbolic { origin }).map_err(|e| match e {
-            EvalError::Unavailable(what) => format!("its location {what}, which a descriptor cannot express"),
+            EvalError::Unavailable(what) => format!("its location needs {what}, which a descriptor cannot express"),
             other => other.to_string(),
         })?;
         runs.push(pieces);

@@ -194,37 +194,75 @@ pub struct FoundStatic {
     pub location: Location,
 }
 
-/// The static `path` (`app::COUNTER` for Rust, `counter` for C): a
-/// `DW_TAG_variable` with that name in those scopes whose location is a
-/// fixed address. `preferred` units are searched first.
-pub fn find_static(index: &Index<'_>, path: &str, preferred: &[usize]) -> Result<Option<FoundStatic>, gimli::Error> {
-    let segments: Vec<&str> = path.split("::").map(str::trim).collect();
-    let Some((last, scopes)) = segments.split_last() else { return Ok(None) };
-    let mut order: Vec<usize> = preferred.to_vec();
-    order.extend((0..index.units.len()).filter(|u| !preferred.contains(u)));
-    for unit in order {
-        let dies = index.dies(unit)?;
-        for (i, d) in dies.iter().enumerate() {
-            if d.tag != gimli::DW_TAG_variable {
-                continue;
-            }
-            let r = DieRef { unit, die: i };
-            let declaration = index.declaration(r)?;
-            if index.string(declaration, gimli::DW_AT_name)?.as_deref() != Some(*last) {
-                continue;
-            }
-            let scope_path = index.scope_path(declaration)?;
-            if scopes.len() > scope_path.len() || !scopes.iter().rev().zip(scope_path.iter().rev()).all(|(a, b)| a == b) {
-                continue;
-            }
-            let Some(AttributeValue::Exprloc(expression)) = index.attr(r, gimli::DW_AT_location)? else { continue };
-            let unit_data = &index.units[unit].unit;
-            let frame =
-                Frame { encoding: unit_data.encoding(), unit: Some((index.dwarf(), unit_data)), frame_base: None, cfa: None };
-            if let Ok(location @ Location::Symbol { .. }) = describe(expression, &frame, 0, &index.binary.symbols) {
-                return Ok(Some(FoundStatic { die: r, location }));
+/// What a search for a static found.
+#[derive(Default)]
+pub struct StaticSearch {
+    /// Statics with a fixed address, one per distinct address.
+    pub found: Vec<FoundStatic>,
+    /// Why a variable of that name and path was not usable (e.g. it is
+    /// thread-local), for the warning when nothing was found.
+    pub rejected: Option<String>,
+}
+
+/// The static `path` (`app::COUNTER` for Rust, `counter` for C; a leading
+/// `crate::` or `::` is ignored): a `DW_TAG_variable` with that name in
+/// those scopes whose location is a fixed address. The `preferred` units
+/// (those of the region's file) are searched first, the others only if they
+/// have none.
+pub fn find_static(index: &Index<'_>, path: &str, preferred: &[usize]) -> Result<StaticSearch, gimli::Error> {
+    let mut segments: Vec<&str> = path.split("::").map(str::trim).collect();
+    while segments.len() > 1 && matches!(segments[0], "" | "crate") {
+        segments.remove(0);
+    }
+    let Some((last, scopes)) = segments.split_last() else { return Ok(StaticSearch::default()) };
+    let others: Vec<usize> = (0..index.units.len()).filter(|u| !preferred.contains(u)).collect();
+    let mut search = StaticSearch::default();
+    for units in [preferred, &others] {
+        for &unit in units {
+            let dies = index.dies(unit)?;
+            for (i, d) in dies.iter().enumerate() {
+                if d.tag != gimli::DW_TAG_variable {
+                    continue;
+                }
+                let r = DieRef { unit, die: i };
+                let declaration = index.declaration(r)?;
+                if index.string(declaration, gimli::DW_AT_name)?.as_deref() != Some(*last) {
+                    continue;
+                }
+                let scope_path = index.scope_path(declaration)?;
+                if scopes.len() > scope_path.len() || !scopes.iter().rev().zip(scope_path.iter().rev()).all(|(a, b)| a == b) {
+                    continue;
+                }
+                let Some(AttributeValue::Exprloc(expression)) = index.attr(r, gimli::DW_AT_location)? else { continue };
+                let unit_data = &index.units[unit].unit;
+                let frame = Frame {
+                    encoding: unit_data.encoding(),
+                    unit: Some((index.dwarf(), unit_data)),
+                    frame_base: None,
+                    cfa: None,
+                };
+                match describe(expression, &frame, 0, &index.binary.symbols) {
+                    Ok(location @ Location::Symbol { .. }) => {
+                        let address = |l: &Location| match l {
+                            Location::Symbol { address, .. } => *address,
+                            _ => 0,
+                        };
+                        if !search.found.iter().any(|f| address(&f.location) == address(&location)) {
+                            search.found.push(FoundStatic { die: r, location });
+                        }
+                    }
+                    Ok(_) => {
+                        search.rejected.get_or_insert_with(|| "its location is not a fixed address".into());
+                    }
+                    Err(why) => {
+                        search.rejected.get_or_insert(why);
+                    }
+                }
             }
         }
+        if !search.found.is_empty() {
+            break;
+        }
     }
-    Ok(None)
+    Ok(search)
 }

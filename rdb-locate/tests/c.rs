@@ -8,7 +8,7 @@ use support::*;
 fn list_sites() -> Vec<rdb_locate::RegionSite> {
     vec![
         site(1, "list.c", "insert-head", "insert", vec![local("n"), local("value"), global("head", "head"), global("inserted", "inserted")]),
-        site(2, "list.c", "len-next", "list_len", vec![local("len"), local("n")]),
+        site(2, "list.c", "len-next", "list_len", vec![local("len"), local("n"), global("calls", "calls")]),
         site(3, "list.c", "twice-ret", "twice", vec![local("v"), local("t")]),
         site(4, "list.c", "main-print", "main", vec![local("total"), local("argc")]),
     ]
@@ -41,6 +41,9 @@ fn o0_stack_locals_and_globals() {
     assert_eq!(argument(&located, 2, "n").type_name, "const struct node *");
     let argc = argument(&located, 4, "argc");
     assert_eq!((argc.type_name.as_str(), argc.size), ("int", 4));
+    // A function-local static is a symbol too (clang names it `list_len.calls`).
+    let calls = argument(&located, 2, "calls");
+    assert!(matches!(&calls.locations[0].location, Location::Symbol { symbol, .. } if symbol.contains("calls")), "{calls:#?}");
     let head = argument(&located, 1, "head");
     assert!(matches!(&head.locations[0].location, Location::Symbol { symbol, offset: 0, .. } if symbol == "head"), "{head:#?}");
     for region in 1..=4 {
@@ -88,11 +91,43 @@ fn gcc_frame_base_is_the_cfa() {
             assert!(
                 checked
                     .iter()
-                    .filter(|c| c.name != "head" && c.name != "inserted")
+                    .filter(|c| !matches!(c.location, Location::Symbol { .. }))
                     .all(|c| matches!(&c.location, Location::Stack { base, .. } if base.name == "rbp")),
                 "{checked:#?}"
             );
         }
         assert!(checked.iter().filter(|c| c.ours.is_some()).count() >= 6, "{opt}: {checked:#?}");
     }
+}
+
+#[test]
+fn compressed_debug_sections() {
+    let plain = clang("list.c", &["-O0"]);
+    let compressed = clang("list.c", &["-O0", "-gz=zlib"]);
+    let sites = list_sites();
+    let a = rdb_locate::locate(&plain.binary, &sites).expect("locate");
+    let b = rdb_locate::locate(&compressed.binary, &sites).expect("locate with SHF_COMPRESSED sections");
+    assert_eq!(a, b);
+}
+
+#[test]
+fn anchor_paths_absolute_relative_or_dotted() {
+    let built = clang("list.c", &["-O0"]);
+    let sites = list_sites();
+    let reference = rdb_locate::locate(&built.binary, &sites).expect("locate");
+    for file in [fixtures().join("list.c"), "./list.c".into()] {
+        let mut moved = sites.clone();
+        for s in &mut moved {
+            s.anchor.file = file.clone();
+        }
+        let located = rdb_locate::locate(&built.binary, &moved).expect("locate");
+        for (a, b) in located.functions.iter().zip(&reference.functions) {
+            assert_eq!(a.locations, b.locations, "{}", file.display());
+        }
+    }
+    // A path naming another file of the same name elsewhere does not match.
+    let mut elsewhere = sites.clone();
+    elsewhere[0].anchor.file = "/elsewhere/list.c".into();
+    let located = rdb_locate::locate(&built.binary, &elsewhere).expect("locate");
+    assert!(located.functions[0].locations.is_empty());
 }

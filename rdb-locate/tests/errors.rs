@@ -63,7 +63,7 @@ fn unknown_function_variable_and_file_are_warnings() {
     let built = clang("list.c", &["-O0"]);
     let sites = vec![
         site(1, "list.c", "insert-head", "no_such_function", vec![local("n")]),
-        site(2, "list.c", "insert-head", "insert", vec![local("no_such_var"), global("nowhere", "nowhere")]),
+        site(2, "list.c", "insert-head", "insert", vec![local("no_such_var"), global("nowhere", "nowhere"), global("tls_hits", "tls_hits")]),
         rdb_locate::RegionSite {
             anchor: rdb_descriptors::SourceLocation { file: "other.c".into(), line: 3, column: 1 },
             ..site(3, "list.c", "insert-head", "insert", vec![])
@@ -76,6 +76,8 @@ fn unknown_function_variable_and_file_are_warnings() {
     assert_eq!(located.functions[1].locations.len(), 1);
     let var = &located.arguments[1];
     assert_eq!(var.locations[0].location, Location::OptimizedOut);
+    assert_eq!(located.arguments[3].locations[0].location, Location::OptimizedOut);
+    assert!(located.warnings.iter().any(|w| w.contains("`tls_hits`") && w.contains("thread-local")), "{:#?}", located.warnings);
     for needle in ["no_such_function", "`no_such_var`", "`nowhere`", "other.c"] {
         assert!(located.warnings.iter().any(|w| w.contains(needle)), "no warning about {needle}: {:#?}", located.warnings);
     }

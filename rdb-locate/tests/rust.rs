@@ -12,6 +12,9 @@ fn vm_sites() -> Vec<rdb_locate::RegionSite> {
         site(3, "vm.rs", "largest-ret", "largest", vec![local("best")]),
         site(4, "vm.rs", "shadow-sum", "shadow", vec![local("x"), local("keep"), local("seed")]),
         site(5, "vm.rs", "total-call", "total_of", vec![local("xs"), local("s")]),
+        site(6, "vm.rs", "closure-body", "main", vec![local("w"), local("v")]),
+        site(7, "vm.rs", "run-acc", "Vm::run", vec![global("COUNTER", "crate::COUNTER")]),
+        site(8, "vm.rs", "shadow-blank", "shadow", vec![local("x")]),
     ]
 }
 
@@ -51,6 +54,8 @@ fn dev_build_locals_self_static_and_inlined() {
         "{counter:#?}"
     );
 
+    assert_eq!(argument(&located, 7, "COUNTER").locations, counter.locations, "`crate::` paths");
+
     // `scale` is #[inline(always)]: inlined into both calls in `main`.
     let scale = &located.functions[1];
     assert_eq!(scale.locations.len(), 2, "{scale:#?}");
@@ -80,8 +85,17 @@ fn dev_build_monomorphised_copies_and_shadowing() {
     assert_eq!(value("x"), value("seed") * 3 + 100);
     assert_eq!(value("keep"), value("seed") * 3);
     // A slice is a fat pointer: 16 bytes on the stack.
+    // A region in a closure runs in the closure's code, with its locals.
+    let closure = &located.functions[5];
+    assert_eq!(closure.function.name, "vm::main::{closure#0}");
+    let checked = check_against_gdb(&built.binary, &sites, &located, 6);
+    assert_eq!(checked.iter().find(|c| c.name == "w").and_then(|c| c.ours), Some(0));
     let xs = argument(&located, 5, "xs");
     assert_eq!((xs.type_name.as_str(), xs.size), ("&[i64]", 16));
+    // No code on the anchor's line: the next line's code, with a note.
+    let blank = &located.functions[7];
+    assert_eq!(blank.locations, located.functions[3].locations);
+    assert!(blank.note.as_deref().is_some_and(|n| n.contains("no code for line")), "{blank:#?}");
     assert!(matches!(xs.locations[0].location, Location::Stack { .. }), "{xs:#?}");
 }
 

@@ -136,13 +136,48 @@ pub fn region<const ID: u64, A: FromArgv, F: Fn(A)>(args: A, body: F) {
     let _ = (args, body);
 }
 
+/// Slot the debug host fills in when it loads the module (see the `rdb-host`
+/// crate docs): trampolines report a caught panic's message through it, so the
+/// replay reports the panic with the region's id and source location.
+#[no_mangle]
+pub static mut RDB_HOST_PANIC_HOOK: Option<unsafe extern "C" fn(*const u8, usize)> = None;
+
+/// The message and location of the panic being caught, set by the panic hook
+/// [`trampoline`] installs (the default hook would print a backtrace into the
+/// program's replayed stderr instead).
+static PANIC_MESSAGE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let payload = info.payload();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".to_string());
+            let text = match info.location() {
+                Some(l) => format!("{message} (at {}:{}:{})", l.file(), l.line(), l.column()),
+                None => message,
+            };
+            if let Ok(mut slot) = PANIC_MESSAGE.lock() {
+                *slot = Some(text);
+            }
+        }));
+    });
+}
+
 /// The debug function of one region: rebuilds the argument tuple from
 /// `argv` and runs the region's body, catching panics so that a bug in debug
-/// code never unwinds into the caller.
+/// code never unwinds into the caller; the panic is reported to the debug
+/// host (or printed when there is none). Rust's stdout is flushed after the
+/// body so debug output interleaves with the program's in program order.
 ///
 /// # Safety
 /// `argv` must satisfy [`FromArgv::from_argv`] for `A`.
 pub unsafe extern "C" fn trampoline<A: FromArgv, F: Fn(A)>(argv: *const *const c_void) {
+    install_panic_hook();
     // SAFETY: `F` is zero-sized (asserted in `region`) and is a closure type
     // with no captures, so any bit pattern (there are none) is a valid value.
     let body: F = unsafe { core::mem::zeroed() };
@@ -151,8 +186,17 @@ pub unsafe extern "C" fn trampoline<A: FromArgv, F: Fn(A)>(argv: *const *const c
         let args = unsafe { A::from_argv(argv) };
         body(args)
     }));
+    let _ = std::io::Write::flush(&mut std::io::stdout());
     if result.is_err() {
-        eprintln!("rdb: debug code panicked (see the message above); continuing the replay");
+        let message = PANIC_MESSAGE.lock().ok().and_then(|mut m| m.take()).unwrap_or_else(|| "(no message)".into());
+        // SAFETY: the host writes the slot once, before any region runs; reading a
+        // `Copy` value through a raw pointer avoids a reference to a `static mut`.
+        let hook = unsafe { core::ptr::addr_of!(RDB_HOST_PANIC_HOOK).read() };
+        match hook {
+            // SAFETY: the host's hook reads `len` bytes at `message` during the call.
+            Some(report) => unsafe { report(message.as_ptr(), message.len()) },
+            None => eprintln!("rdb: debug code panicked: {message}"),
+        }
     }
 }
 

@@ -275,8 +275,43 @@ pub fn write_mem(pid: i32, addr: u64, data: &[u8]) -> io::Result<()> {
     if n == data.len() as isize {
         return Ok(());
     }
+    // Read-only pages (code: planting and lifting breakpoints). A few bytes go word by word
+    // with PTRACE_POKEDATA, which writes through page protections like /proc/PID/mem does but
+    // without a path lookup per write (breakpoints are lifted and re-planted at every hit).
+    if data.len() <= 16 {
+        return poke_bytes(pid, addr, data);
+    }
     let mem = File::options().read(true).write(true).open(format!("/proc/{pid}/mem"))?;
     mem.write_all_at(data, addr)
+}
+
+/// Writes `data` at `addr` in a ptrace-stopped tracee with PEEKDATA/POKEDATA, one aligned word
+/// at a time.
+fn poke_bytes(pid: i32, addr: u64, data: &[u8]) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < data.len() {
+        let at = addr + done as u64;
+        let word_addr = at & !7;
+        let offset = (at - word_addr) as usize;
+        let take = (8 - offset).min(data.len() - done);
+        // SAFETY: clears errno so that a -1 word can be told from an error.
+        unsafe { *libc::__errno_location() = 0 };
+        // SAFETY: PEEKDATA reads one word of the stopped tracee; no pointers of ours are passed.
+        let word = unsafe { libc::ptrace(libc::PTRACE_PEEKDATA, pid, word_addr as usize as *mut c_void, 0usize) };
+        let err = io::Error::last_os_error();
+        if word == -1 && err.raw_os_error().unwrap_or(0) != 0 {
+            return Err(err);
+        }
+        let mut bytes = (word as u64).to_le_bytes();
+        bytes[offset..offset + take].copy_from_slice(&data[done..done + take]);
+        let new = u64::from_le_bytes(bytes);
+        // SAFETY: POKEDATA writes one word of the stopped tracee; the data is passed by value.
+        if unsafe { libc::ptrace(libc::PTRACE_POKEDATA, pid, word_addr as usize as *mut c_void, new as usize as *mut c_void) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        done += take;
+    }
+    Ok(())
 }
 
 /// Deliver a signal to a process.

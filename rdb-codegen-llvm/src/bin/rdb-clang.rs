@@ -4,7 +4,10 @@
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Err(e) = rdb_codegen_llvm::driver::run(args) {
-        eprintln!("{e}");
+        let message = e.to_string();
+        if !message.is_empty() {
+            eprintln!("{message}");
+        }
         std::process::exit(e.exit_code());
     }
 }

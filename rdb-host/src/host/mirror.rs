@@ -46,7 +46,15 @@ struct Range {
     written: bool,
 }
 
-const EMPTY: Range = Range { start: 0, end: 0, prot: 0, touched: false, collided: false, uffd: false, written: false };
+const EMPTY: Range = Range {
+    start: 0,
+    end: 0,
+    prot: 0,
+    touched: false,
+    collided: false,
+    uffd: false,
+    written: false,
+};
 
 pub(crate) struct Mirror {
     pub fd: i32,
@@ -70,9 +78,11 @@ pub(crate) struct Mirror {
 }
 
 struct Global(UnsafeCell<Mirror>);
-// SAFETY: the host process runs debug code on one thread; the state is only
-// touched by that thread, in its main loop or in a synchronous fault handler
-// interrupting it (never concurrently).
+// SAFETY: the host runs debug code on one thread; the state is touched by
+// that thread (main loop, or its synchronous fault handler), or by the
+// userfaultfd thread while that thread is blocked in a fault (never
+// concurrently: the fault is resolved by the userfaultfd thread's copy,
+// which it makes after its last access).
 unsafe impl Sync for Global {}
 
 static STATE: Global = Global(UnsafeCell::new(Mirror {
@@ -86,11 +96,19 @@ static STATE: Global = Global(UnsafeCell::new(Mirror {
     tables: [[EMPTY; MAX_RANGES]; 2],
     lens: [0; 2],
     current: 0,
-    incoming: [RangeSpec { start: 0, end: 0, prot: 0 }; MAX_RANGES],
+    incoming: [RangeSpec {
+        start: 0,
+        end: 0,
+        prot: 0,
+    }; MAX_RANGES],
     writes: [0; MAX_WRITES],
     nwrites: 0,
     wrote: false,
-    collisions: [RangeSpec { start: 0, end: 0, prot: 0 }; 16],
+    collisions: [RangeSpec {
+        start: 0,
+        end: 0,
+        prot: 0,
+    }; 16],
     ncollisions: 0,
     maps_buf: [0; protocol::MAX_MESSAGE],
 }));
@@ -98,9 +116,10 @@ static STATE: Global = Global(UnsafeCell::new(Mirror {
 /// The mirror state.
 ///
 /// # Safety
-/// Only from the host's single thread, and no two returned references may
-/// be used at overlapping times except the fault handler's, which runs while
-/// the main loop is inside debug code and holds no reference across the call.
+/// No two returned references may be used at overlapping times: the main
+/// loop holds none across a call into debug code, during which only the
+/// fault handler or the userfaultfd thread (while debug code waits in a
+/// fault) use the state.
 pub(crate) unsafe fn state() -> &'static mut Mirror {
     // SAFETY: see the function's contract.
     unsafe { &mut *STATE.0.get() }
@@ -137,6 +156,46 @@ impl Mirror {
                 }
                 r.touched = false;
                 r.written = false;
+            }
+        }
+    }
+
+    /// Fills the pages holding `(address, size)` program objects, in mappings
+    /// untouched since the last invalidation (so no page is filled twice).
+    /// Failures are ignored: the access faults later and is reported then.
+    pub fn prefetch(&mut self, objects: &[(u64, u64)]) {
+        const MOST_PAGES: u64 = 16;
+        let cur = self.current;
+        let untouched: Vec<bool> = self.ranges().iter().map(|r| !r.touched).collect();
+        let mut done: Vec<u64> = Vec::new();
+        let mut bounce: Vec<u8> = Vec::new();
+        for &(address, size) in objects {
+            let first = address & !(PAGE - 1);
+            let last = address.saturating_add(size.max(1) - 1) & !(PAGE - 1);
+            let mut page = first;
+            while page <= last && page < first + MOST_PAGES * PAGE {
+                let Some(i) = self.find(page) else { break };
+                let r = self.tables[cur][i];
+                let block = (page & !(self.chunk - 1)).max(r.start);
+                let end = (block + self.chunk).min(r.end);
+                if untouched[i]
+                    && !r.collided
+                    && r.prot & libc::PROT_READ as u32 != 0
+                    && !done.contains(&block)
+                {
+                    done.push(block);
+                    let ok = if r.uffd {
+                        bounce.resize((end - block) as usize, 0);
+                        read_program(self, &mut bounce, block, end - block)
+                            && copy_in(self.uffd, &bounce, block, end - block)
+                    } else {
+                        fill(self, block, end - block, r.prot as i32)
+                    };
+                    if ok {
+                        self.tables[cur][i].touched = true;
+                    }
+                }
+                page = end.max(page + PAGE);
             }
         }
     }
@@ -180,7 +239,15 @@ impl Mirror {
                     self.collisions[self.ncollisions] = spec;
                     self.ncollisions += 1;
                 }
-                Range { start: spec.start, end: spec.end, prot: spec.prot, touched: false, collided, uffd, written: false }
+                Range {
+                    start: spec.start,
+                    end: spec.end,
+                    prot: spec.prot,
+                    touched: false,
+                    collided,
+                    uffd,
+                    written: false,
+                }
             };
             self.tables[next][k] = range;
         }
@@ -214,7 +281,11 @@ fn parse_ranges(out: &mut [RangeSpec; MAX_RANGES], body: &[u8]) -> Option<usize>
     }
     for k in 0..n {
         let spec = r.range()?;
-        if spec.start >= spec.end || spec.start % PAGE != 0 || spec.end % PAGE != 0 || (k > 0 && out[k - 1].end > spec.start) {
+        if spec.start >= spec.end
+            || spec.start % PAGE != 0
+            || spec.end % PAGE != 0
+            || (k > 0 && out[k - 1].end > spec.start)
+        {
             return None;
         }
         out[k] = spec;
@@ -233,14 +304,21 @@ enum Reserved {
 /// fault handler. `Collision` when the host already has memory there.
 fn reserve(spec: RangeSpec, uffd: i32) -> Reserved {
     let len = (spec.end - spec.start) as usize;
-    let prot = if uffd >= 0 { spec.prot as i32 } else { libc::PROT_NONE };
+    let prot = if uffd >= 0 {
+        spec.prot as i32
+    } else {
+        libc::PROT_NONE
+    };
     // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
     let p = unsafe {
         libc::mmap(
             spec.start as *mut libc::c_void,
             len,
             prot,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE,
+            libc::MAP_PRIVATE
+                | libc::MAP_ANONYMOUS
+                | libc::MAP_NORESERVE
+                | libc::MAP_FIXED_NOREPLACE,
             -1,
             0,
         )
@@ -257,7 +335,12 @@ fn reserve(spec: RangeSpec, uffd: i32) -> Reserved {
     if uffd < 0 {
         return Reserved::Signal;
     }
-    let mut reg = uffd::Register { start: spec.start, len: len as u64, mode: uffd::REGISTER_MODE_MISSING, ioctls: 0 };
+    let mut reg = uffd::Register {
+        start: spec.start,
+        len: len as u64,
+        mode: uffd::REGISTER_MODE_MISSING,
+        ioctls: 0,
+    };
     // SAFETY: registers our own fresh mapping.
     if unsafe { libc::ioctl(uffd, uffd::REGISTER, &mut reg) } == 0 {
         return Reserved::Uffd;
@@ -323,7 +406,11 @@ pub(crate) fn open_userfaultfd() -> i32 {
         if fd < 0 {
             return -1;
         }
-        let mut api = uffd::Api { api: uffd::API, features: 0, ioctls: 0 };
+        let mut api = uffd::Api {
+            api: uffd::API,
+            features: 0,
+            ioctls: 0,
+        };
         if libc::ioctl(fd, uffd::IOC_API, &mut api) != 0 {
             libc::close(fd);
             return -1;
@@ -340,9 +427,21 @@ pub(crate) fn serve_userfaultfd() {
     let fd = unsafe { state() }.uffd;
     let mut bounce = vec![0u8; 256 * PAGE as usize];
     loop {
-        let mut msg = uffd::Msg { event: 0, reserved: [0; 7], flags: 0, address: 0, rest: 0 };
+        let mut msg = uffd::Msg {
+            event: 0,
+            reserved: [0; 7],
+            flags: 0,
+            address: 0,
+            rest: 0,
+        };
         // SAFETY: reads one uffd_msg into msg.
-        let n = unsafe { libc::read(fd, (&mut msg as *mut uffd::Msg).cast(), std::mem::size_of::<uffd::Msg>()) };
+        let n = unsafe {
+            libc::read(
+                fd,
+                (&mut msg as *mut uffd::Msg).cast(),
+                std::mem::size_of::<uffd::Msg>(),
+            )
+        };
         if n != std::mem::size_of::<uffd::Msg>() as isize {
             if n < 0 && errno() == libc::EINTR {
                 continue;
@@ -356,7 +455,9 @@ pub(crate) fn serve_userfaultfd() {
         let st = unsafe { state() };
         let addr = msg.address;
         let page = addr & !(PAGE - 1);
-        let Some(i) = st.find(addr) else { crash(st, libc::SIGSEGV, addr, reason::UNMAPPED) };
+        let Some(i) = st.find(addr) else {
+            crash(st, libc::SIGSEGV, addr, reason::UNMAPPED)
+        };
         let range = st.ranges()[i];
         let block = (addr & !(st.chunk - 1)).max(range.start);
         let end = (block + st.chunk).min(range.end);
@@ -365,7 +466,8 @@ pub(crate) fn serve_userfaultfd() {
         let cur = st.current;
         st.tables[cur][i].touched = true;
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        let copied = (read_program(st, &mut bounce, block, end - block) && copy_in(fd, &bounce, block, end - block))
+        let copied = (read_program(st, &mut bounce, block, end - block)
+            && copy_in(fd, &bounce, block, end - block))
             || (read_program(st, &mut bounce, page, PAGE) && copy_in(fd, &bounce, page, PAGE));
         if !copied {
             crash(st, libc::SIGSEGV, addr, reason::UNREADABLE);
@@ -376,7 +478,13 @@ pub(crate) fn serve_userfaultfd() {
 /// Installs `len` bytes of `bounce` at `dst`; true once the page at `dst`
 /// is present (pages already present are kept, and the waiter woken).
 fn copy_in(fd: i32, bounce: &[u8], dst: u64, len: u64) -> bool {
-    let mut copy = uffd::Copy { dst, src: bounce.as_ptr() as u64, len, mode: 0, copy: 0 };
+    let mut copy = uffd::Copy {
+        dst,
+        src: bounce.as_ptr() as u64,
+        len,
+        mode: 0,
+        copy: 0,
+    };
     // SAFETY: copies from our bounce buffer into our registered range.
     if unsafe { libc::ioctl(fd, uffd::COPY, &mut copy) } == 0 {
         return true;
@@ -397,8 +505,14 @@ fn read_program(st: &mut Mirror, bounce: &mut [u8], start: u64, len: u64) -> boo
     let buf = &mut bounce[..len as usize];
     loop {
         if st.fill == protocol::FILL_DIRECT {
-            let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-            let remote = libc::iovec { iov_base: start as *mut libc::c_void, iov_len: buf.len() };
+            let local = libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            };
+            let remote = libc::iovec {
+                iov_base: start as *mut libc::c_void,
+                iov_len: buf.len(),
+            };
             // SAFETY: local points at our buffer.
             let n = unsafe { libc::process_vm_readv(st.pid, &local, 1, &remote, 1, 0) };
             if n < 0 && matches!(errno(), libc::EPERM | libc::ENOSYS) {
@@ -420,8 +534,14 @@ fn fill(st: &mut Mirror, start: u64, len: u64, prot: i32) -> bool {
     unsafe { libc::mprotect(addr, len as usize, libc::PROT_READ | libc::PROT_WRITE) };
     let ok = loop {
         if st.fill == protocol::FILL_DIRECT {
-            let local = libc::iovec { iov_base: addr, iov_len: len as usize };
-            let remote = libc::iovec { iov_base: addr, iov_len: len as usize };
+            let local = libc::iovec {
+                iov_base: addr,
+                iov_len: len as usize,
+            };
+            let remote = libc::iovec {
+                iov_base: addr,
+                iov_len: len as usize,
+            };
             // SAFETY: local points at len writable bytes of our own mirror.
             let n = unsafe { libc::process_vm_readv(st.pid, &local, 1, &remote, 1, 0) };
             if n < 0 && matches!(errno(), libc::EPERM | libc::ENOSYS) {
@@ -442,6 +562,20 @@ fn fill(st: &mut Mirror, start: u64, len: u64, prot: i32) -> bool {
 
 /// Asks the replayer for the program bytes at `start`, received at `dst`.
 fn request_bytes(fd: i32, dst: u64, start: u64, len: u64) -> bool {
+    // One socket message must fit the socket buffer (≈200 KiB by default).
+    const MOST: u64 = 64 * 1024;
+    let mut done = 0;
+    while done < len {
+        let part = (len - done).min(MOST);
+        if !request_part(fd, dst + done, start + done, part) {
+            return false;
+        }
+        done += part;
+    }
+    true
+}
+
+fn request_part(fd: i32, dst: u64, start: u64, len: u64) -> bool {
     let mut req = [0u8; 24];
     req[0..4].copy_from_slice(&protocol::PAGE_REQUEST.to_le_bytes());
     req[8..16].copy_from_slice(&start.to_le_bytes());
@@ -451,8 +585,14 @@ fn request_bytes(fd: i32, dst: u64, start: u64, len: u64) -> bool {
     }
     let mut header = [0u8; protocol::PAGE_DATA_HEADER];
     let mut iov = [
-        libc::iovec { iov_base: header.as_mut_ptr().cast(), iov_len: header.len() },
-        libc::iovec { iov_base: dst as *mut libc::c_void, iov_len: len as usize },
+        libc::iovec {
+            iov_base: header.as_mut_ptr().cast(),
+            iov_len: header.len(),
+        },
+        libc::iovec {
+            iov_base: dst as *mut libc::c_void,
+            iov_len: len as usize,
+        },
     ];
     // SAFETY: msghdr is plain data; zero is a valid empty header.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -463,7 +603,10 @@ fn request_bytes(fd: i32, dst: u64, start: u64, len: u64) -> bool {
     let tag = u32::from_le_bytes(header[0..4].try_into().unwrap());
     let err = i32::from_le_bytes(header[4..8].try_into().unwrap());
     let got = u32::from_le_bytes(header[8..12].try_into().unwrap());
-    n == (protocol::PAGE_DATA_HEADER as u64 + len) as isize && tag == protocol::PAGE_DATA && err == 0 && got as u64 == len
+    n == (protocol::PAGE_DATA_HEADER as u64 + len) as isize
+        && tag == protocol::PAGE_DATA
+        && err == 0
+        && got as u64 == len
 }
 
 /// Asks the replayer for the program's current mappings and applies them.
@@ -487,7 +630,10 @@ fn refresh_maps(st: &mut Mirror) -> bool {
 
 fn send_all(fd: i32, bytes: &[u8]) -> bool {
     // SAFETY: bytes is a valid buffer; SEQPACKET sends it as one message.
-    unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) == bytes.len() as isize }
+    unsafe {
+        libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL)
+            == bytes.len() as isize
+    }
 }
 
 fn errno() -> i32 {
@@ -504,19 +650,42 @@ fn crash(st: &Mirror, signal: i32, addr: u64, why: u32) -> ! {
     msg[8..16].copy_from_slice(&addr.to_le_bytes());
     msg[16..20].copy_from_slice(&why.to_le_bytes());
     send_all(st.fd, &msg);
-    // SAFETY: best effort; the replayer kills the host if this hangs.
+    // Keep what debug code printed so far, unless another thread holds the
+    // stream (the faulting thread, when the userfaultfd thread gives up):
+    // flushing would then wait forever.
+    // SAFETY: glibc's standard streams; best effort before exiting.
     unsafe {
-        libc::fflush(std::ptr::null_mut());
+        for stream in [stdout, stderr] {
+            if ftrylockfile(stream) == 0 {
+                libc::fflush(stream);
+                funlockfile(stream);
+            }
+        }
         libc::_exit(128 + signal)
     }
 }
 
-extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+extern "C" {
+    static stdout: *mut libc::FILE;
+    static stderr: *mut libc::FILE;
+    fn ftrylockfile(stream: *mut libc::FILE) -> libc::c_int;
+    fn funlockfile(stream: *mut libc::FILE);
+}
+
+extern "C" fn on_fault(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
+) {
     // SAFETY: the kernel passes valid siginfo/ucontext pointers for SA_SIGINFO handlers.
     let (addr, error_code, sp) = unsafe {
         let uc = &*(context as *const libc::ucontext_t);
         let gregs = &uc.uc_mcontext.gregs;
-        ((*info).si_addr() as u64, gregs[libc::REG_ERR as usize] as u64, gregs[libc::REG_RSP as usize] as u64)
+        (
+            (*info).si_addr() as u64,
+            gregs[libc::REG_ERR as usize] as u64,
+            gregs[libc::REG_RSP as usize] as u64,
+        )
     };
     // SAFETY: the handler interrupts the host's only thread while it runs debug code.
     let st = unsafe { state() };
@@ -537,14 +706,20 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
     let Some(i) = index else {
         // A fault within a few pages around the stack pointer is the host's
         // stack guard page, not a bad pointer.
-        let why = if addr.abs_diff(sp) < 16 * PAGE { reason::STACK_OVERFLOW } else { reason::UNMAPPED };
+        let why = if addr.abs_diff(sp) < 16 * PAGE {
+            reason::STACK_OVERFLOW
+        } else {
+            reason::UNMAPPED
+        };
         crash(st, signal, addr, why)
     };
     let range = st.ranges()[i];
     if range.collided {
         crash(st, signal, addr, reason::COLLISION);
     }
-    if range.prot & libc::PROT_READ as u32 == 0 || (fetch && range.prot & libc::PROT_EXEC as u32 == 0) {
+    if range.prot & libc::PROT_READ as u32 == 0
+        || (fetch && range.prot & libc::PROT_EXEC as u32 == 0)
+    {
         crash(st, signal, addr, reason::NOT_READABLE);
     }
     let page = addr & !(PAGE - 1);
@@ -561,7 +736,13 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
         // Let the write land in a private copy (filled by the server thread
         // if the page is missing); it is discarded after the call.
         // SAFETY: a page of our own mirror mapping.
-        unsafe { libc::mprotect(page as *mut libc::c_void, PAGE as usize, range.prot as i32 | libc::PROT_WRITE) };
+        unsafe {
+            libc::mprotect(
+                page as *mut libc::c_void,
+                PAGE as usize,
+                range.prot as i32 | libc::PROT_WRITE,
+            )
+        };
         st.tables[cur][i].touched = true;
         st.tables[cur][i].written = true;
         return;
@@ -581,7 +762,12 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
             crash(st, signal, addr, reason::WRITE_ABORTED);
         }
         // Let the write land in a private copy; it is discarded after the call.
-        if !fill(st, page, PAGE, libc::PROT_READ | libc::PROT_WRITE | (range.prot as i32 & libc::PROT_EXEC)) {
+        if !fill(
+            st,
+            page,
+            PAGE,
+            libc::PROT_READ | libc::PROT_WRITE | (range.prot as i32 & libc::PROT_EXEC),
+        ) {
             crash(st, signal, addr, reason::UNREADABLE);
         }
         st.tables[cur][i].touched = true;
@@ -589,16 +775,25 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
     }
     let block = (addr & !(st.chunk - 1)).max(range.start);
     let end = (block + st.chunk).min(range.end);
-    if !(fill(st, block, end - block, range.prot as i32) || fill(st, page, PAGE, range.prot as i32)) {
+    if !(fill(st, block, end - block, range.prot as i32) || fill(st, page, PAGE, range.prot as i32))
+    {
         crash(st, signal, addr, reason::UNREADABLE);
     }
     st.tables[cur][i].touched = true;
 }
 
-extern "C" fn on_fatal(signal: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
+extern "C" fn on_fatal(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _context: *mut libc::c_void,
+) {
     // SAFETY: valid siginfo from the kernel; single-threaded host.
     let (addr, st) = unsafe { ((*info).si_addr() as u64, state()) };
-    let addr = if matches!(signal, libc::SIGILL | libc::SIGFPE | libc::SIGBUS) { addr } else { 0 };
+    let addr = if matches!(signal, libc::SIGILL | libc::SIGFPE | libc::SIGBUS) {
+        addr
+    } else {
+        0
+    };
     crash(st, signal, addr, reason::SIGNAL);
 }
 
@@ -617,7 +812,11 @@ pub(crate) fn install_handlers() {
             0,
         );
         if stack != libc::MAP_FAILED {
-            let ss = libc::stack_t { ss_sp: stack, ss_flags: 0, ss_size: ALT_STACK };
+            let ss = libc::stack_t {
+                ss_sp: stack,
+                ss_flags: 0,
+                ss_size: ALT_STACK,
+            };
             libc::sigaltstack(&ss, std::ptr::null_mut());
         }
         for (signal, handler) in [

@@ -26,15 +26,28 @@ pub fn run_if_host() {
 /// that re-executes itself with these arguments). Never returns.
 pub fn host_main() -> ! {
     let args: Vec<String> = std::env::args().collect();
-    let fd = match args.iter().position(|a| a == "--fd").and_then(|i| args.get(i + 1)).and_then(|s| s.parse().ok()) {
+    let fd = match args
+        .iter()
+        .position(|a| a == "--fd")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+    {
         Some(fd) => fd,
         None => {
-            eprintln!("rdb-debug-host: this program is started by rdb (usage: rdb-debug-host --fd N)");
+            eprintln!(
+                "rdb-debug-host: this program is started by rdb (usage: rdb-debug-host --fd N)"
+            );
             std::process::exit(2)
         }
     };
-    // SAFETY: plain prctl; the host must not outlive the replayer.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+    // SAFETY: plain prctl and signal dispositions. The host must not outlive
+    // the replayer; a Ctrl-C at the terminal is for rdb to handle (the host
+    // dies with it through PDEATHSIG), not for the host.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
     let code = match serve(fd) {
         Ok(()) => 0,
         Err(message) => {
@@ -61,9 +74,19 @@ fn recv(fd: i32, buf: &mut [u8]) -> Result<usize, String> {
 
 fn send(fd: i32, message: &[u8]) -> Result<(), String> {
     // SAFETY: message is a valid buffer.
-    let n = unsafe { libc::send(fd, message.as_ptr().cast(), message.len(), libc::MSG_NOSIGNAL) };
+    let n = unsafe {
+        libc::send(
+            fd,
+            message.as_ptr().cast(),
+            message.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
     if n != message.len() as isize {
-        return Err(format!("sending to rdb: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "sending to rdb: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     Ok(())
 }
@@ -83,7 +106,9 @@ fn serve(fd: i32) -> Result<(), String> {
             return Ok(());
         }
     };
+    let spin = SPIN.get().copied().unwrap_or_default();
     loop {
+        crate::client::spin_readable(fd, spin);
         let n = recv(fd, &mut buf)?;
         if n == 0 {
             return Ok(()); // rdb closed the connection
@@ -93,7 +118,10 @@ fn serve(fd: i32) -> Result<(), String> {
             Some(protocol::INVOKE) => {
                 let reply = invoke(&module, r).unwrap_or_else(|e| {
                     let mut w = Writer::new(protocol::DONE);
-                    w.u32(protocol::STATUS_PROTOCOL).u32(0).bytes(b"").bytes(format!("malformed request: {e}").as_bytes());
+                    w.u32(protocol::STATUS_PROTOCOL)
+                        .u32(0)
+                        .bytes(b"")
+                        .bytes(format!("malformed request: {e}").as_bytes());
                     w
                 });
                 send(fd, &reply.0)?;
@@ -102,6 +130,9 @@ fn serve(fd: i32) -> Result<(), String> {
         }
     }
 }
+
+/// How long the main loop busy-waits for the next request ([`crate::HostOptions::spin`]).
+static SPIN: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
 
 fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     let bad = || "malformed init message".to_string();
@@ -115,6 +146,7 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     let chunk_pages = r.u32().ok_or_else(bad)?.clamp(1, 256) as u64;
     let cpu = r.u32().ok_or_else(bad)?;
     let faults = r.u32().ok_or_else(bad)?;
+    let spin = std::time::Duration::from_micros(r.u32().ok_or_else(bad)? as u64);
     let path = PathBuf::from(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned());
     let count = r.u32().ok_or_else(bad)?;
     let mut wants = Vec::new();
@@ -122,7 +154,14 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
         let region = r.u32().ok_or_else(bad)?;
         let kind = r.u32().ok_or_else(bad)?;
         let name = String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned();
-        wants.push((region, if kind == 0 { Want::Symbol(name) } else { Want::RegionTable }));
+        wants.push((
+            region,
+            if kind == 0 {
+                Want::Symbol(name)
+            } else {
+                Want::RegionTable
+            },
+        ));
     }
     if cpu != u32::MAX {
         pin_to_cpu(cpu as usize);
@@ -134,6 +173,7 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     st.fill = fill;
     st.abort_on_write = abort_on_write;
     st.chunk = chunk_pages.next_power_of_two() * 4096;
+    SPIN.set(spin).ok();
     if faults != protocol::FAULTS_SIGNAL {
         st.uffd = mirror::open_userfaultfd();
         if st.uffd < 0 && faults == protocol::FAULTS_USERFAULTFD {
@@ -188,32 +228,58 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     // Register and constant values live in 16-byte aligned host storage.
     let mut storage: Vec<Vec<u128>> = Vec::new();
     let mut argv: Vec<*const c_void> = Vec::with_capacity(count as usize);
+    let mut in_program: Vec<(u64, u64)> = Vec::new();
     for _ in 0..count {
         match r.u32().ok_or("argument")? {
-            0 => argv.push(r.u64().ok_or("argument")? as *const c_void),
+            0 => {
+                let address = r.u64().ok_or("argument")?;
+                let size = r.u64().ok_or("argument")?;
+                in_program.push((address, size));
+                argv.push(address as *const c_void);
+            }
             _ => {
                 let bytes = r.bytes().ok_or("argument")?;
                 let mut cell = vec![0u128; bytes.len().div_ceil(16).max(1)];
                 // SAFETY: cell has at least bytes.len() bytes.
-                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), cell.as_mut_ptr().cast::<u8>(), bytes.len()) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        bytes.as_ptr(),
+                        cell.as_mut_ptr().cast::<u8>(),
+                        bytes.len(),
+                    )
+                };
                 argv.push(cell.as_ptr().cast());
                 storage.push(cell);
             }
         }
     }
+    // A null after the last argument: a module expecting more arguments than
+    // the descriptors give crashes on a null pointer, not on stray memory.
+    argv.push(std::ptr::null());
     let mut reply = Writer::new(protocol::DONE);
     if st.ncollisions > 0 {
         let text = collision_report(&st.collisions[..st.ncollisions]);
         st.ncollisions = 0;
-        reply.u32(protocol::STATUS_COLLISION).u32(0).bytes(b"").bytes(text.as_bytes());
+        reply
+            .u32(protocol::STATUS_COLLISION)
+            .u32(0)
+            .bytes(b"")
+            .bytes(text.as_bytes());
         return Ok(reply);
     }
     let Some(&function) = module.functions.get(&region) else {
-        reply.u32(protocol::STATUS_PROTOCOL).u32(0).bytes(b"").bytes(format!("region {region} was not loaded").as_bytes());
+        reply
+            .u32(protocol::STATUS_PROTOCOL)
+            .u32(0)
+            .bytes(b"")
+            .bytes(format!("region {region} was not loaded").as_bytes());
         return Ok(reply);
     };
     st.nwrites = 0;
     st.wrote = false;
+    // Debug code is about to read its arguments: fill their pages now, in
+    // one go, rather than one fault each.
+    st.prefetch(&in_program);
     st.in_call = true;
     // SAFETY: the function has the documented calling convention and argv
     // holds one valid address per argument; program memory is mirrored
@@ -229,12 +295,20 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
         st.invalidate();
     }
     drop(storage);
-    let status = if st.ncollisions > 0 { protocol::STATUS_RAN_WITH_COLLISION } else { protocol::STATUS_RAN };
+    let status = if st.ncollisions > 0 {
+        protocol::STATUS_RAN_WITH_COLLISION
+    } else {
+        protocol::STATUS_RAN
+    };
     reply.u32(status).u32(st.nwrites as u32);
     for &w in &st.writes[..st.nwrites] {
         reply.u64(w);
     }
-    let panic = module::PANIC.lock().ok().and_then(|mut p| p.take()).unwrap_or_default();
+    let panic = module::PANIC
+        .lock()
+        .ok()
+        .and_then(|mut p| p.take())
+        .unwrap_or_default();
     reply.bytes(panic.as_bytes());
     let collisions = if st.ncollisions > 0 {
         let text = collision_report(&st.collisions[..st.ncollisions]);
@@ -257,13 +331,28 @@ fn collision_report(ranges: &[protocol::RangeSpec]) -> String {
         let hits: Vec<String> = own
             .iter()
             .filter(|m| m.start < r.end && r.start < m.end)
-            .map(|m| format!("{:#x}-{:#x} {}", m.start, m.end, if m.name.is_empty() { "(anonymous)" } else { &m.name }))
+            .map(|m| {
+                format!(
+                    "{:#x}-{:#x} {}",
+                    m.start,
+                    m.end,
+                    if m.name.is_empty() {
+                        "(anonymous)"
+                    } else {
+                        &m.name
+                    }
+                )
+            })
             .collect();
         parts.push(format!(
             "program range {:#x}-{:#x} overlaps the debug host's own {}",
             r.start,
             r.end,
-            if hits.is_empty() { "memory".to_string() } else { hits.join(", ") }
+            if hits.is_empty() {
+                "memory".to_string()
+            } else {
+                hits.join(", ")
+            }
         ));
     }
     format!(

@@ -1,0 +1,2 @@
+extern int shared;
+int __rdb_peek(void) { return shared; }

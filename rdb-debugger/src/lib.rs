@@ -1,0 +1,235 @@
+//! Replay debugging: replay a trace and run the debug regions of a rebuilt
+//! binary at their code locations.
+//!
+//! This crate joins the two halves of rdb. The trace was recorded from a plain
+//! build; the user then added regions and rebuilt with `cargo rdb build` (or
+//! `rdb-clang`), which produced a main binary byte-identical to the recorded
+//! executable plus a debug module and descriptors beside it. [`replay_with_regions`]:
+//!
+//! 1. refuses a binary whose hash differs from the recorded executable's (only
+//!    region code and debug-only items may change between recording and
+//!    replay), and descriptors written for another binary;
+//! 2. starts a [`DebugHost`] for the debug module;
+//! 3. replays the trace with a [`ReplayObserver`] that breaks at every region
+//!    location in every process running that executable, and at each hit
+//!    calls the region's debug function through the host, which sees a
+//!    read-only mirror of the stopped program;
+//! 4. reports every hit that did not complete cleanly (write to program
+//!    memory, panic, crash, timeout) on stderr with the region and its source
+//!    location, and carries on: the program's replay is never affected.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use rdb_descriptors::FunctionDescriptors;
+use rdb_host::{DebugHost, HostError, HostOptions, TraceeView};
+use rdb_runtime::{BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, ReplayOutcome, TraceReader};
+
+/// What to replay, and with which regions.
+#[derive(Debug)]
+pub struct DebugReplayOptions {
+    pub replay: ReplayOptions,
+    /// The rebuilt main binary; its debug module and descriptors sit beside it.
+    pub binary: PathBuf,
+    pub host: HostOptions,
+}
+
+/// How a replay with regions went.
+#[derive(Debug)]
+pub struct DebugReplayOutcome {
+    pub replay: ReplayOutcome,
+    /// Debug function calls made.
+    pub calls: u64,
+    /// Calls that did not complete cleanly (each was reported on stderr).
+    pub problems: u64,
+    /// Regions whose code location was never reached.
+    pub regions_never_hit: Vec<u32>,
+    /// Regions that have no code location in the binary, with the reason
+    /// the descriptors give.
+    pub regions_without_location: Vec<(u32, String)>,
+}
+
+/// Why a replay with regions could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DebugError {
+    #[error(
+        "{binary} is not the executable the trace was recorded from ({recorded}): its hash is {actual}, \
+         the recorded one is {expected}.\n\
+         Only code inside rdb_begin!/rdb_end! regions and #[debug_only] items may change between recording and \
+         replay; rebuild the source the trace was recorded from, plus regions, with `cargo rdb build` \
+         (same profile as the recorded build)"
+    )]
+    BinaryMismatch { binary: PathBuf, recorded: String, expected: String, actual: String },
+    #[error(
+        "{descriptors} describes another build of {binary} (descriptor hash {expected}, binary hash {actual}): \
+         run `cargo rdb build` again"
+    )]
+    StaleDescriptors { descriptors: PathBuf, binary: PathBuf, expected: String, actual: String },
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Descriptors(#[from] rdb_descriptors::Error),
+    #[error(transparent)]
+    Trace(#[from] rdb_runtime::TraceError),
+    #[error(transparent)]
+    Host(#[from] HostError),
+    #[error(transparent)]
+    Replay(#[from] rdb_runtime::Error),
+}
+
+fn blake3_file(path: &Path) -> Result<String, DebugError> {
+    let bytes = std::fs::read(path).map_err(|source| DebugError::Io { path: path.to_path_buf(), source })?;
+    Ok(blake3::hash(&bytes).to_hex().to_string())
+}
+
+/// Checks that `binary` may replay the trace in `trace_dir` with regions:
+/// same bytes as the recorded executable, descriptors written for it.
+/// Returns the binary's hash and its function descriptors.
+pub fn check_binary(trace_dir: &Path, binary: &Path) -> Result<(String, FunctionDescriptors), DebugError> {
+    let header = TraceReader::open(trace_dir)?.header;
+    let actual = blake3_file(binary)?;
+    if actual != header.program_blake3 {
+        return Err(DebugError::BinaryMismatch {
+            binary: binary.to_path_buf(),
+            recorded: header.program,
+            expected: header.program_blake3,
+            actual,
+        });
+    }
+    let paths = rdb_descriptors::artefact_paths(binary);
+    let functions = rdb_descriptors::load_functions(&paths.functions)?;
+    if functions.binary.blake3 != actual {
+        return Err(DebugError::StaleDescriptors {
+            descriptors: paths.functions,
+            binary: binary.to_path_buf(),
+            expected: functions.binary.blake3,
+            actual,
+        });
+    }
+    Ok((actual, functions))
+}
+
+/// Replays the trace, running the binary's debug regions at their locations.
+/// See the crate docs.
+pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcome, DebugError> {
+    let (hash, functions) = check_binary(&opts.replay.trace_dir, &opts.binary)?;
+    let regions_without_location = functions
+        .functions
+        .iter()
+        .filter(|f| f.locations.is_empty())
+        .map(|f| (f.region, f.note.clone().unwrap_or_else(|| "no code location".to_string())))
+        .collect();
+    let mut host_options = opts.host;
+    if opts.replay.pin_cpu && host_options.cpu.is_none() {
+        // One thread runs at a time (replayer, program or debug code): keeping all three on one
+        // CPU makes each hand-over a cheap same-CPU wake-up. The replayer pins itself to the CPU
+        // it runs on; pin first so the host gets the same one.
+        let cpu = rdb_runtime::sys::current_cpu();
+        if rdb_runtime::sys::pin_to_cpu(cpu).is_ok() {
+            host_options.cpu = Some(cpu);
+        }
+    }
+    let host = DebugHost::for_binary(&opts.binary, host_options)?;
+    let locations = host.code_locations();
+    let mut observer = RegionObserver {
+        host,
+        locations,
+        binary_hash: hash,
+        matches: HashMap::new(),
+        calls: 0,
+        problems: 0,
+        hit: Default::default(),
+    };
+    let replay = rdb_runtime::replay(&opts.replay, &mut observer)?;
+    let mut never: Vec<u32> = observer.locations.values().flatten().copied().collect();
+    never.sort_unstable();
+    never.dedup();
+    never.retain(|r| !observer.hit.contains(r));
+    Ok(DebugReplayOutcome { replay, calls: observer.calls, problems: observer.problems, regions_never_hit: never, regions_without_location })
+}
+
+/// Breaks at region locations and calls the debug host there.
+struct RegionObserver {
+    host: DebugHost,
+    /// Module-relative code address -> regions to run there.
+    locations: BTreeMap<u64, Vec<u32>>,
+    binary_hash: String,
+    /// Executable path -> whether it is the region binary (by hash).
+    matches: HashMap<PathBuf, bool>,
+    calls: u64,
+    problems: u64,
+    hit: std::collections::BTreeSet<u32>,
+}
+
+impl RegionObserver {
+    fn runs_region_binary(&mut self, exe: &Path) -> bool {
+        if let Some(&m) = self.matches.get(exe) {
+            return m;
+        }
+        let m = blake3_file(exe).map(|h| h == self.binary_hash).unwrap_or(false);
+        self.matches.insert(exe.to_path_buf(), m);
+        m
+    }
+}
+
+impl ReplayObserver for RegionObserver {
+    fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
+        if !self.runs_region_binary(&image.exe) {
+            return Vec::new();
+        }
+        self.locations.keys().map(|a| a.wrapping_add(image.load_bias)).collect()
+    }
+
+    fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
+        let address = stop.addr.wrapping_sub(stop.image.load_bias);
+        let Some(regions) = self.locations.get(&address).cloned() else {
+            return Ok(());
+        };
+        let view = StopView(stop);
+        for region in regions {
+            self.calls += 1;
+            self.hit.insert(region);
+            match self.host.invoke(region, address, &view) {
+                Ok(call) if call.is_clean() => {}
+                Ok(call) => {
+                    self.problems += 1;
+                    eprintln!("rdb: warning: {call}");
+                }
+                Err(e) => {
+                    self.problems += 1;
+                    eprintln!("rdb: warning: region {region} could not run: {e}");
+                }
+            }
+        }
+        // The program runs next: what the host mirrored is stale from now on.
+        self.host.invalidate();
+        Ok(())
+    }
+}
+
+/// A breakpoint stop, as the debug host sees it.
+struct StopView<'a, 'b>(&'a BreakpointStop<'b>);
+
+impl TraceeView for StopView<'_, '_> {
+    fn pid(&self) -> i32 {
+        self.0.pid
+    }
+    fn regs(&self) -> &libc::user_regs_struct {
+        &self.0.regs
+    }
+    fn load_bias(&self) -> u64 {
+        self.0.image.load_bias
+    }
+    fn read(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let n = self.0.read_memory(addr, buf)?;
+        if n == buf.len() {
+            Ok(())
+        } else {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("read {n} of {} bytes at {addr:#x}", buf.len()),
+            ))
+        }
+    }
+}
