@@ -54,15 +54,32 @@ pub fn write_descriptors(
             }
         })
         .collect();
+    // Same binary, same sites, same toolchain: the descriptors on disk are
+    // current (a region edited within its lines changes none of these).
+    let identity = identity(binary)?;
+    let key = format!("{toolchain}\n{}\n{sites:?}", identity.blake3);
+    let key_path = binary.with_file_name(format!(".{}.rdb-key", binary.file_name().expect("named").to_string_lossy()));
+    if paths.functions.is_file() && paths.arguments.is_file() {
+        if let Ok(saved) = std::fs::read_to_string(&key_path) {
+            if let Some((saved_key, warnings)) = saved.split_once('\0') {
+                if saved_key == key {
+                    let warnings = warnings.lines().map(String::from).collect();
+                    return Ok((paths.functions, paths.arguments, warnings));
+                }
+            }
+        }
+    }
     let located = rdb_locate::locate(binary, &sites)
         .with_context(|| format!("cannot compute the descriptors of {}", binary.display()))?;
     let warnings = located.warnings.clone();
     let (functions, arguments) =
-        located.into_descriptors(Language::Rust, toolchain.to_string(), identity(binary)?, module_name);
+        located.into_descriptors(Language::Rust, toolchain.to_string(), identity, module_name);
     rdb_descriptors::store(&paths.functions, &functions)
         .with_context(|| format!("cannot write {}", paths.functions.display()))?;
     rdb_descriptors::store(&paths.arguments, &arguments)
         .with_context(|| format!("cannot write {}", paths.arguments.display()))?;
+    let saved = format!("{key}\0{}", warnings.join("\n"));
+    crate::shadow::write_atomic(&key_path, saved.as_bytes())?;
     Ok((paths.functions, paths.arguments, warnings))
 }
 

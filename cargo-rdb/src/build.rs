@@ -250,15 +250,78 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
     for (p, t) in &bins {
         main_args.extend(["-p".into(), p.name.clone().into(), "--bin".into(), t.name.clone().into()]);
     }
+    // 4. Debug modules, one per binary, built while the main build runs:
+    // on a few cores the two overlap well (rustc's front end is serial).
+    let mut debug_args = common.clone();
+    // Own target directory: cargo's cache of rustc's target information is
+    // keyed by the rustc wrapper, so sharing one directory with the main
+    // build (which must not use a wrapper: cargo hashes it into symbol
+    // names) would re-probe rustc on every build.
+    if let Some(i) = debug_args.iter().position(|a| a == "--target-dir") {
+        debug_args[i + 1] = debug_build_dir.clone().into();
+    }
+    // Features were resolved into the generated manifests.
+    debug_args.retain(|a| a != "--all-features" && a != "--no-default-features");
+    let mut i = 0;
+    while i < debug_args.len() {
+        if debug_args[i] == "--features" {
+            debug_args.drain(i..i + 2);
+        } else {
+            i += 1;
+        }
+    }
+    let root_manifest = std::fs::read_to_string(ws_root.join("Cargo.toml")).context("cannot read the workspace's Cargo.toml")?;
+    let mut debug_manifests = Vec::new();
+    for (pkg, bin) in &bins {
+        let pkg_dir = rdb_dir.join("debug-packages").join(&bin.name);
+        let manifest = debug_package::manifest(&root_manifest, &meta, pkg, bin, &shadow_debug, &region_crate)?;
+        let mut files = BTreeMap::new();
+        files.insert(PathBuf::from("Cargo.toml"), manifest.into_bytes());
+        if let Ok(lock) = std::fs::read(ws_root.join("Cargo.lock")) {
+            // Same dependency versions as the program. cargo updates this
+            // copy; it is reset on every build.
+            files.insert(PathBuf::from("Cargo.lock"), lock);
+        }
+        shadow::sync(&pkg_dir, &files)?;
+        debug_manifests.push(pkg_dir.join("Cargo.toml"));
+    }
+    let wrapper = std::env::current_exe().context("cannot find the cargo-rdb executable")?;
+    let env = [("RUSTC_WORKSPACE_WRAPPER", wrapper.into_os_string()), (crate::wrapper::ENV, OsString::from("1"))];
+    let build_debug_modules = || -> Result<Vec<PathBuf>> {
+        let mut modules = Vec::new();
+        for ((_, bin), manifest) in bins.iter().zip(&debug_manifests) {
+            let mut a = debug_args.clone();
+            a.push("--manifest-path".into());
+            a.push(manifest.into());
+            term::status("Building", format!("debug module of `{}`", bin.name));
+            let artefacts = cargo::build(&shadow_debug, &a, &flags, &env, args.quiet)?;
+            let so = artefacts
+                .iter()
+                .filter(|a| a.kinds.iter().any(|k| k == "cdylib"))
+                .flat_map(|a| a.files.iter())
+                .find(|f| f.extension().is_some_and(|e| e == "so"))
+                .cloned()
+                .with_context(|| format!("cargo reported no shared object for the debug module of `{}`", bin.name))?;
+            modules.push(so);
+        }
+        timing(args, "debug builds", started);
+        Ok(modules)
+    };
     term::status("Building", format!("main binaries ({profile} profile, regions stripped)"));
-    let main_artefacts = cargo::build(&shadow_main, &main_args, &flags, &[], args.quiet)?;
-    timing(args, "main build", started);
+    let (main_artefacts, debug_modules) = std::thread::scope(|scope| {
+        let debug = scope.spawn(build_debug_modules);
+        let main = cargo::build(&shadow_main, &main_args, &flags, &[], args.quiet);
+        timing(args, "main build", started);
+        (main, debug.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the debug build thread panicked"))))
+    });
+    let main_artefacts = main_artefacts?;
+    let debug_modules = debug_modules?;
 
     let toolchain = cargo::rustc_version()?;
     let out_dir = rdb_dir.join(&profile_dir);
     std::fs::create_dir_all(&out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
     let mut outputs = Vec::new();
-    for (pkg, bin) in &bins {
+    for ((pkg, bin), so) in bins.iter().zip(debug_modules) {
         let exe = main_artefacts
             .iter()
             .find(|a| a.target_name == bin.name && a.kinds.iter().any(|k| k == "bin"))
@@ -272,49 +335,6 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
                 ws_root.join("Cargo.toml").display()
             );
         }
-
-        // 4. Debug module.
-        let pkg_dir = rdb_dir.join("debug-packages").join(&bin.name);
-        let manifest = debug_package::manifest(&meta, pkg, bin, &shadow_debug, &region_crate)?;
-        let mut files = BTreeMap::new();
-        files.insert(PathBuf::from("Cargo.toml"), manifest.into_bytes());
-        if let Ok(lock) = std::fs::read(ws_root.join("Cargo.lock")) {
-            // Same dependency versions as the program. cargo updates this
-            // copy; it is reset on every build.
-            files.insert(PathBuf::from("Cargo.lock"), lock);
-        }
-        shadow::sync(&pkg_dir, &files)?;
-        let mut debug_args = common.clone();
-        // Own target directory: cargo's cache of rustc's target information is
-        // keyed by the rustc wrapper, so sharing one directory with the main
-        // build (which must not use a wrapper: cargo hashes it into symbol
-        // names) would re-probe rustc on every build.
-        if let Some(i) = debug_args.iter().position(|a| a == "--target-dir") {
-            debug_args[i + 1] = debug_build_dir.clone().into();
-        }
-        debug_args.push("--manifest-path".into());
-        debug_args.push(pkg_dir.join("Cargo.toml").into());
-        debug_args.retain(|a| a != "--all-features" && a != "--no-default-features");
-        let mut i = 0;
-        while i < debug_args.len() {
-            if debug_args[i] == "--features" {
-                debug_args.drain(i..i + 2);
-            } else {
-                i += 1;
-            }
-        }
-        let wrapper = std::env::current_exe().context("cannot find the cargo-rdb executable")?;
-        let env = [("RUSTC_WORKSPACE_WRAPPER", wrapper.into_os_string()), (crate::wrapper::ENV, OsString::from("1"))];
-        term::status("Building", format!("debug module of `{}`", bin.name));
-        let debug_artefacts = cargo::build(&shadow_debug, &debug_args, &flags, &env, args.quiet)?;
-        let so = debug_artefacts
-            .iter()
-            .filter(|a| a.kinds.iter().any(|k| k == "cdylib"))
-            .flat_map(|a| a.files.iter())
-            .find(|f| f.extension().is_some_and(|e| e == "so"))
-            .cloned()
-            .with_context(|| format!("cargo reported no shared object for the debug module of `{}`", bin.name))?;
-        timing(args, "debug build", started);
 
         // 5. Artefacts.
         let out_bin = out_dir.join(&bin.name);

@@ -32,6 +32,7 @@ fn toml_str(s: &str) -> String {
 
 /// The generated manifest of `bin`'s debug package.
 pub fn manifest(
+    root_manifest: &str,
     meta: &Metadata,
     pkg: &Package,
     bin: &Target,
@@ -141,7 +142,32 @@ pub fn manifest(
     for f in own.iter().filter(|f| *f != "default") {
         writeln!(m, "{} = []", toml_str(f))?;
     }
+    let profiles = profile_tables(root_manifest);
+    if !profiles.is_empty() {
+        writeln!(m, "\n# Profiles of the user's workspace.\n{profiles}")?;
+    }
     Ok(m)
+}
+
+/// The `[profile.*]` tables of the workspace's root manifest, verbatim:
+/// the generated package is a workspace of its own and must know the same
+/// profiles (custom ones included).
+pub fn profile_tables(root_manifest: &str) -> String {
+    let mut out = String::new();
+    let mut in_profile = false;
+    for line in root_manifest.split_inclusive('\n') {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            in_profile = t.trim_start_matches('[').trim_start().starts_with("profile.");
+        }
+        if in_profile {
+            out.push_str(line);
+        }
+    }
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
 }
 
 /// Adds `rdb-region` to the `[dependencies]` of a debug-shadow manifest
@@ -168,4 +194,16 @@ pub fn add_region_dependency(manifest: &str, region_crate: &Path) -> String {
         out.push_str(&line);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn profile_tables_are_copied_verbatim() {
+        let root = "[package]\nname = \"a\"\n\n[profile.release]\ndebug = \"full\"\n\n[profile.dev.package.\"*\"]\nopt-level = 1\n\n[dependencies]\nx = \"1\"\n[profile.fast]\ninherits = \"release\"\n";
+        assert_eq!(
+            super::profile_tables(root),
+            "[profile.release]\ndebug = \"full\"\n\n[profile.dev.package.\"*\"]\nopt-level = 1\n\n[profile.fast]\ninherits = \"release\"\n"
+        );
+    }
 }

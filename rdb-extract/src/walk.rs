@@ -1142,20 +1142,39 @@ impl<'a> FileWalk<'a> {
     }
 }
 
-/// Every marker macro anywhere in the file (to report misplaced ones).
-fn all_markers(file: &syn::File) -> Vec<(Marker, Span)> {
-    struct V(Vec<(Marker, Span)>);
+/// Every marker macro anywhere in the file (to report misplaced ones), and
+/// the markers hidden in other macros' input (`cfg_if! { ... }`), which
+/// syntax alone cannot place.
+fn all_markers(file: &syn::File) -> (Vec<(Marker, Span)>, Vec<(Marker, Span)>) {
+    fn in_tokens(tokens: TokenStream, out: &mut Vec<(Marker, Span)>) {
+        let trees: Vec<TokenTree> = tokens.into_iter().collect();
+        for (i, tt) in trees.iter().enumerate() {
+            match tt {
+                TokenTree::Group(g) => in_tokens(g.stream(), out),
+                TokenTree::Ident(id) if matches!(trees.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '!') => {
+                    if id == "rdb_begin" {
+                        out.push((Marker::Begin, id.span()));
+                    } else if id == "rdb_end" {
+                        out.push((Marker::End, id.span()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    struct V(Vec<(Marker, Span)>, Vec<(Marker, Span)>);
     impl<'ast> Visit<'ast> for V {
         fn visit_macro(&mut self, m: &'ast Macro) {
-            if let Some(k) = marker_of(m) {
-                self.0.push((k, m.span()));
+            match marker_of(m) {
+                Some(k) => self.0.push((k, m.span())),
+                None => in_tokens(m.tokens.clone(), &mut self.1),
             }
             visit::visit_macro(self, m);
         }
     }
-    let mut v = V(Vec::new());
+    let mut v = V(Vec::new(), Vec::new());
     v.visit_file(file);
-    v.0
+    (v.0, v.1)
 }
 
 /// Parses a file's text, keeping every character where it is (a BOM or
@@ -1265,7 +1284,17 @@ pub(crate) fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction
             next_id,
         };
         w.visit_file(file);
-        for (kind, span) in all_markers(file) {
+        let (markers, hidden) = all_markers(file);
+        for (kind, span) in hidden {
+            let name = if kind == Marker::Begin { "rdb_begin" } else { "rdb_end" };
+            w.error(
+                span,
+                format!("`{name}!()` inside another macro's input is not supported"),
+                "rdb cannot see where this runs: the surrounding macro is expanded by rustc",
+                Some("move the region out of the macro invocation (e.g. into a function the macro's items call)"),
+            );
+        }
+        for (kind, span) in markers {
             let start = w.range(span).start;
             if !w.placed_markers.contains(&start) {
                 let name = if kind == Marker::Begin { "rdb_begin" } else { "rdb_end" };

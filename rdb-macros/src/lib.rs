@@ -19,6 +19,28 @@
 //! }
 //! ```
 //!
+//! # Rules (checked by `cargo rdb build`, reported rustc-style)
+//!
+//! - A region is `rdb_begin!();` ... `rdb_end!();` as two statements of the
+//!   same block inside a function or method body (`rdb_macros::rdb_begin!()`
+//!   works too). Regions do not nest.
+//! - Control enters at `rdb_begin!()` and leaves at `rdb_end!()`: no `return`,
+//!   `?`, `.await`, or `break`/`continue` to a loop outside the region.
+//! - Debug code reads the program, never writes it: assigning to, mutably
+//!   borrowing or calling a mutating method on a program variable is an error
+//!   (the debug module receives every program variable as `&T`, so rustc
+//!   rejects the cases the syntax check cannot see). Debug-only locals,
+//!   `#[debug_only]` statics and helpers are free to change.
+//! - Not supported yet: regions in closures, `async` code and generic
+//!   functions (including methods of generic impls and trait default methods).
+//! - Program statics a region reads are taken from the running program; in
+//!   format strings, name them as explicit arguments (`"{}", COUNTER`), not as
+//!   inline captures (`"{COUNTER}"`). A static of another crate of the
+//!   workspace must be written with its path (`util::CALLS`).
+//! - `use rdb_macros::...;` items and `#[debug_only]` items are removed from
+//!   the main build with the lines they occupy; put imports of `rdb_macros`
+//!   in a `use` of their own.
+//!
 //! A function-like macro cannot remove the statements that follow it, so in a
 //! plain build a region's statements compile and run as ordinary code (like
 //! printf debugging). Only `cargo rdb build` separates them from the program.

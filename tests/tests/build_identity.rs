@@ -85,3 +85,22 @@ fn rebuild_without_change_is_identical() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("(0 written, 0 removed)"), "{stderr}");
 }
+
+/// The user's rustflags (here from `.cargo/config.toml`, which cargo finds
+/// from the shadow too) reach the main build, and identity still holds.
+#[test]
+fn user_rustflags_are_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = SampleApp::plain("jobq", tmp.path());
+    std::fs::create_dir_all(sample.dir.join(".cargo")).unwrap();
+    std::fs::write(sample.dir.join(".cargo/config.toml"), "[build]\nrustflags = [\"-C\", \"target-cpu=x86-64-v2\"]\n").unwrap();
+    assert_success("plain cargo build", &run_cargo(&sample.dir, &["build"]));
+    let plain = hash_file(&sample.dir.join("target/debug/jobq"));
+    sample.instrument();
+    assert_success("cargo rdb build", &run_cargo_rdb(&sample.dir, &["build"]));
+    assert_eq!(hash_file(&sample.dir.join("target/rdb/debug/jobq")), plain);
+    // Without the flags the binary differs: the flags were really applied.
+    std::fs::remove_file(sample.dir.join(".cargo/config.toml")).unwrap();
+    assert_success("cargo rdb build without flags", &run_cargo_rdb(&sample.dir, &["build"]));
+    assert_ne!(hash_file(&sample.dir.join("target/rdb/debug/jobq")), plain);
+}

@@ -75,7 +75,11 @@ fn manifest(name: &str, deps: &str, instrumented: bool) -> String {
 }
 
 fn workspace(dir: &Path, instrumented: bool) {
-    write(dir, "Cargo.toml", "[workspace]\nresolver = \"2\"\nmembers = [\"app\", \"util\"]\n");
+    write(
+        dir,
+        "Cargo.toml",
+        "[workspace]\nresolver = \"2\"\nmembers = [\"app\", \"util\"]\n\n[profile.checked]\ninherits = \"release\"\ndebug = \"full\"\n",
+    );
     write(dir, "util/Cargo.toml", &manifest("util", "", instrumented));
     write(dir, "util/src/lib.rs", if instrumented { UTIL_RDB } else { UTIL_PLAIN });
     write(dir, "app/Cargo.toml", &manifest("app", "util = { path = \"../util\" }\n", instrumented));
@@ -91,6 +95,8 @@ fn workspace_with_path_dependency() {
     assert_success("plain cargo build", &run_cargo(&dir, &["build"]));
     let plain_app = hash_file(&dir.join("target/debug/app"));
     let plain_tool = hash_file(&dir.join("target/debug/tool"));
+    assert_success("plain cargo build --profile checked", &run_cargo(&dir, &["build", "--profile", "checked"]));
+    let plain_checked = hash_file(&dir.join("target/checked/app"));
 
     workspace(&dir, true);
     assert_success("plain cargo build of the instrumented workspace", &run_cargo(&dir, &["build"]));
@@ -130,6 +136,11 @@ fn workspace_with_path_dependency() {
         let section = file.section_by_name(rdb_descriptors::REGION_TABLE_SECTION).expect("region table");
         assert_eq!(section.size() / 16, expected, "{bin}");
     }
+
+    // A custom profile of the workspace.
+    assert_success("cargo rdb build --profile checked", &run_cargo_rdb(&dir, &["build", "--profile", "checked"]));
+    assert_eq!(hash_file(&dir.join("target/rdb/checked/app")), plain_checked);
+    assert!(dir.join("target/rdb/checked/app.rdb.so").is_file());
 
     // -p / --bin select one binary.
     let out = run_cargo_rdb(&dir, &["build", "-p", "app", "--bin", "tool"]);
