@@ -33,7 +33,8 @@ fn main() {
 }
 RS
 cargo build -q
-line=$(grep -n 'black_box(acc)' src/main.rs | cut -d: -f1)
+line=$(grep -n "black_box(acc)" src/main.rs | cut -d: -f1)
+export line
 
 now() { date +%s.%N; }
 elapsed() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1; t1=$(now); echo "$t1 - $t0" | bc; }

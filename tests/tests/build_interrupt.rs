@@ -44,6 +44,9 @@ fn killed_build_leaves_the_tree_unchanged() {
     assert_success("cargo metadata", &run_cargo(&sample.dir, &["metadata", "-q", "--format-version=1"]));
     let before = tree_snapshot(&sample.dir);
     for marker in ["main binaries", "Compiling minibc", "debug module"] {
+        // From scratch each time, so that every phase (and its marker) comes again even when
+        // an earlier build got further than its kill.
+        let _ = std::fs::remove_dir_all(sample.dir.join("target"));
         kill_at(&sample.dir, marker);
         assert_eq!(before, tree_snapshot(&sample.dir), "tree changed after a kill at `{marker}`");
     }
