@@ -30,7 +30,7 @@ use std::path::PathBuf;
 
 pub use effects::TargetMemory;
 pub use observer::{BreakpointStop, NoObserver, ProcessImage, ReplayObserver, StoppedTarget};
-pub use record::{record, RecordOptions, RecordOutcome};
+pub use record::{record, record_with, RecordOptions, RecordOutcome, Schedule};
 pub use replay::{replay, Divergence, ReplayOptions, ReplayOutcome};
 pub use trace::{TraceError, TraceReader};
 
@@ -48,8 +48,8 @@ pub enum Error {
     UnsupportedSyscall { pid: i32, nr: u64, name: String },
     #[error("unsupported in pid {pid}: {what}")]
     Unsupported { pid: i32, what: String },
-    #[error("threads are not supported yet: pid {pid} created a thread (clone with CLONE_THREAD)")]
-    Threads { pid: i32 },
+    #[error("thread {tid} ran user code for {secs} s without a syscall at pc {pc:#x}{} while {waiting} other thread(s) waited for their turn: rdb switches threads only at syscalls, so a thread spinning until another one acts never ends under rdb (add a syscall such as sched_yield to the spin loop)", location.as_ref().map(|l| format!(" ({l})")).unwrap_or_default())]
+    Spinning { tid: i32, pc: u64, location: Option<String>, waiting: usize, secs: u64 },
     #[error("{path} changed since it was recorded (blake3 {recorded} then, {now} now); replay needs the same file")]
     FileChanged { path: PathBuf, recorded: String, now: String },
     #[error("{path} is needed but cannot be read")]
