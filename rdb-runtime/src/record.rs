@@ -127,6 +127,9 @@ struct Proc {
     pending: Option<Pending>,
     /// Inside a syscall: since when, and whether the thread gave its turn up at entry.
     in_kernel: Option<(Instant, bool)>,
+    /// The syscall it is in is re-executed at replay, so it keeps the turn however long it
+    /// takes (replay must see it complete before the next thread runs).
+    keeps_turn: bool,
     /// Last time the thread was resumed into user code.
     user_since: Option<Instant>,
     /// The watchdog sent SIGSTOP at this time to learn where the thread spins.
@@ -377,6 +380,14 @@ impl Waiter {
     }
 
     fn wait(&mut self, timeout: Option<Duration>) -> Result<Waited, Error> {
+        if timeout.is_none() {
+            // No deadline: a plain blocking wait, the cheapest. The helper only peeks, so it
+            // cannot take this status away (at worst it reports one already collected).
+            return Ok(match sys::wait_any().map_err(Error::ptrace(-1, "waitpid"))? {
+                Some((pid, w)) => Waited::Status(pid, w),
+                None => Waited::NoChildren,
+            });
+        }
         loop {
             match sys::wait_any_nohang().map_err(Error::ptrace(-1, "waitpid"))? {
                 None => return Ok(Waited::NoChildren),
@@ -452,6 +463,7 @@ impl Recorder {
             let (Some(pid), false) = (g.running, g.ready.is_empty()) else { continue };
             let Some(p) = self.procs.get(&pid) else { continue };
             let d = match (p.in_kernel, p.user_since) {
+                (Some((_, false)), _) if p.keeps_turn => continue,
                 (Some((t, false)), _) => t + BLOCKING_AFTER,
                 (None, Some(t)) if p.probing.is_none() => t + self.schedule.watchdog,
                 _ => continue,
@@ -469,7 +481,7 @@ impl Recorder {
             let (Some(pid), false) = (g.running, g.ready.is_empty()) else { continue };
             let Some(p) = self.procs.get_mut(&pid) else { continue };
             match (p.in_kernel, p.user_since) {
-                (Some((t, false)), _) if now >= t + BLOCKING_AFTER => {
+                (Some((t, false)), _) if !p.keeps_turn && now >= t + BLOCKING_AFTER => {
                     // Taking long in the kernel: maybe waiting for a thread that needs a turn.
                     p.in_kernel = Some((t, true));
                     self.groups.get_mut(&tgid).expect("group").running = None;
@@ -704,6 +716,7 @@ impl Recorder {
         p.exec_path = exec_path;
         p.last_exit = None;
         p.in_kernel = Some((Instant::now(), release));
+        p.keeps_turn = syscalls::policy(nr) == Policy::ReExecute;
         p.user_since = None;
         p.probing = None;
         let tgid = p.tgid;

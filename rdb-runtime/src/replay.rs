@@ -103,8 +103,8 @@ struct Proc {
     pid: i32,
     /// Recorded id of the thread group (process) the thread belongs to.
     group: Tid,
-    /// Resumed into user code (not stopped, not inside a syscall): while it is, no other
-    /// thread of its group may be resumed into user code.
+    /// Resumed into user code or into a re-executed syscall: while it is, no other thread of
+    /// its group may be resumed into user code.
     user: bool,
     /// A new thread stopped at its first stop, waiting for its `ThreadStart` event.
     unstarted: bool,
@@ -629,7 +629,13 @@ impl Replayer<'_> {
             sys::poke_user(pid, sys::ORIG_RAX_OFFSET, u64::MAX).map_err(Error::ptrace(pid, "skipping a syscall"))?;
         }
         let leaving_thread = matches!(mode, Mode::Leaving) && nr == nr::EXIT && self.proc(tid).group != tid;
-        self.procs.get_mut(&tid).expect("known").entry = Some((nr, args, mode));
+        // A re-executed call changes state other threads see (the address space above all):
+        // while it runs, no other thread of the group may run, as while recording, where the
+        // thread kept its turn through it.
+        let running = !matches!(mode, Mode::Emulated | Mode::Leaving);
+        let p = self.procs.get_mut(&tid).expect("known");
+        p.entry = Some((nr, args, mode));
+        p.user = running;
         sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
         if leaving_thread {
             // Wait until the thread is really gone: the kernel clears its CLONE_CHILD_CLEARTID
