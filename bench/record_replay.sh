@@ -48,12 +48,14 @@ int main(int argc, char **argv) {
 C
 clang-14 -O2 "$work/cpu.c" -o "$work/cpu"
 
+echo "== $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 echo "== CPU-bound ($CPU_ITERS iterations)"
 native=$(secs "$work/cpu" "$CPU_ITERS")
 rec=$(secs rec "$work/t-cpu" "$work/cpu" "$CPU_ITERS")
 rep=$(secs "$RDB" replay "$work/t-cpu")
-echo "native $(fmt "$native") s, record $(fmt "$rec") s, replay $(fmt "$rep") s"
-echo "record/native $(ratio "$rec" "$native")x   replay/native $(ratio "$rep" "$native")x"
+rec_np=$(secs rec --no-pin "$work/t-cpu-np" "$work/cpu" "$CPU_ITERS")
+echo "native $(fmt "$native") s, record $(fmt "$rec") s, replay $(fmt "$rep") s, record --no-pin $(fmt "$rec_np") s"
+echo "record/native $(ratio "$rec" "$native")x   replay/native $(ratio "$rep" "$native")x   record --no-pin/native $(ratio "$rec_np" "$native")x"
 
 echo "== dd if=/dev/zero of=/dev/null bs=64 count=$DD_COUNT"
 dd_args=(if=/dev/zero of=/dev/null bs=64 count="$DD_COUNT")
@@ -70,6 +72,14 @@ bytes=$("$RDB" info "$work/t-dd" | sed -n 's/^size: *\([0-9]*\) bytes.*/\1/p')
 echo "native $(fmt "$native") s, rdb record $(fmt "$rec") s, rdb replay $(fmt "$rep") s, pinned strace $(fmt "$strace_t") s"
 echo "record/native $(ratio "$rec" "$native")x   record/strace $(ratio "$rec" "$strace_t")x   replay/native $(ratio "$rep" "$native")x"
 echo "per syscall: record $(echo "scale=2; $rec * 1000000 / $syscalls" | bc -l) us, strace $(echo "scale=2; $strace_t * 1000000 / $syscalls" | bc -l) us"
+HERMIT=${HERMIT:-$(command -v hermit || true)}
+if [ -n "$HERMIT" ] && [ -x "$HERMIT" ]; then
+  hdata="$work/hermit-data"
+  hermit_t=$(secs env HERMIT_DATA_DIR="$hdata" "$HERMIT" record -- dd "${dd_args[@]}")
+  echo "hermit record $(fmt "$hermit_t") s: hermit/rdb $(ratio "$hermit_t" "$rec")x, $(echo "scale=2; $hermit_t * 1000000 / $syscalls" | bc -l) us/syscall"
+else
+  echo "hermit: not installed (cargo install hermit-run; needs libunwind-dev), skipped"
+fi
 echo "unpinned vs pinned record (count=$small): $(fmt "$rec_unpinned") s vs $(fmt "$rec_small") s = $(ratio "$rec_unpinned" "$rec_small")x"
 echo "trace: $bytes bytes for $syscalls syscalls = $(echo "scale=2; $bytes / $syscalls" | bc -l) bytes/syscall (dd moves zeros)"
 rec "$work/t-cc" clang-14 -O1 -c "$work/cpu.c" -o "$work/cpu.o" >/dev/null 2>&1

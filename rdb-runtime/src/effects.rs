@@ -154,8 +154,8 @@ fn special(nr: u64, args: &[u64; 6], _ret: i64, ranges: &mut Vec<(u64, u64)>) ->
         // select / pselect6: three fd sets of nfds bits, then the timeout.
         23 | 270 => {
             let set = args[0].div_ceil(64) * 8;
-            for a in 1..=3 {
-                ranges.push((args[a], set));
+            for &a in &args[1..=3] {
+                ranges.push((a, set));
             }
             ranges.push((args[4], 16));
         }

@@ -95,6 +95,17 @@ pub fn resolve_program(program: &std::ffi::OsStr) -> Option<PathBuf> {
     None
 }
 
+/// Files under these prefixes are verified by hash rather than copied into the trace.
+const SYSTEM_PREFIXES: &[&str] = &["/usr/", "/lib/", "/lib64/", "/lib32/", "/bin/", "/sbin/", "/opt/", "/etc/", "/nix/", "/snap/"];
+/// Largest data-file mapping whose bytes go into the trace.
+const MAX_DATA_SNAPSHOT: u64 = 4 << 20;
+
+fn is_elf(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == b"\x7fELF"
+}
+
 /// What a thread waiting for its turn does when it gets it.
 #[derive(Debug, Clone, Copy)]
 enum Pending {
@@ -232,7 +243,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     let cwd = std::env::current_dir().unwrap_or_default();
     // What execve is given (as the user typed it) and the absolute path replay will use.
     let exec_name = exe;
-    let exe = cwd.join(&exec_name);
+    let exe: PathBuf = cwd.join(&exec_name).components().collect(); // drops `./`
     let pinned = if opts.pin_cpu {
         let cpu = sys::current_cpu();
         sys::pin_to_cpu(cpu).ok().map(|_| cpu)
@@ -264,6 +275,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     };
     let w = TraceWriter::create(&opts.trace_dir, &header)?;
 
+    sys::ignore_terminal_signals();
     let mut cmd = Command::new(&exec_name);
     cmd.arg0(&opts.program).args(&opts.args);
     // SAFETY: the closure only makes two async-signal-safe syscalls (see the callee).
@@ -431,7 +443,7 @@ fn gives_turn_up(nr: u64, args: &[u64; 6]) -> bool {
         S::read, S::readv, S::recvfrom, S::recvmsg, S::recvmmsg, S::accept, S::accept4, S::connect,
         S::poll, S::ppoll, S::select, S::pselect6, S::epoll_wait, S::epoll_pwait, S::epoll_pwait2,
         S::nanosleep, S::clock_nanosleep, S::wait4, S::waitid, S::pause, S::rt_sigsuspend,
-        S::rt_sigtimedwait, S::sched_yield, S::exit, S::flock, S::msgrcv, S::semop, S::semtimedop,
+        S::rt_sigtimedwait, S::sched_yield, S::flock, S::msgrcv, S::semop, S::semtimedop,
         S::futex_waitv,
     ]
     .iter()
@@ -710,7 +722,12 @@ impl Recorder {
             nr::EXECVEAT => exec_target(pid, args[0], args[1]),
             _ => None,
         };
-        let release = gives_turn_up(nr, &args);
+        // A thread keeps its turn through `exit` until it is gone: the kernel clears its
+        // CLONE_CHILD_CLEARTID word on the way out, which a joining thread reads (replay waits
+        // for the exit the same way). A group leader's exit is only reported once all its
+        // threads are gone, so it gives its turn up.
+        let tgid = self.procs[&pid].tgid;
+        let release = gives_turn_up(nr, &args) || (nr == nr::EXIT && pid == tgid);
         let p = self.procs.get_mut(&pid).expect("known process");
         p.entry = Some((nr, args));
         p.exec_path = exec_path;
@@ -863,7 +880,12 @@ impl Recorder {
         if !regular && !volatile {
             return Err(Error::Unsupported { pid, what: format!("mmap of {} (not a regular file)", path.display()) });
         }
-        if volatile || shared_writable || !regular {
+        // Code and system files are verified by hash at replay (they must be the same files);
+        // other files (a program's own data, which it may rewrite itself while running, like
+        // git's config) are small enough to keep the mapped bytes.
+        let system = SYSTEM_PREFIXES.iter().any(|p| bytes.starts_with(p.as_bytes()));
+        let snapshot_data = !system && args[1] <= MAX_DATA_SNAPSHOT && !is_elf(&path);
+        if volatile || shared_writable || !regular || snapshot_data {
             let mut snap = vec![0u8; args[1] as usize];
             let n = sys::read_mem(pid, addr, &mut snap).unwrap_or(0);
             snap.truncate(n);

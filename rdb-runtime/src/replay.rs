@@ -551,7 +551,26 @@ impl Replayer<'_> {
                 if *rnr != nr || rargs[..n] != args[..n] {
                     return Err(self.divergence_at(index, tid, format!("syscall {}", head.describe()), format!("syscall {} at pc {pc:#x}", actual())));
                 }
+                let interrupted = matches!(*ret, -4 | -512 | -513 | -514);
                 match syscalls::policy(nr) {
+                    Policy::Emulate if interrupted && mask_argument(pid, nr, &args).is_some() => {
+                        // Interrupted while a temporary signal mask was in force: run
+                        // rt_sigsuspend with that mask and the recorded signal pending, so
+                        // the kernel delivers under the same mask and restores it afterwards.
+                        match (self.ev.nth_of(tid, 1)?, mask_argument(pid, nr, &args)) {
+                            (Some(Event::Signal { sig, asynchronous: true, .. }), Some((mask, size))) => {
+                                let sig = *sig;
+                                let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                                regs.orig_rax = nr::RT_SIGSUSPEND;
+                                regs.rdi = mask;
+                                regs.rsi = size;
+                                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting to rt_sigsuspend"))?;
+                                sys::kill(pid, sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
+                                Mode::Suspended
+                            }
+                            _ => Mode::Emulated,
+                        }
+                    }
                     Policy::Emulate | Policy::Unsupported => Mode::Emulated,
                     Policy::ReExecute if nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0 => {
                         if *ret < 0 {
@@ -591,19 +610,25 @@ impl Replayer<'_> {
                 // Run the recorded executable by its absolute path (the program may have named
                 // it relative to a cwd this replay does not share). The path goes below the
                 // stack pointer: the old image is about to be replaced anyway.
-                let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
-                let mut path = exe.clone();
-                path.push(0);
-                let scratch = (regs.rsp - 0x10000 - path.len() as u64) & !0xf;
-                sys::write_mem(pid, scratch, &path).map_err(Error::ptrace(pid, "writing the exec path"))?;
-                if nr == nr::EXECVE {
-                    regs.rdi = scratch;
-                } else {
-                    regs.rdi = libc::AT_FDCWD as u64;
-                    regs.rsi = scratch;
-                    regs.r8 &= !(libc::AT_EMPTY_PATH as u64);
+                let name_arg = if nr == nr::EXECVE { args[0] } else { args[1] };
+                let given = process::read_cstring(pid, name_arg).unwrap_or_default();
+                if given != *exe {
+                    // Just below the red zone: mapped even on the small stacks posix_spawn
+                    // gives its CLONE_VM child, and unused by anyone (the image goes away).
+                    let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                    let mut path = exe.clone();
+                    path.push(0);
+                    let scratch = regs.rsp.wrapping_sub(256 + path.len() as u64) & !0xf;
+                    sys::write_mem(pid, scratch, &path).map_err(Error::ptrace(pid, "writing the exec path"))?;
+                    if nr == nr::EXECVE {
+                        regs.rdi = scratch;
+                    } else {
+                        regs.rdi = libc::AT_FDCWD as u64;
+                        regs.rsi = scratch;
+                        regs.r8 &= !(libc::AT_EMPTY_PATH as u64);
+                    }
+                    sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting execve"))?;
                 }
-                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting execve"))?;
                 Mode::Exec
             }
             Event::NewProcess { .. } if matches!(nr, nr::CLONE | nr::CLONE3 | nr::FORK | nr::VFORK) => Mode::ReExecuted,
@@ -673,7 +698,7 @@ impl Replayer<'_> {
         }
         let ret = *ret;
         match &mode {
-            Mode::Emulated => {
+            Mode::Emulated | Mode::Suspended => {
                 for w in writes {
                     sys::write_mem(pid, w.addr, &w.bytes).map_err(Error::ptrace(pid, "writing syscall results"))?;
                 }
@@ -690,7 +715,7 @@ impl Replayer<'_> {
                     return Err(self.divergence(tid, ev.describe(), format!("re-executed {} returned {real_ret:#x}", syscalls::name(nr))));
                 }
             }
-            Mode::Exec | Mode::Leaving | Mode::Suspended => {}
+            Mode::Exec | Mode::Leaving => {}
         }
         if self.echo {
             if let Some((stream, bytes)) = output {
@@ -705,7 +730,7 @@ impl Replayer<'_> {
         let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         regs.rax = ret as u64;
         regs.orig_rax = nr;
-        if matches!(mode, Mode::MappedFile(_)) || (nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0) {
+        if matches!(mode, Mode::MappedFile(_) | Mode::Suspended) || (nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0) {
             // The argument registers were rewritten at entry; the program keeps its own.
             (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) = (args[0], args[1], args[2], args[3], args[4], args[5]);
         }
@@ -748,7 +773,7 @@ impl Replayer<'_> {
             },
         };
         let start = (offset as usize).min(data.len());
-        let end = (start + len as usize).min(data.len());
+        let end = start.saturating_add(len as usize).min(data.len());
         sys::write_mem(pid, addr, &data[start..end]).map_err(Error::ptrace(pid, "filling a mapping"))
     }
 
@@ -771,8 +796,9 @@ impl Replayer<'_> {
         }
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
         let top = process::stack_top(pid).map_err(Error::ptrace(pid, "finding the stack"))?;
-        if sp + stack.len() as u64 != top {
-            return Err(self.divergence(tid, format!("initial stack ending at {:#x}", sp + stack.len() as u64), format!("stack ending at {top:#x}")));
+        let end = sp.checked_add(stack.len() as u64).unwrap_or(0);
+        if end != top {
+            return Err(self.divergence(tid, format!("initial stack ending at {end:#x}"), format!("stack ending at {top:#x}")));
         }
         sys::write_mem(pid, sp, &stack).map_err(Error::ptrace(pid, "writing the initial stack"))?;
         let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
@@ -928,6 +954,14 @@ impl Replayer<'_> {
                 }
                 self.ev.pop()?;
                 self.procs.get_mut(&tid).expect("known").user = true;
+                // Another asynchronous signal recorded right behind this one (no syscall in
+                // between: this one was ignored) is made pending now, so the kernel delivers
+                // it next, as it did while recording.
+                if let Some(Event::Signal { sig: next, asynchronous: true, .. }) = self.ev.next_of(tid)? {
+                    let next = *next;
+                    sys::kill(pid, next).map_err(Error::ptrace(pid, "queueing a signal"))?;
+                    self.procs.get_mut(&tid).expect("known").injecting = Some(next);
+                }
                 sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
             }
             _ => {
@@ -952,4 +986,26 @@ impl Replayer<'_> {
             other => Err(self.divergence(tid, other.describe(), describe_status(status))),
         }
     }
+}
+
+/// The temporary signal mask (pointer, size) a syscall installs while it waits, if any:
+/// `ppoll`, `pselect6`, `epoll_pwait(2)`.
+fn mask_argument(pid: i32, nr: u64, args: &[u64; 6]) -> Option<(u64, u64)> {
+    let (ptr, size) = match nr {
+        271 => (args[3], args[4]),
+        281 | 441 => (args[4], args[5]),
+        270 => {
+            // The sixth argument points to { const sigset_t *ss; size_t ss_len; }.
+            if args[5] == 0 {
+                return None;
+            }
+            let mut b = [0u8; 16];
+            if sys::read_mem(pid, args[5], &mut b).ok()? != 16 {
+                return None;
+            }
+            (u64::from_le_bytes(b[..8].try_into().ok()?), u64::from_le_bytes(b[8..].try_into().ok()?))
+        }
+        _ => return None,
+    };
+    (ptr != 0).then_some((ptr, size))
 }

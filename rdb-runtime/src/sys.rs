@@ -52,11 +52,25 @@ fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
     }
 }
 
-/// Called in the forked child before exec: ASLR off and ask to be traced.
-/// Async-signal-safe (two raw syscalls), as `pre_exec` requires.
-pub fn child_prepare_for_trace() -> io::Result<()> {
-    // SAFETY: personality and ptrace(TRACEME) take no pointers and are async-signal-safe.
+/// Ignore the terminal's interrupt and quit signals in the recorder, so a Ctrl-C reaches the
+/// recorded program (same process group) and the recorder lives to finish the trace.
+pub fn ignore_terminal_signals() {
+    // SAFETY: installing SIG_IGN has no memory-safety preconditions.
     unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
+}
+
+/// Called in the forked child before exec: default terminal signals (the recorder ignores
+/// them, and ignored dispositions survive exec), ASLR off, and ask to be traced.
+/// Async-signal-safe (a few raw syscalls), as `pre_exec` requires.
+pub fn child_prepare_for_trace() -> io::Result<()> {
+    // SAFETY: signal, personality and ptrace(TRACEME) take no pointers of ours and are
+    // async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGQUIT, libc::SIG_DFL);
         if libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong) == -1 {
             return Err(io::Error::last_os_error());
         }

@@ -392,9 +392,121 @@ fn asynchronous_signals_replay_at_the_recorded_points() {
     round_trip("sigchld-dash", &sh("sleep 0.2 & sleep 0.1; kill -INT $!; wait; echo $?"));
     round_trip("sigchld-bash", &["bash", "-c", "sleep 0.1 & wait; echo $?; (exit 3); echo $?"]);
     round_trip("trap", &sh("trap 'echo got' USR1; kill -USR1 $$; echo after"));
+    let dir = scratch("ppoll");
+    let src = "#define _GNU_SOURCE\n#include <poll.h>\n#include <signal.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <errno.h>\n\
+static volatile int got;\nstatic void h(int s) { (void)s; got++; }\n\
+int main(void) { sigset_t b, e, now; sigemptyset(&b); sigaddset(&b, SIGALRM); sigemptyset(&e);\n\
+  sigprocmask(SIG_BLOCK, &b, 0); signal(SIGALRM, h); alarm(1);\n\
+  int r = ppoll(0, 0, 0, &e); printf(\"ppoll %d errno %d got %d\\n\", r, errno, got);\n\
+  sigprocmask(SIG_BLOCK, 0, &now); printf(\"blocked again: %d\\n\", sigismember(&now, SIGALRM)); return 0; }\n";
+    let exe = compile_c(&dir, "ppoll", src, &[]);
+    let out = round_trip("ppoll-mask", &[exe.to_str().unwrap()]);
+    assert_eq!(text(&out), "ppoll -1 errno 4 got 1\nblocked again: 1\n");
     let dir = scratch("timeout");
     let rec = record(&dir.join("t"), &["timeout", "0.3", "sleep", "5"]);
     assert_eq!(rec.status.code(), Some(124), "{}", text(&rec.stderr));
     let rep = replay(&dir.join("t"));
     assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
+}
+
+#[test]
+fn changed_shared_library_is_refused_by_name() {
+    let dir = scratch("changed-lib");
+    let lib = dir.join("libfoo.so");
+    let build_lib = |value: i32| {
+        let src = dir.join("foo.c");
+        std::fs::write(&src, format!("int foo(void) {{ return {value}; }}\n")).unwrap();
+        let out = run(Command::new("clang-14").args(["-shared", "-fPIC"]).arg(&src).arg("-o").arg(&lib));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    build_lib(42);
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let libdir = format!("-L{}", dir.display());
+    let exe = compile_c(&dir, "usefoo", "#include <stdio.h>\nint foo(void);\nint main(void) { printf(\"%d\\n\", foo()); return 0; }\n", &[&libdir, "-lfoo", &rpath]);
+    let trace = dir.join("trace");
+    let rec = record(&trace, &[exe.to_str().unwrap()]);
+    assert_eq!(rec.stdout, b"42\n", "{}", text(&rec.stderr));
+    assert_eq!(replay(&trace).stdout, b"42\n");
+    build_lib(43);
+    let rep = replay(&trace);
+    assert_eq!(rep.status.code(), Some(EXIT_ERROR));
+    let err = text(&rep.stderr);
+    assert!(err.contains(lib.to_str().unwrap()) && err.contains("changed since it was recorded"), "{err}");
+}
+
+#[test]
+fn git_commit_replays_after_the_repository_changed() {
+    // git maps its own config and rewrites it while running: the mapped bytes are kept in
+    // the trace, so replay does not need the repository as it was.
+    let mut outputs = Vec::new();
+    for round in 0..2 {
+        let dir = scratch(&format!("git-{round}"));
+        let repo = dir.join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        let script = format!(
+            "cd {} && git init -q && echo hi > f && git add f && git -c user.name=a -c user.email=b commit -qm m && git log --format=%H%n%s%n%ad",
+            repo.display()
+        );
+        let trace = dir.join("trace");
+        let rec = record(&trace, &sh(&script));
+        assert_eq!(rec.status.code(), Some(0), "{}", text(&rec.stderr));
+        std::fs::remove_dir_all(&repo).unwrap();
+        let rep = replay(&trace);
+        assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
+        assert_eq!(text(&rep.stdout), text(&rec.stdout));
+        outputs.push(rec.stdout);
+        std::thread::sleep(std::time::Duration::from_millis(1100)); // commit dates have 1 s resolution
+    }
+    assert_ne!(outputs[0], outputs[1], "two commits at different times have different hashes");
+}
+
+const RUST_PROGRAM: &str = r#"
+use std::collections::HashMap;
+fn main() {
+    let m: HashMap<u32, u32> = (0..8).map(|i| (i, i * 2)).collect(); // random SipHash keys
+    println!("{:?} {:?}", m.iter().collect::<Vec<_>>(), std::time::SystemTime::now());
+    let out = std::process::Command::new("echo").arg("child").output().unwrap(); // posix_spawn
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    let r = std::panic::catch_unwind(|| None::<u8>.unwrap());
+    println!("panicked: {}", r.is_err());
+}
+"#;
+
+#[test]
+fn rust_program_with_hashmap_spawn_and_panic_replays() {
+    let dir = scratch("rust");
+    let src = dir.join("prog.rs");
+    std::fs::write(&src, RUST_PROGRAM).unwrap();
+    let exe = dir.join("prog");
+    let out = run(Command::new("rustc").args(["-g", "-O"]).arg(&src).arg("-o").arg(&exe));
+    assert!(out.status.success(), "rustc failed: {}", text(&out.stderr));
+    round_trip_nondeterministic("rust", &[exe.to_str().unwrap()]);
+}
+
+#[test]
+fn ctrl_c_reaches_the_program_and_the_trace_completes() {
+    use std::io::{BufRead, BufReader};
+    let dir = scratch("ctrl-c");
+    let trace = dir.join("trace");
+    // `setsid` makes rdb the leader of a new process group, like a shell job.
+    let mut child = Command::new("setsid")
+        .arg(rdb())
+        .args(["record", "-o", trace.to_str().unwrap(), "--", "/bin/sh", "-c"])
+        .arg("trap 'echo interrupted; kill $!; exit 5' INT; echo ready; sleep 30 & wait")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    // What the terminal does on Ctrl-C: SIGINT to the whole foreground group.
+    let st = Command::new("kill").args(["-INT", "--", &format!("-{}", child.id())]).status().unwrap();
+    assert!(st.success());
+    assert_eq!(lines.next().unwrap().unwrap(), "interrupted");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(5));
+    let rep = replay(&trace);
+    assert_eq!(rep.status.code(), Some(0), "{}", text(&rep.stderr));
+    assert_eq!(text(&rep.stdout), "ready\ninterrupted\n");
 }
