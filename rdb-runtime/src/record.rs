@@ -5,6 +5,9 @@
 //! and exits are events too, in the order the recorder saw them: that order is the schedule the
 //! replayer enforces.
 //!
+//! Threads of one process take turns running user code (see the crate docs): the recorder
+//! keeps, per thread group, the thread whose turn it is and the threads ready for one.
+//!
 //! Asynchronous signals are delivered at syscall boundaries: one that arrives while the process
 //! runs user code is held back and re-sent at its next syscall stop, so replay can deliver it
 //! at the same point without counting instructions.
