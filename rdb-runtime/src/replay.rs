@@ -409,6 +409,13 @@ impl Replayer<'_> {
         self.procs.iter().any(|(t, p)| *t != tid && p.group == me.group && p.user)
     }
 
+    /// Make `sig` pending for exactly this thread (not for any thread of its process).
+    fn signal_thread(&self, tid: Tid, sig: i32) -> std::io::Result<()> {
+        let p = self.proc(tid);
+        let leader = self.procs.get(&p.group).map_or(p.pid, |l| l.pid);
+        sys::tgkill(leader, p.pid, sig)
+    }
+
     /// Other threads share `tid`'s process.
     fn has_siblings(&self, tid: Tid) -> bool {
         let Some(me) = self.procs.get(&tid) else { return false };
@@ -565,7 +572,7 @@ impl Replayer<'_> {
                                 regs.rdi = mask;
                                 regs.rsi = size;
                                 sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting to rt_sigsuspend"))?;
-                                sys::kill(pid, sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
+                                self.signal_thread(tid, sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
                                 Mode::Suspended
                             }
                             _ => Mode::Emulated,
@@ -598,7 +605,8 @@ impl Replayer<'_> {
                     Policy::ReExecute if matches!(nr, nr::EXIT | nr::EXIT_GROUP) => Mode::Leaving,
                     Policy::ReExecute if nr == nr::RT_SIGSUSPEND => match self.ev.nth_of(tid, 1)? {
                         Some(Event::Signal { sig, asynchronous: true, .. }) => {
-                            sys::kill(pid, *sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
+                            let sig = *sig;
+                            self.signal_thread(tid, sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
                             Mode::Suspended
                         }
                         _ => Mode::Emulated,
@@ -959,7 +967,7 @@ impl Replayer<'_> {
                 // it next, as it did while recording.
                 if let Some(Event::Signal { sig: next, asynchronous: true, .. }) = self.ev.next_of(tid)? {
                     let next = *next;
-                    sys::kill(pid, next).map_err(Error::ptrace(pid, "queueing a signal"))?;
+                    self.signal_thread(tid, next).map_err(Error::ptrace(pid, "queueing a signal"))?;
                     self.procs.get_mut(&tid).expect("known").injecting = Some(next);
                 }
                 sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))

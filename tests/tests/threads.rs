@@ -187,3 +187,16 @@ fn a_spinning_thread_is_reported() {
     assert!(err.contains("without a syscall"), "{err}");
     assert!(err.contains("spin.c:9"), "no source location in: {err}");
 }
+
+/// A signal sent to one thread (`pthread_kill`) is handled by that thread at replay too, and
+/// the program sees the recorded thread ids (gettid in the thread and in the handler).
+#[test]
+fn thread_directed_signals_and_recorded_tids() {
+    let dir = scratch("sig");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/threads_signal.c");
+    let exe = dir.join("sig");
+    let st = Command::new("clang-14").args(["-O0", "-g", "-o"]).arg(&exe).arg(&src).arg("-lpthread").status().expect("clang-14 runs");
+    assert!(st.success(), "clang-14 failed");
+    let out = round_trip(&dir, "sig-trace", &[], &[exe.to_str().unwrap()], 2);
+    assert!(text(&out).starts_with("handled in worker: 1, tids differ from main: 1"), "{}", text(&out));
+}
