@@ -742,6 +742,19 @@ impl Replayer<'_> {
             // The argument registers were rewritten at entry; the program keeps its own.
             (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) = (args[0], args[1], args[2], args[3], args[4], args[5]);
         }
+        // A call interrupted by a signal that another thread then took (a process-directed
+        // signal wakes one thread, any thread may dequeue it): the kernel restarted it without
+        // delivering anything. The restart codes never reach the program; redo the restart.
+        const ERESTARTSYS: i64 = -512;
+        const ERESTARTNOINTR: i64 = -513;
+        const ERESTARTNOHAND: i64 = -514;
+        const ERESTART_RESTARTBLOCK: i64 = -516;
+        if matches!(ret, ERESTARTSYS | ERESTARTNOINTR | ERESTARTNOHAND | ERESTART_RESTARTBLOCK)
+            && !matches!(self.ev.nth_of(tid, 1)?, Some(Event::Signal { asynchronous: true, .. }))
+        {
+            regs.rax = if ret == ERESTART_RESTARTBLOCK { nr::RESTART_SYSCALL } else { nr };
+            regs.rip -= 2;
+        }
         sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the result"))?;
         self.ev.pop()?;
         if matches!(mode, Mode::Exec) {

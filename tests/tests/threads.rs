@@ -139,6 +139,16 @@ fn python_threading_replays_identically() {
     .unwrap();
     let out = round_trip(&dir, "py", &[], &["python3", script.to_str().unwrap()], 2);
     assert!(text(&out).starts_with("800 "), "{}", text(&out));
+    // A thread pool whose workers fork subprocesses: SIGCHLD interrupts one thread's futex wait
+    // while another thread takes the signal, and the kernel restarts the wait.
+    let pool = dir.join("pool.py");
+    std::fs::write(
+        &pool,
+        "import concurrent.futures, subprocess, threading\ndef job(i):\n    out = subprocess.run(['echo', str(i)], capture_output=True).stdout\n    return (i, out, threading.current_thread().name)\nwith concurrent.futures.ThreadPoolExecutor(3) as ex:\n    print(list(ex.map(job, range(6))))\n",
+    )
+    .unwrap();
+    let out = round_trip(&dir, "pool", &[], &["python3", pool.to_str().unwrap()], 1);
+    assert!(text(&out).contains("(5, b'5\\n', 'ThreadPoolExecutor-0_"), "{}", text(&out));
 }
 
 fn have(prog: &str) -> bool {
