@@ -329,6 +329,8 @@ fn info_describes_a_trace() {
     assert!(out.contains("program:    /usr/bin/dash") || out.contains("program:    /bin/"), "{out}");
     assert!(out.contains("processes:  3"), "{out}");
     assert!(out.contains("status:     exit 0"), "{out}");
+    let listed = text(&run(&mut rdb_cmd(&["info", "--events", trace.to_str().unwrap()])).stdout);
+    assert!(listed.contains("new process") && listed.contains("exec /") && listed.contains("write(0x1,"), "{listed}");
 }
 
 #[test]
