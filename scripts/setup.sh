@@ -7,6 +7,8 @@ command -v llvm-config-14 >/dev/null || need+=(llvm-14-dev)
 [ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v gdb >/dev/null || need+=(gdb)
+command -v pigz >/dev/null || need+=(pigz)
+command -v pbzip2 >/dev/null || need+=(pbzip2)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo

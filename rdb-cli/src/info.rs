@@ -28,7 +28,11 @@ pub fn run(a: Args) -> Result<i32> {
     println!("arguments:  {:?}", h.argv);
     println!("blake3:     {}", h.program_blake3);
     println!("cwd:        {}", h.cwd);
+    if let Some(seed) = h.chaos_seed {
+        println!("schedule:   chaos, seed {seed}");
+    }
     let (mut procs, mut syscalls, mut signals, mut execs) = (BTreeSet::new(), 0u64, 0u64, 0u64);
+    let mut threads = BTreeSet::new();
     let mut index = 0u64;
     while let Some(e) = r.next_event()? {
         if a.events {
@@ -40,10 +44,14 @@ pub fn run(a: Args) -> Result<i32> {
             Event::Syscall { .. } => syscalls += 1,
             Event::Signal { .. } => signals += 1,
             Event::Exec { .. } => execs += 1,
+            Event::NewProcess { child, flags, .. } if flags & 0x10000 != 0 => {
+                // CLONE_THREAD
+                threads.insert(child);
+            }
             _ => {}
         }
     }
-    println!("processes:  {} (threads: none; each process is one thread)", procs.len());
+    println!("processes:  {} ({} more threads)", procs.len() - threads.len(), threads.len());
     println!("events:     {} ({} syscalls, {} execs, {} signals)", r.event_count(), syscalls, execs, signals);
     println!("size:       {} bytes in {} chunks", r.event_bytes(), r.chunk_count());
     match &r.summary {

@@ -66,20 +66,29 @@ pub fn inject_syscall(pid: i32, nr: u64, args: [u64; 6]) -> io::Result<i64> {
     r.r9 = args[5];
     sys::set_regs(pid, &r)?;
     let mut result = None;
+    // Signals that arrive meanwhile (Ctrl-C to the process group...) are set aside and sent
+    // again afterwards, so the recorder sees them as ordinary asynchronous signals.
+    let mut set_aside = Vec::new();
     // Entry stop, then exit stop.
-    for _ in 0..2 {
+    let mut syscall_stops = 0;
+    while syscall_stops < 2 {
         sys::resume_syscall(pid, 0)?;
         match sys::wait_pid(pid)? {
             Wait::Stopped { sig, .. } if sig == (libc::SIGTRAP | 0x80) => {
+                syscall_stops += 1;
                 if let SyscallStop::Exit { ret } = sys::syscall_info(pid)?.stop {
                     result = Some(ret);
                 }
             }
+            Wait::Stopped { sig, event: 0 } if sig != libc::SIGTRAP && set_aside.len() < 64 => set_aside.push(sig),
             other => return Err(io::Error::other(format!("unexpected stop while injecting a syscall: {other:?}"))),
         }
     }
     sys::write_mem(pid, pc, &orig)?;
     sys::set_regs(pid, &saved)?;
+    for sig in set_aside {
+        sys::tgkill(pid, pid, sig)?;
+    }
     result.ok_or_else(|| io::Error::other("injected syscall did not complete"))
 }
 

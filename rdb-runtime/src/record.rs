@@ -5,6 +5,9 @@
 //! and exits are events too, in the order the recorder saw them: that order is the schedule the
 //! replayer enforces.
 //!
+//! Threads of one process take turns running user code (see the crate docs): the recorder
+//! keeps, per thread group, the thread whose turn it is and the threads ready for one.
+//!
 //! Asynchronous signals are delivered at syscall boundaries: one that arrives while the process
 //! runs user code is held back and re-sent at its next syscall stop, so replay can deliver it
 //! at the same point without counting instructions.
@@ -16,9 +19,12 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::effects::{self, TargetMemory};
+use crate::location;
+use crate::observer::ProcessImage;
 use crate::process::{self, FileHashes, Mem};
 use crate::sys::{self, SyscallStop, Wait};
 use crate::syscalls::{self, nr, Policy};
@@ -36,6 +42,29 @@ pub struct RecordOptions {
     /// Pin the recorder and the program to one CPU (much cheaper ptrace stops).
     pub pin_cpu: bool,
 }
+
+/// How the recorder interleaves the threads of a process (see the crate docs).
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    /// A thread that has had its turn this long is switched out at its next syscall exit when
+    /// another thread of its group is ready.
+    pub slice: Duration,
+    /// Randomise switch points and the choice of the next thread with this seed (stored in
+    /// the trace header), to expose rare interleavings.
+    pub chaos: Option<u64>,
+    /// Stop the recording, naming the thread and where it spins, when one thread runs user
+    /// code this long without a syscall while other threads of its group wait for their turn.
+    pub watchdog: Duration,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule { slice: Duration::from_millis(1), chaos: None, watchdog: Duration::from_secs(10) }
+    }
+}
+
+/// A syscall kept running with the turn held is given up as blocking after this long.
+const BLOCKING_AFTER: Duration = Duration::from_millis(2);
 
 /// What a recording produced.
 #[derive(Debug, Clone)]
@@ -80,9 +109,47 @@ fn is_elf(path: &Path) -> bool {
     std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == b"\x7fELF"
 }
 
-/// Per-process recorder state.
+/// What a thread waiting for its turn does when it gets it.
+#[derive(Debug, Clone, Copy)]
+enum Pending {
+    /// Finish the syscall it stopped at the exit of (log it, resume).
+    SyscallExit { ret: i64, pc: u64, sp: u64 },
+    /// A new thread's first turn.
+    Start,
+}
+
+/// The threads of one process (thread group): at most one runs user code.
+#[derive(Default)]
+struct Group {
+    /// The thread whose turn it is (running user code, or in a syscall it did not give the
+    /// turn up for).
+    running: Option<i32>,
+    /// Since when `running` has had the turn.
+    since: Option<Instant>,
+    /// Threads stopped and waiting for their turn, in arrival order.
+    ready: VecDeque<i32>,
+    /// `exit_group` was called: no more turns.
+    dying: bool,
+}
+
+/// Per-thread recorder state.
 #[derive(Default)]
 struct Proc {
+    /// Thread group id (the process).
+    tgid: i32,
+    /// The action to take when the thread gets its turn.
+    pending: Option<Pending>,
+    /// Inside a syscall: since when, and whether the thread gave its turn up at entry.
+    in_kernel: Option<(Instant, bool)>,
+    /// The syscall it is in is re-executed at replay, so it keeps the turn however long it
+    /// takes (replay must see it complete before the next thread runs).
+    keeps_turn: bool,
+    /// Last time the thread was resumed into user code.
+    user_since: Option<Instant>,
+    /// The watchdog sent SIGSTOP at this time to learn where the thread spins.
+    probing: Option<Instant>,
+    /// The watchdog already warned about the current stretch of user code.
+    warned: bool,
     /// Number and arguments of the syscall the process is in.
     entry: Option<(u64, [u64; 6])>,
     exec_pending: bool,
@@ -102,10 +169,17 @@ struct Proc {
 struct Recorder {
     w: TraceWriter,
     procs: HashMap<i32, Proc>,
+    groups: HashMap<i32, Group>,
+    schedule: Schedule,
+    rng: u64,
+    waits: Option<Waiter>,
+    /// Executable image of each thread group, for watchdog reports.
+    images: HashMap<i32, ProcessImage>,
     /// Children whose first stop came before their parent's fork event.
     early_children: HashSet<i32>,
-    /// Children announced by a fork event whose first stop has not come yet.
-    awaited_children: HashSet<i32>,
+    /// Children announced by a fork event whose first stop has not come yet, with the thread
+    /// group they join.
+    awaited_children: HashMap<i32, i32>,
     hashes: FileHashes,
     mapped: HashMap<Vec<u8>, [u8; 32]>,
     stdout_id: Option<(u64, u64)>,
@@ -153,8 +227,13 @@ fn exec_target(pid: i32, dirfd: u64, path_ptr: u64) -> Option<PathBuf> {
     Some(base.join(name))
 }
 
-/// Record a program into a new trace directory.
+/// Record a program into a new trace directory, with the default thread schedule.
 pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
+    record_with(opts, &Schedule::default())
+}
+
+/// Record a program into a new trace directory, interleaving its threads as `schedule` says.
+pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOutcome, Error> {
     let started = Instant::now();
     let exe = resolve_program(&opts.program).ok_or_else(|| Error::Spawn {
         program: opts.program.to_string_lossy().into_owned(),
@@ -195,6 +274,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
         started_unix: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         pinned_cpu: pinned,
         cpu: trace::cpu_identity(),
+        chaos_seed: schedule.chaos,
     };
     let w = TraceWriter::create(&opts.trace_dir, &header)?;
 
@@ -222,8 +302,13 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
     let mut rec = Recorder {
         w,
         procs: HashMap::new(),
+        groups: HashMap::new(),
+        schedule: schedule.clone(),
+        rng: schedule.chaos.map_or(0, |s| s ^ 0x9e37_79b9_7f4a_7c15).max(1),
+        waits: None,
+        images: HashMap::new(),
         early_children: HashSet::new(),
-        awaited_children: HashSet::new(),
+        awaited_children: HashMap::new(),
         hashes,
         mapped: HashMap::new(),
         stdout_id: file_id_of_fd(1),
@@ -233,7 +318,8 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
         syscalls: 0,
         processes: 1,
     };
-    rec.procs.insert(root, Proc::default());
+    rec.procs.insert(root, Proc { tgid: root, ..Proc::default() });
+    rec.groups.insert(root, Group { running: Some(root), since: Some(Instant::now()), ..Group::default() });
     rec.w.push(&Event::Start {
         tid: Tid(root as u32),
         exe: exe.as_os_str().as_bytes().to_vec(),
@@ -243,6 +329,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
     })?;
     let result = rec.after_exec(root, exe.clone()).and_then(|_| {
         sys::resume_syscall(root, 0).map_err(Error::ptrace(root, "resuming"))?;
+        rec.waits = Some(Waiter::spawn());
         rec.run()
     });
     if let Err(e) = result {
@@ -276,23 +363,228 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, Error> {
     Ok(RecordOutcome { trace_dir: dir, exit_status: status, events, syscalls, processes, event_bytes })
 }
 
+/// Waiting for tracee stops with a timeout (blocked syscalls, the watchdog). A helper thread
+/// blocks in `waitid(WNOWAIT)` (any thread of the tracer's process may wait for its tracees)
+/// and only says that a status is ready; the tracer thread collects it itself with `WNOHANG`.
+/// So the tracer's own synchronous waits (syscall injection) keep working, and the helper
+/// never takes a status away from them. The helper ends when no child is left.
+struct Waiter {
+    ready: mpsc::Receiver<bool>,
+    again: mpsc::Sender<()>,
+    /// The helper has reported and waits for `again` before looking once more.
+    parked: bool,
+}
+
+enum Waited {
+    Status(i32, Wait),
+    Timeout,
+    NoChildren,
+}
+
+impl Waiter {
+    fn spawn() -> Waiter {
+        let (tx, ready) = mpsc::channel();
+        let (again, rx) = mpsc::channel::<()>();
+        std::thread::spawn(move || loop {
+            let more = sys::wait_any_peek().unwrap_or(false);
+            if tx.send(more).is_err() || !more || rx.recv().is_err() {
+                break;
+            }
+        });
+        Waiter { ready, again, parked: false }
+    }
+
+    fn wait(&mut self, timeout: Option<Duration>) -> Result<Waited, Error> {
+        if timeout.is_none() {
+            // No deadline: a plain blocking wait, the cheapest. The helper only peeks, so it
+            // cannot take this status away (at worst it reports one already collected).
+            return Ok(match sys::wait_any().map_err(Error::ptrace(-1, "waitpid"))? {
+                Some((pid, w)) => Waited::Status(pid, w),
+                None => Waited::NoChildren,
+            });
+        }
+        loop {
+            match sys::wait_any_nohang().map_err(Error::ptrace(-1, "waitpid"))? {
+                None => return Ok(Waited::NoChildren),
+                Some(Some((pid, w))) => return Ok(Waited::Status(pid, w)),
+                Some(None) => {}
+            }
+            if self.parked {
+                self.parked = false;
+                if self.again.send(()).is_err() {
+                    return Ok(Waited::NoChildren);
+                }
+            }
+            let got = match timeout {
+                Some(t) => self.ready.recv_timeout(t),
+                None => self.ready.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+            };
+            match got {
+                Ok(true) => self.parked = true,
+                Ok(false) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    // The helper saw no children; collect whatever is left ourselves.
+                    return Ok(match sys::wait_any().map_err(Error::ptrace(-1, "waitpid"))? {
+                        Some((pid, w)) => Waited::Status(pid, w),
+                        None => Waited::NoChildren,
+                    });
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => return Ok(Waited::Timeout),
+            }
+        }
+    }
+}
+
+/// Syscalls that may wait for another thread or the outside world: the thread gives its turn
+/// up at entry and the call runs in the kernel while another thread runs user code.
+fn gives_turn_up(nr: u64, args: &[u64; 6]) -> bool {
+    use ::syscalls::Sysno as S;
+    const FUTEX_WAITS: [u64; 5] = [0 /* WAIT */, 6 /* LOCK_PI */, 9 /* WAIT_BITSET */, 11 /* WAIT_REQUEUE_PI */, 13 /* LOCK_PI2 */];
+    if nr == S::futex as u64 {
+        return FUTEX_WAITS.contains(&(args[1] & 0x7f));
+    }
+    [
+        S::read, S::readv, S::recvfrom, S::recvmsg, S::recvmmsg, S::accept, S::accept4, S::connect,
+        S::poll, S::ppoll, S::select, S::pselect6, S::epoll_wait, S::epoll_pwait, S::epoll_pwait2,
+        S::nanosleep, S::clock_nanosleep, S::wait4, S::waitid, S::pause, S::rt_sigsuspend,
+        S::rt_sigtimedwait, S::sched_yield, S::flock, S::msgrcv, S::semop, S::semtimedop,
+        S::futex_waitv,
+    ]
+    .iter()
+    .any(|&s| s as u64 == nr)
+}
+
 impl Recorder {
     fn run(&mut self) -> Result<(), Error> {
         while !self.procs.is_empty() {
-            let Some((pid, w)) = sys::wait_any().map_err(Error::ptrace(-1, "waitpid"))? else { break };
-            match w {
-                Wait::Exited(_) | Wait::Signaled(_) => self.on_exit(pid, w.raw_exit_status())?,
-                Wait::Stopped { sig, event } => self.on_stop(pid, sig, event)?,
+            let timeout = self.next_deadline().map(|d| d.saturating_duration_since(Instant::now()));
+            let waiter = self.waits.as_mut().expect("waiter started");
+            match waiter.wait(timeout)? {
+                Waited::Timeout => self.on_timeout()?,
+                Waited::NoChildren => break,
+                Waited::Status(pid, w) => match w {
+                    Wait::Exited(_) | Wait::Signaled(_) => self.on_exit(pid, w.raw_exit_status())?,
+                    Wait::Stopped { sig, event } => self.on_stop(pid, sig, event)?,
+                },
             }
         }
         Ok(())
     }
 
+    /// When the scheduler must look again without a stop: a syscall run with the turn held
+    /// that may block, or a thread running user code for long while others wait.
+    fn next_deadline(&self) -> Option<Instant> {
+        let mut best: Option<Instant> = None;
+        for g in self.groups.values() {
+            let (Some(pid), false) = (g.running, g.ready.is_empty()) else { continue };
+            let Some(p) = self.procs.get(&pid) else { continue };
+            let d = match (p.in_kernel, p.user_since) {
+                (Some((_, false)), _) if p.keeps_turn => continue,
+                (Some((t, false)), _) => t + BLOCKING_AFTER,
+                (None, Some(t)) if p.probing.is_none() => t + self.schedule.watchdog,
+                _ => continue,
+            };
+            best = Some(best.map_or(d, |b| b.min(d)));
+        }
+        best
+    }
+
+    fn on_timeout(&mut self) -> Result<(), Error> {
+        let now = Instant::now();
+        let tgids: Vec<i32> = self.groups.keys().copied().collect();
+        for tgid in tgids {
+            let g = &self.groups[&tgid];
+            let (Some(pid), false) = (g.running, g.ready.is_empty()) else { continue };
+            let Some(p) = self.procs.get_mut(&pid) else { continue };
+            match (p.in_kernel, p.user_since) {
+                (Some((t, false)), _) if !p.keeps_turn && now >= t + BLOCKING_AFTER => {
+                    // Taking long in the kernel: maybe waiting for a thread that needs a turn.
+                    p.in_kernel = Some((t, true));
+                    self.groups.get_mut(&tgid).expect("group").running = None;
+                    self.schedule(tgid)?;
+                }
+                (None, Some(t)) if p.probing.is_none() && now >= t + self.schedule.watchdog => {
+                    // Learn where it spins: SIGSTOP it (the stop is swallowed in `on_signal`).
+                    p.probing = Some(now);
+                    sys::tgkill(tgid, pid, libc::SIGSTOP).map_err(Error::ptrace(pid, "interrupting a spinning thread"))?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Give the turn of an idle group to one of its ready threads.
+    fn schedule(&mut self, tgid: i32) -> Result<(), Error> {
+        let n = match self.groups.get(&tgid) {
+            Some(g) if g.running.is_none() && !g.dying && !g.ready.is_empty() => g.ready.len(),
+            _ => return Ok(()),
+        };
+        let i = if self.schedule.chaos.is_some() { (self.random() % n as u64) as usize } else { 0 };
+        let g = self.groups.get_mut(&tgid).expect("group");
+        let pid = g.ready.remove(i).expect("index in range");
+        g.running = Some(pid);
+        g.since = Some(Instant::now());
+        self.activate(pid)
+    }
+
+    /// `pid` got the turn: do what it was waiting to do.
+    fn activate(&mut self, pid: i32) -> Result<(), Error> {
+        let p = self.procs.get_mut(&pid).expect("known thread");
+        match p.pending.take() {
+            Some(Pending::SyscallExit { ret, pc, sp }) => self.finish_syscall(pid, ret, pc, sp),
+            Some(Pending::Start) => {
+                p.user_since = Some(Instant::now());
+                p.warned = false;
+                self.w.push(&Event::ThreadStart { tid: Tid(pid as u32) })?;
+                sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "starting a thread"))
+            }
+            None => sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming")),
+        }
+    }
+
+    /// xorshift64: the chaos schedule must come out the same for the same seed and the same
+    /// sequence of scheduling decisions, without a dependency.
+    fn random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        x
+    }
+
+    /// A new child was announced and has stopped for the first time: start tracking it.
+    fn adopt(&mut self, child: i32, tgid: i32) -> Result<(), Error> {
+        self.procs.insert(child, Proc { tgid, ..Proc::default() });
+        if tgid == child {
+            // A process of its own: its own group, running at once.
+            self.groups.insert(child, Group { running: Some(child), since: Some(Instant::now()), ..Group::default() });
+            self.procs.get_mut(&child).expect("just inserted").user_since = Some(Instant::now());
+            return sys::resume_syscall(child, 0).map_err(Error::ptrace(child, "starting child"));
+        }
+        self.procs.get_mut(&child).expect("just inserted").pending = Some(Pending::Start);
+        self.groups.entry(tgid).or_default().ready.push_back(child);
+        self.schedule(tgid)
+    }
+
     fn on_exit(&mut self, pid: i32, status: i32) -> Result<(), Error> {
-        if self.procs.remove(&pid).is_some() {
+        if let Some(p) = self.procs.remove(&pid) {
             self.w.push(&Event::Exit { tid: Tid(pid as u32), status })?;
             if pid == self.root {
                 self.root_status = Some(status);
+            }
+            let tgid = p.tgid;
+            if let Some(g) = self.groups.get_mut(&tgid) {
+                g.ready.retain(|&t| t != pid);
+                if g.running == Some(pid) {
+                    g.running = None;
+                }
+                if self.procs.values().any(|q| q.tgid == tgid) {
+                    self.schedule(tgid)?;
+                } else {
+                    self.groups.remove(&tgid);
+                    self.images.remove(&tgid);
+                }
             }
         }
         Ok(())
@@ -301,9 +593,8 @@ impl Recorder {
     fn on_stop(&mut self, pid: i32, sig: i32, event: i32) -> Result<(), Error> {
         if !self.procs.contains_key(&pid) {
             // A new child's first stop, possibly before its parent's fork event.
-            if self.awaited_children.remove(&pid) {
-                self.procs.insert(pid, Proc::default());
-                return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "starting child"));
+            if let Some(tgid) = self.awaited_children.remove(&pid) {
+                return self.adopt(pid, tgid);
             }
             self.early_children.insert(pid);
             return Ok(());
@@ -336,12 +627,16 @@ impl Recorder {
                     _ => libc::SIGCHLD as u64,
                 };
                 self.w.push(&Event::NewProcess { tid: Tid(pid as u32), child: Tid(child as u32), flags })?;
-                self.processes += 1;
-                if self.early_children.remove(&child) {
-                    self.procs.insert(child, Proc::default());
-                    sys::resume_syscall(child, 0).map_err(Error::ptrace(child, "starting child"))?;
+                let tgid = if flags & libc::CLONE_THREAD as u64 != 0 {
+                    self.procs[&pid].tgid
                 } else {
-                    self.awaited_children.insert(child);
+                    self.processes += 1;
+                    child
+                };
+                if self.early_children.remove(&child) {
+                    self.adopt(child, tgid)?;
+                } else {
+                    self.awaited_children.insert(child, tgid);
                 }
             }
             libc::PTRACE_EVENT_EXEC => {
@@ -370,6 +665,7 @@ impl Recorder {
             .hash(&image)
             .map_err(|source| Error::FileMissing { path: image.clone(), source })?;
         let (blake3, _) = self.hashes.hash(&path).map_err(|source| Error::FileMissing { path: path.clone(), source })?;
+        let stack_copy = stack.clone();
         self.w.push(&Event::Exec {
             tid: Tid(pid as u32),
             exe: path.as_os_str().as_bytes().to_vec(),
@@ -382,6 +678,8 @@ impl Recorder {
         if let Some(p) = self.procs.get_mut(&pid) {
             p.fd_streams.clear();
         }
+        let load_bias = process::load_bias(&image, &stack_copy);
+        self.images.insert(pid, ProcessImage { tid: Tid(pid as u32), pid, exe: image, load_bias });
         Ok(())
     }
 
@@ -409,10 +707,8 @@ impl Recorder {
             _ => None,
         };
         if let Some(flags) = clone_flags {
-            if flags & libc::CLONE_THREAD as u64 != 0 {
-                return Err(Error::Threads { pid });
-            }
-            if flags & libc::CLONE_VM as u64 != 0 && flags & libc::CLONE_VFORK as u64 == 0 {
+            let thread = flags & libc::CLONE_THREAD as u64 != 0;
+            if !thread && flags & libc::CLONE_VM as u64 != 0 && flags & libc::CLONE_VFORK as u64 == 0 {
                 return Err(Error::Unsupported { pid, what: "clone with CLONE_VM but without CLONE_VFORK (shared memory)".into() });
             }
         }
@@ -429,10 +725,21 @@ impl Recorder {
             nr::EXECVEAT => exec_target(pid, args[0], args[1]),
             _ => None,
         };
+        // A thread keeps its turn through `exit` until it is gone: the kernel clears its
+        // CLONE_CHILD_CLEARTID word on the way out, which a joining thread reads (replay waits
+        // for the exit the same way). A group leader's exit is only reported once all its
+        // threads are gone, so it gives its turn up.
+        let tgid = self.procs[&pid].tgid;
+        let release = gives_turn_up(nr, &args) || (nr == nr::EXIT && pid == tgid);
         let p = self.procs.get_mut(&pid).expect("known process");
         p.entry = Some((nr, args));
         p.exec_path = exec_path;
         p.last_exit = None;
+        p.in_kernel = Some((Instant::now(), release));
+        p.keeps_turn = syscalls::policy(nr) == Policy::ReExecute;
+        p.user_since = None;
+        p.probing = None;
+        let tgid = p.tgid;
         let mut sig = 0;
         if p.injecting.is_none() {
             if let Some(info) = p.deferred.pop_front() {
@@ -440,15 +747,47 @@ impl Recorder {
                 p.injecting = Some(info);
             }
         }
-        sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
+        sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))?;
+        let g = self.groups.get_mut(&tgid).expect("thread group");
+        if nr == nr::EXIT_GROUP {
+            // The other threads are about to be killed: nobody gets another turn.
+            g.dying = true;
+        }
+        if release && g.running == Some(pid) {
+            g.running = None;
+            self.schedule(tgid)?;
+        }
+        Ok(())
     }
 
     fn on_exit_stop(&mut self, pid: i32, ret: i64, pc: u64, sp: u64) -> Result<(), Error> {
         let p = self.procs.get_mut(&pid).expect("known process");
-        let Some((nr, args)) = p.entry.take() else {
+        p.in_kernel = None;
+        if p.entry.is_none() {
             // A new child returning from fork: nothing to log.
+            p.user_since = Some(Instant::now());
             return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
-        };
+        }
+        let tgid = p.tgid;
+        let chaos_coin = self.schedule.chaos.is_some() && self.random() % 4 == 0;
+        let g = self.groups.get_mut(&tgid).expect("thread group");
+        if g.running == Some(pid) {
+            let slice_over = g.since.is_some_and(|t| t.elapsed() >= self.schedule.slice);
+            if g.ready.is_empty() || !(slice_over || chaos_coin) {
+                return self.finish_syscall(pid, ret, pc, sp);
+            }
+            g.running = None;
+        }
+        // Wait for a turn (the syscall's effects are logged when it comes).
+        g.ready.push_back(pid);
+        self.procs.get_mut(&pid).expect("known").pending = Some(Pending::SyscallExit { ret, pc, sp });
+        self.schedule(tgid)
+    }
+
+    /// Log a completed syscall and let the thread run on: it has the turn.
+    fn finish_syscall(&mut self, pid: i32, ret: i64, pc: u64, sp: u64) -> Result<(), Error> {
+        let p = self.procs.get_mut(&pid).expect("known process");
+        let (nr, args) = p.entry.take().expect("finishing a syscall that was entered");
         let exec_path = p.exec_path.take();
         if std::mem::take(&mut p.exec_pending) && ret == 0 {
             let path = match exec_path {
@@ -476,6 +815,8 @@ impl Recorder {
             p.fd_streams.clear();
         }
         p.last_exit = Some((pc, sp, ret));
+        p.user_since = Some(Instant::now());
+        p.warned = false;
         let mut sig = 0;
         if p.injecting.is_none() {
             if let Some(info) = p.deferred.pop_front() {
@@ -569,6 +910,11 @@ impl Recorder {
         };
         let tid = Tid(pid as u32);
         let regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        if sig == libc::SIGSTOP {
+            if let Some(sent) = self.procs.get_mut(&pid).and_then(|p| p.probing.take()) {
+                return self.on_probe(pid, sent, regs.rip, regs.rsp);
+            }
+        }
         if sig == libc::SIGSEGV {
             if let Some((len, is_rdtscp)) = process::tsc_instruction(pid, regs.rip) {
                 let (tsc, aux) = if is_rdtscp { sys::rdtscp() } else { (sys::rdtsc(), 0) };
@@ -604,5 +950,32 @@ impl Recorder {
             }
             None => sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "holding back a signal")),
         }
+    }
+
+    /// The watchdog's SIGSTOP arrived: report where the thread spins (swallowing the signal).
+    fn on_probe(&mut self, pid: i32, sent: Instant, pc: u64, sp: u64) -> Result<(), Error> {
+        let p = self.procs.get_mut(&pid).expect("known process");
+        let stale = p.user_since.is_none_or(|t| t > sent);
+        if !stale {
+            let tgid = p.tgid;
+            let location = self.images.get(&tgid).and_then(|img| {
+                let img = ProcessImage { pid, ..img.clone() };
+                location::describe(&img, pc, sp)
+            });
+            let waiting = self.groups.get(&tgid).map_or(0, |g| g.ready.len());
+            let spent = self.schedule.watchdog;
+            let p = self.procs.get_mut(&pid).expect("known process");
+            if p.warned {
+                return Err(Error::Spinning { tid: pid, pc, location, waiting, secs: 2 * spent.as_secs() });
+            }
+            p.warned = true;
+            p.user_since = Some(Instant::now());
+            let at = location.map(|l| format!(" ({l})")).unwrap_or_default();
+            eprintln!(
+                "rdb: warning: thread {pid} has run user code for {} s without a syscall while {waiting} other thread(s) wait, at pc {pc:#x}{at}; rdb switches threads only at syscalls, so a thread spinning on another one never ends",
+                spent.as_secs()
+            );
+        }
+        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
     }
 }

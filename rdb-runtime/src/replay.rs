@@ -101,6 +101,13 @@ type Breakpoints = Rc<RefCell<BTreeMap<u64, u8>>>;
 
 struct Proc {
     pid: i32,
+    /// Recorded id of the thread group (process) the thread belongs to.
+    group: Tid,
+    /// Resumed into user code or into a re-executed syscall: while it is, no other thread of
+    /// its group may be resumed into user code.
+    user: bool,
+    /// A new thread stopped at its first stop, waiting for its `ThreadStart` event.
+    unstarted: bool,
     entry: Option<(u64, [u64; 6], Mode)>,
     /// Signal we injected and whose delivery stop we await.
     injecting: Option<i32>,
@@ -284,6 +291,9 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
     };
     r.procs.insert(tid, Proc {
         pid,
+        group: tid,
+        user: true,
+        unstarted: false,
         entry: None,
         injecting: None,
         breakpoints: Rc::new(RefCell::new(BTreeMap::new())),
@@ -309,6 +319,11 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
         return Err(Error::EndsEarly { events: r.ev.index });
     }
     Ok(ReplayOutcome { events: r.ev.index, exit_status: r.root_status, breakpoint_hits: r.hits })
+}
+
+/// Handling the stop lets the thread run user code.
+fn resumes_user_code(stop: &Stop) -> bool {
+    matches!(stop, Stop::Exit { .. } | Stop::Signal { .. })
 }
 
 impl Replayer<'_> {
@@ -341,15 +356,27 @@ impl Replayer<'_> {
                 Some(e) => e.tid(),
                 None => return Ok(()),
             };
-            if let Some(stop) = self.parked.remove(&head_tid) {
-                self.handle(head_tid, stop)?;
-                continue;
+            let busy = self.group_busy(head_tid);
+            match self.parked.get(&head_tid) {
+                // Its turn comes when no other thread of its group runs user code.
+                Some(stop) if busy && resumes_user_code(stop) => {}
+                Some(_) => {
+                    let stop = self.parked.remove(&head_tid).expect("parked");
+                    self.handle(head_tid, stop)?;
+                    continue;
+                }
+                None => {}
             }
             if !self.procs.contains_key(&head_tid) {
                 let desc = self.head_desc()?;
                 return Err(self.divergence(head_tid, desc, "no such process in the replay".into()));
             }
-            if self.procs.len() == self.parked.len() {
+            if self.proc(head_tid).unstarted && matches!(self.ev.head()?, Some(Event::ThreadStart { .. })) && !busy {
+                self.start_thread(head_tid)?;
+                continue;
+            }
+            let waiting = self.parked.len() + self.procs.values().filter(|p| p.unstarted).count();
+            if self.procs.len() == waiting {
                 let desc = self.head_desc()?;
                 return Err(self.divergence(head_tid, desc, "every process is waiting: the replay is stuck".into()));
             }
@@ -367,7 +394,8 @@ impl Replayer<'_> {
             // process's own next event: a vfork child must be able to reach its exec (which
             // releases the parent) even when the parent's vfork return was logged first.
             let eager = matches!(stop, Stop::Entry { .. }) && self.ev.next_of(tid)?.is_some();
-            if tid == head_tid || eager {
+            let blocked = resumes_user_code(&stop) && self.group_busy(tid);
+            if (tid == head_tid && !blocked) || eager {
                 self.handle(tid, stop)?;
             } else {
                 self.parked.insert(tid, stop);
@@ -375,9 +403,54 @@ impl Replayer<'_> {
         }
     }
 
+    /// Another thread of `tid`'s group is running user code.
+    fn group_busy(&self, tid: Tid) -> bool {
+        let Some(me) = self.procs.get(&tid) else { return false };
+        self.procs.iter().any(|(t, p)| *t != tid && p.group == me.group && p.user)
+    }
+
+    /// Make `sig` pending for exactly this thread (not for any thread of its process).
+    fn signal_thread(&self, tid: Tid, sig: i32) -> std::io::Result<()> {
+        let p = self.proc(tid);
+        let leader = self.procs.get(&p.group).map_or(p.pid, |l| l.pid);
+        sys::tgkill(leader, p.pid, sig)
+    }
+
+    /// Other threads share `tid`'s process.
+    fn has_siblings(&self, tid: Tid) -> bool {
+        let Some(me) = self.procs.get(&tid) else { return false };
+        self.procs.iter().any(|(t, p)| *t != tid && p.group == me.group)
+    }
+
+    /// A new thread's first turn (its `ThreadStart` event is the head).
+    fn start_thread(&mut self, tid: Tid) -> Result<(), Error> {
+        self.ev.pop()?;
+        let p = self.procs.get_mut(&tid).expect("known");
+        p.unstarted = false;
+        p.user = true;
+        let pid = p.pid;
+        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "starting a thread"))
+    }
+
+    /// Classify a stop; the thread is no longer running user code unless the stop is one
+    /// handled on the spot (it is resumed where it was).
+    fn classify(&mut self, pid: i32, w: Wait) -> Result<Option<Stop>, Error> {
+        let tid = self.by_pid.get(&pid).copied();
+        let was_user = tid.and_then(|t| self.procs.get_mut(&t)).map(|p| std::mem::replace(&mut p.user, false));
+        let stop = self.classify_stop(pid, w)?;
+        if stop.is_none() {
+            if let (Some(t), Some(u)) = (tid, was_user) {
+                if let Some(p) = self.procs.get_mut(&t) {
+                    p.user = u;
+                }
+            }
+        }
+        Ok(stop)
+    }
+
     /// Turn a wait result into a stop that needs its turn, or handle it right away when it is
     /// not part of the recorded schedule (new child starting, breakpoints, stray signals).
-    fn classify(&mut self, pid: i32, w: Wait) -> Result<Option<Stop>, Error> {
+    fn classify_stop(&mut self, pid: i32, w: Wait) -> Result<Option<Stop>, Error> {
         let Some(&tid) = self.by_pid.get(&pid) else {
             if matches!(w, Wait::Stopped { .. }) {
                 self.early_children.insert(pid);
@@ -499,7 +572,7 @@ impl Replayer<'_> {
                                 regs.rdi = mask;
                                 regs.rsi = size;
                                 sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting to rt_sigsuspend"))?;
-                                sys::kill(pid, sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
+                                self.signal_thread(tid, sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
                                 Mode::Suspended
                             }
                             _ => Mode::Emulated,
@@ -532,7 +605,8 @@ impl Replayer<'_> {
                     Policy::ReExecute if matches!(nr, nr::EXIT | nr::EXIT_GROUP) => Mode::Leaving,
                     Policy::ReExecute if nr == nr::RT_SIGSUSPEND => match self.ev.nth_of(tid, 1)? {
                         Some(Event::Signal { sig, asynchronous: true, .. }) => {
-                            sys::kill(pid, *sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
+                            let sig = *sig;
+                            self.signal_thread(tid, sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
                             Mode::Suspended
                         }
                         _ => Mode::Emulated,
@@ -574,6 +648,11 @@ impl Replayer<'_> {
                 sys::kill(pid, libc::SIGKILL).map_err(Error::ptrace(pid, "killing"))?;
                 return Ok(());
             }
+            Event::Exit { .. } if self.has_siblings(tid) => {
+                // Another thread ended the process (exit_group) while this one was inside this
+                // syscall: it stays stopped here until the same happens now.
+                return Ok(());
+            }
             other => {
                 let expected = other.describe();
                 return Err(self.divergence_at(index, tid, expected, format!("syscall {} at pc {pc:#x}", actual())));
@@ -582,8 +661,29 @@ impl Replayer<'_> {
         if matches!(mode, Mode::Emulated) {
             sys::poke_user(pid, sys::ORIG_RAX_OFFSET, u64::MAX).map_err(Error::ptrace(pid, "skipping a syscall"))?;
         }
-        self.procs.get_mut(&tid).expect("known").entry = Some((nr, args, mode));
-        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+        let leaving_thread = matches!(mode, Mode::Leaving) && nr == nr::EXIT && self.proc(tid).group != tid;
+        // A re-executed call changes state other threads see (the address space above all):
+        // while it runs, no other thread of the group may run, as while recording, where the
+        // thread kept its turn through it.
+        let running = !matches!(mode, Mode::Emulated | Mode::Leaving);
+        let p = self.procs.get_mut(&tid).expect("known");
+        p.entry = Some((nr, args, mode));
+        p.user = running;
+        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+        if leaving_thread {
+            // Wait until the thread is really gone: the kernel clears its CLONE_CHILD_CLEARTID
+            // word on the way out, and a joining thread may be scheduled next.
+            loop {
+                match sys::wait_pid(pid).map_err(Error::ptrace(pid, "waiting for a thread to exit"))? {
+                    Wait::Stopped { .. } => sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?,
+                    w => {
+                        self.parked.insert(tid, Stop::Gone { status: w.raw_exit_status() });
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn on_exit(&mut self, tid: Tid, real_ret: i64) -> Result<(), Error> {
@@ -642,6 +742,19 @@ impl Replayer<'_> {
             // The argument registers were rewritten at entry; the program keeps its own.
             (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) = (args[0], args[1], args[2], args[3], args[4], args[5]);
         }
+        // A call interrupted by a signal that another thread then took (a process-directed
+        // signal wakes one thread, any thread may dequeue it): the kernel restarted it without
+        // delivering anything. The restart codes never reach the program; redo the restart.
+        const ERESTARTSYS: i64 = -512;
+        const ERESTARTNOINTR: i64 = -513;
+        const ERESTARTNOHAND: i64 = -514;
+        const ERESTART_RESTARTBLOCK: i64 = -516;
+        if matches!(ret, ERESTARTSYS | ERESTARTNOINTR | ERESTARTNOHAND | ERESTART_RESTARTBLOCK)
+            && !matches!(self.ev.nth_of(tid, 1)?, Some(Event::Signal { asynchronous: true, .. }))
+        {
+            regs.rax = if ret == ERESTART_RESTARTBLOCK { nr::RESTART_SYSCALL } else { nr };
+            regs.rip -= 2;
+        }
         sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the result"))?;
         self.ev.pop()?;
         if matches!(mode, Mode::Exec) {
@@ -656,6 +769,7 @@ impl Replayer<'_> {
         }
         // A suspended process already has its signal pending.
         let sig = if matches!(mode, Mode::Suspended) { 0 } else { sig };
+        self.procs.get_mut(&tid).expect("known").user = true;
         sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
     }
 
@@ -773,6 +887,7 @@ impl Replayer<'_> {
         let Event::NewProcess { child, flags, .. } = ev else {
             return Err(self.divergence(tid, ev.describe(), "a new process".into()));
         };
+        let thread = flags & libc::CLONE_THREAD as u64 != 0;
         let parent = self.proc(tid);
         let breakpoints = if flags & libc::CLONE_VM as u64 != 0 {
             parent.breakpoints.clone()
@@ -784,13 +899,59 @@ impl Replayer<'_> {
             i.pid = child_pid;
             i
         });
-        self.procs.insert(child, Proc { pid: child_pid, entry: None, injecting: None, breakpoints, image, killed: false });
+        let group = if thread { parent.group } else { child };
+        let entry = parent.entry.as_ref().map(|(nr, args, _)| (*nr, *args));
+        self.procs.insert(child, Proc {
+            pid: child_pid,
+            group,
+            user: !thread,
+            unstarted: thread,
+            entry: None,
+            injecting: None,
+            breakpoints,
+            image,
+            killed: false,
+        });
         self.by_pid.insert(child_pid, child);
         self.ev.pop()?;
-        if self.early_children.remove(&child_pid) {
+        let started = self.early_children.remove(&child_pid);
+        if thread {
+            // The thread waits at its first stop for its `ThreadStart` event. The kernel wrote
+            // its real id where the program asked; the program must see the recorded one.
+            if !started {
+                match sys::wait_pid(child_pid).map_err(Error::ptrace(child_pid, "waiting for a new thread"))? {
+                    Wait::Stopped { .. } => {}
+                    w => return Err(self.divergence(child, "a new thread".into(), describe_status(w.raw_exit_status()))),
+                }
+            }
+            if let Some((nr, args)) = entry {
+                self.write_tid_words(pid, child, flags, nr, &args)?;
+            }
+        } else if started {
             sys::resume_syscall(child_pid, 0).map_err(Error::ptrace(child_pid, "starting child"))?;
         }
         sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+    }
+
+    /// Put the recorded thread id where `CLONE_PARENT_SETTID` / `CLONE_CHILD_SETTID` made the
+    /// kernel store the real one.
+    fn write_tid_words(&mut self, pid: i32, child: Tid, flags: u64, nr: u64, args: &[u64; 6]) -> Result<(), Error> {
+        let (ctid, ptid) = if nr == nr::CLONE3 {
+            let mut b = [0u8; 32];
+            sys::read_mem(pid, args[0], &mut b).map_err(Error::ptrace(pid, "reading clone3 args"))?;
+            let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+            (word(16), word(24))
+        } else {
+            (args[3], args[2])
+        };
+        let id = child.0.to_le_bytes();
+        if flags & libc::CLONE_PARENT_SETTID as u64 != 0 && ptid != 0 {
+            sys::write_mem(pid, ptid, &id).map_err(Error::ptrace(pid, "writing the thread id"))?;
+        }
+        if flags & libc::CLONE_CHILD_SETTID as u64 != 0 && ctid != 0 {
+            sys::write_mem(pid, ctid, &id).map_err(Error::ptrace(pid, "writing the thread id"))?;
+        }
+        Ok(())
     }
 
     fn on_signal(&mut self, tid: Tid, sig: i32, tsc: Option<(usize, bool)>) -> Result<(), Error> {
@@ -802,6 +963,7 @@ impl Replayer<'_> {
                 process::finish_tsc(&mut regs, len, *rax, *rdx, *rcx);
                 sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating rdtsc"))?;
                 self.ev.pop()?;
+                self.procs.get_mut(&tid).expect("known").user = true;
                 sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
             }
             (Event::Signal { sig: rsig, siginfo, .. }, _) if *rsig == sig => {
@@ -812,12 +974,13 @@ impl Replayer<'_> {
                     self.procs.get_mut(&tid).expect("known").injecting = None;
                 }
                 self.ev.pop()?;
+                self.procs.get_mut(&tid).expect("known").user = true;
                 // Another asynchronous signal recorded right behind this one (no syscall in
                 // between: this one was ignored) is made pending now, so the kernel delivers
                 // it next, as it did while recording.
                 if let Some(Event::Signal { sig: next, asynchronous: true, .. }) = self.ev.next_of(tid)? {
                     let next = *next;
-                    sys::kill(pid, next).map_err(Error::ptrace(pid, "queueing a signal"))?;
+                    self.signal_thread(tid, next).map_err(Error::ptrace(pid, "queueing a signal"))?;
                     self.procs.get_mut(&tid).expect("known").injecting = Some(next);
                 }
                 sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))

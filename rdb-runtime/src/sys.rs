@@ -251,6 +251,50 @@ pub fn wait_any() -> io::Result<Option<(i32, Wait)>> {
     }
 }
 
+/// Collect a traced child's status if one is ready (`__WALL | WNOHANG`). `Ok(Some(None))`
+/// when none is ready yet, `Ok(None)` when there are no children left.
+pub fn wait_any_nohang() -> io::Result<Option<Option<(i32, Wait)>>> {
+    loop {
+        let mut status = 0;
+        // SAFETY: the kernel writes one int into `status`.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL | libc::WNOHANG) };
+        match pid {
+            -1 => {
+                let err = io::Error::last_os_error();
+                match err.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::ECHILD) => return Ok(None),
+                    _ => return Err(err),
+                }
+            }
+            0 => return Ok(Some(None)),
+            pid => return Ok(Some(Some((pid, decode_status(status))))),
+        }
+    }
+}
+
+/// Block until some child has a status to report, without collecting it (`WNOWAIT`).
+/// Returns false when there are no children left.
+pub fn wait_any_peek() -> io::Result<bool> {
+    loop {
+        // SAFETY: siginfo_t is plain data; all-zero is valid; the kernel fills it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid siginfo_t the kernel may write.
+        let r = unsafe {
+            libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WSTOPPED | libc::WNOWAIT | libc::__WALL)
+        };
+        if r == -1 {
+            let err = io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::ECHILD) => return Ok(false),
+                _ => return Err(err),
+            }
+        }
+        return Ok(true);
+    }
+}
+
 /// Wait for one specific tracee (`__WALL`).
 pub fn wait_pid(pid: i32) -> io::Result<Wait> {
     loop {
@@ -334,6 +378,15 @@ fn poke_bytes(pid: i32, addr: u64, data: &[u8]) -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
         done += take;
+    }
+    Ok(())
+}
+
+/// Deliver a signal to one thread of a process.
+pub fn tgkill(tgid: i32, tid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: integer arguments only.
+    if unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, sig) } == -1 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }

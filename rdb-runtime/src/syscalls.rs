@@ -324,6 +324,7 @@ table! {
 
 /// Syscall numbers the engine refers to by name.
 pub mod nr {
+    pub const RESTART_SYSCALL: u64 = 219;
     pub const READ: u64 = 0;
     pub const WRITE: u64 = 1;
     pub const CLOSE: u64 = 3;

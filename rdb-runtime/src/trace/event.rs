@@ -1,8 +1,9 @@
 //! Trace events and their binary encoding.
 //!
 //! The event stream is the schedule: events appear in the global order the recorder observed
-//! them, and every event names the thread it belongs to (today every thread is a process, but
-//! the field is there so threads can come without a format change).
+//! them, and every event names the (recorded) thread it belongs to. Within a thread group only
+//! one thread runs user code at a time; a thread's events mark the points where it got its
+//! turn (see the scheduling notes in the crate docs).
 //!
 //! Encoding: one tag byte, then the fields in declaration order, little-endian; byte strings
 //! and lists are a `u32` length followed by the items. Decoding checks every length against the
@@ -85,6 +86,9 @@ pub enum Event {
     Rdtsc { tid: Tid, rax: u64, rdx: u64, rcx: Option<u64> },
     /// The thread is gone: raw wait status (exit code << 8, or the killing signal).
     Exit { tid: Tid, status: i32 },
+    /// A thread created with `CLONE_THREAD` gets its first turn: from here until its next
+    /// syscall it is the only thread of its group running user code.
+    ThreadStart { tid: Tid },
 }
 
 impl Event {
@@ -97,7 +101,8 @@ impl Event {
             | Event::NewProcess { tid, .. }
             | Event::Signal { tid, .. }
             | Event::Rdtsc { tid, .. }
-            | Event::Exit { tid, .. } => *tid,
+            | Event::Exit { tid, .. }
+            | Event::ThreadStart { tid } => *tid,
         }
     }
 
@@ -112,8 +117,10 @@ impl Event {
                 format!("{}({}) = {}", crate::syscalls::name(*nr), a.join(", "), ret)
             }
             Event::NewProcess { child, flags, .. } => {
-                format!("new process {child} (clone flags {flags:#x})")
+                let what = if flags & libc::CLONE_THREAD as u64 != 0 { "thread" } else { "process" };
+                format!("new {what} {child} (clone flags {flags:#x})")
             }
+            Event::ThreadStart { .. } => "thread starts".into(),
             Event::Signal { sig, asynchronous, .. } => format!(
                 "{} signal {}",
                 if *asynchronous { "asynchronous" } else { "synchronous" },
@@ -165,6 +172,7 @@ const TAG_NEW_PROCESS: u8 = 4;
 const TAG_SIGNAL: u8 = 5;
 const TAG_RDTSC: u8 = 6;
 const TAG_EXIT: u8 = 7;
+const TAG_THREAD_START: u8 = 16;
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
@@ -265,6 +273,10 @@ pub fn encode(ev: &Event, out: &mut Vec<u8>) {
             out.push(TAG_EXIT);
             put_u32(out, tid.0);
             put_u32(out, *status as u32);
+        }
+        Event::ThreadStart { tid } => {
+            out.push(TAG_THREAD_START);
+            put_u32(out, tid.0);
         }
     }
 }
@@ -402,6 +414,7 @@ impl<'a> Decoder<'a> {
                 Event::Rdtsc { tid, rax, rdx, rcx }
             }
             TAG_EXIT => Event::Exit { tid, status: self.u32()? as i32 },
+            TAG_THREAD_START => Event::ThreadStart { tid },
             _ => return Err(DecodeError { offset: self.pos - 5, what: "unknown event tag" }),
         })
     }
@@ -442,6 +455,7 @@ mod tests {
             Event::Signal { tid: Tid(8), sig: 17, asynchronous: true, siginfo: vec![0; 128] },
             Event::Rdtsc { tid: Tid(8), rax: 5, rdx: 6, rcx: Some(7) },
             Event::Exit { tid: Tid(8), status: 0x100 },
+            Event::ThreadStart { tid: Tid(9) },
         ]
     }
 

@@ -66,6 +66,9 @@ pub struct Header {
     /// without CPUID faulting, so replay on another CPU model may diverge.
     #[serde(default)]
     pub cpu: String,
+    /// Seed of the randomised thread schedule (`rdb record --chaos`), if one was used.
+    #[serde(default)]
+    pub chaos_seed: Option<u64>,
 }
 
 /// This machine's CPU model and a hash of its feature flags (from `/proc/cpuinfo`).
@@ -465,6 +468,7 @@ mod tests {
             started_unix: 0,
             pinned_cpu: None,
             cpu: String::new(),
+            chaos_seed: None,
         }
     }
 
