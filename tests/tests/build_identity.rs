@@ -66,6 +66,11 @@ fn jobq_release() {
     identity("jobq", true);
 }
 
+#[test]
+fn race_dev() {
+    identity("race", false);
+}
+
 /// A second build with no change rewrites nothing in the shadows and keeps
 /// the artefacts identical.
 #[test]

@@ -229,3 +229,42 @@ fn misbehaving_debug_code_is_reported_and_never_changes_the_replay() {
         }
     }
 }
+
+/// Regions in threaded code: the race sample's region runs in every thread just before the
+/// racy store, and its debug-only total of overwritten updates (shared by all threads' hits)
+/// equals the number of updates the recorded run reports lost.
+#[test]
+fn a_region_in_threads_finds_every_lost_update() {
+    let tmp = scratch("race");
+    let app = SampleApp::plain("race", tmp.path());
+    assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
+    let trace = tmp.path().join("trace");
+    let mut args = vec!["record", "--chaos", "--seed", "1", "-o", trace.to_str().unwrap(), "--"];
+    args.extend_from_slice(&["target/debug/race", "3", "60"]);
+    let rec = rdb(&args, &app.dir);
+    let rec_out = text(&rec.stdout);
+    let lost: u64 = rec_out
+        .split_once('(')
+        .and_then(|(_, r)| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected output: {rec_out}\n{}", text(&rec.stderr)));
+
+    app.instrument();
+    assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
+    let out = rdb(&["replay", trace.to_str().unwrap(), "--debug", "target/rdb/debug/race"], &app.dir);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(without(&stdout, |l| l.starts_with("rdb: ")), rec_out);
+    let reports: Vec<&str> = stdout.lines().filter(|l| l.starts_with("rdb: thread")).collect();
+    let total = reports
+        .last()
+        .map(|l| l.rsplit(", net ").next().unwrap().trim_end_matches(" lost so far"))
+        .unwrap_or("0");
+    assert_eq!(total.parse::<u64>().unwrap(), lost, "regions saw a different loss than the program:\n{stdout}");
+    if lost > 0 {
+        // Several threads reported (their hits share the debug-only total).
+        let threads: std::collections::BTreeSet<&str> =
+            reports.iter().map(|l| l.split_whitespace().nth(2).unwrap()).collect();
+        assert!(threads.len() >= 2 || reports.len() == 1, "{stdout}");
+    }
+}

@@ -19,17 +19,20 @@ fn main() {
     std::thread::scope(|s| {
         for t in 0..threads {
             let log = &log;
-            s.spawn(move || {
-                for i in 0..ops {
-                    let seen = COUNTER.load(Ordering::Relaxed);
-                    let line = format!("thread {t} op {i} saw {seen}\n");
-                    let mut out: &File = log;
-                    out.write_all(line.as_bytes()).expect("write the log");
-                    COUNTER.store(seen + 1, Ordering::Relaxed);
-                }
-            });
+            s.spawn(move || worker(t, ops, log));
         }
     });
     let count = COUNTER.load(Ordering::Relaxed);
     println!("final count {count} of {} ({} updates lost)", threads * ops, threads * ops - count);
+}
+
+/// One thread's work: `ops` unsynchronised read / log / store steps.
+fn worker(t: u64, ops: u64, log: &File) {
+    for i in 0..ops {
+        let seen = COUNTER.load(Ordering::Relaxed);
+        let line = format!("thread {t} op {i} saw {seen}\n");
+        let mut out: &File = log;
+        out.write_all(line.as_bytes()).expect("write the log");
+        COUNTER.store(seen + 1, Ordering::Relaxed);
+    }
 }
