@@ -46,6 +46,7 @@ pub fn write_descriptors(
                 end: location(&file, r.end),
                 anchor: location(&file, r.anchor),
                 function: r.function.clone(),
+                ends_block: r.ends_block,
                 arguments: r
                     .arguments
                     .iter()

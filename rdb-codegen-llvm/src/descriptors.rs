@@ -38,6 +38,9 @@ pub fn write(
             begin: loc(&info.source_abs, region.begin),
             end: loc(&info.source_abs, region.end),
             anchor: loc(&info.source, region.anchor),
+            // C regions that end a block are anchored where execution continues (see
+            // `source.rs`), never at the brace.
+            ends_block: false,
             function: outlined.function.clone(),
             arguments: outlined
                 .arguments

@@ -90,6 +90,9 @@ pub struct Region {
     pub anchor: LineCol,
     /// The enclosing function as written: `run`, or `Vm::run` in an impl.
     pub function: String,
+    /// The region is the last statement of its block (`anchor` is the
+    /// block's closing brace).
+    pub ends_block: bool,
     /// The program variables the region reads, in `argv` order.
     pub arguments: Vec<RegionArgument>,
 }

@@ -487,6 +487,7 @@ impl<'a> FileWalk<'a> {
                 }
             }
         }
+        let ends_block = anchor.is_none();
         let anchor = anchor.unwrap_or_else(|| self.idx.offset(block.brace_token.span.close().start()));
 
         let refs: Vec<&str> = ctx.args.iter().map(|a| a.reference.as_str()).collect();
@@ -509,6 +510,7 @@ impl<'a> FileWalk<'a> {
             end: self.line_col(end_range.start),
             anchor: LineCol { line: 0, column: 0 },
             function: fname,
+            ends_block,
             arguments: ctx
                 .args
                 .into_iter()

@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         anchor,
         function: args[2].clone(),
         arguments,
+        ends_block: false,
     };
     let start = std::time::Instant::now();
     match rdb_locate::locate(args[0].as_ref(), &[site]) {

@@ -103,6 +103,11 @@ pub struct RegionSite {
     pub function: String,
     /// The region's arguments, in argv order.
     pub arguments: Vec<ArgumentSite>,
+    /// The anchor is the closing brace of the region's block (the region is
+    /// the block's last statement). Then a later line is never used in its
+    /// place: the code after a block runs after the loop, or also when the
+    /// branch was not taken, so the region would run at the wrong place.
+    pub ends_block: bool,
 }
 
 /// One argument of a region.
@@ -264,6 +269,14 @@ fn locate_site(
         // have later lines (e.g. the function around a closure holding the region).
         if found.iter().any(|(_, code)| code.fallback_line.is_none()) {
             found.retain(|(_, code)| code.fallback_line.is_none());
+        } else if site.ends_block && !found.is_empty() {
+            found.clear();
+            note = Some(format!(
+                "the region ends its block and the block's closing brace ({}) has no code of its own in this build: \
+                 the next code runs after the block (after the loop, or also when the branch is not taken), so the \
+                 region is not placed there; move it before the block's last statement",
+                show(&site.anchor)
+            ));
         }
         for (instance, code) in found {
             if let Some(line) = code.fallback_line {
@@ -278,7 +291,7 @@ fn locate_site(
                 placed.push((instance, code.address));
             }
         }
-        if placed.is_empty() {
+        if placed.is_empty() && note.is_none() {
             note = Some(format!(
                 "no code of function `{}` comes from {} or later lines: the compiler removed it or the function is not in this binary",
                 site.function,

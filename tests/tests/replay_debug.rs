@@ -268,3 +268,37 @@ fn a_region_in_threads_finds_every_lost_update() {
         assert!(threads.len() >= 2 || reports.len() == 1, "{stdout}");
     }
 }
+
+/// A region that ends a loop body, where the closing brace has no code of its own, is never
+/// run somewhere else (after the loop): the build warns and the replay says why it cannot run.
+#[test]
+fn a_region_ending_a_loop_body_never_runs_after_the_loop() {
+    let tmp = scratch("loop-end");
+    let dir = tmp.path().join("guarded");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let manifest = "[package]\nname = \"guarded\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n";
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    std::fs::write(dir.join("src/main.rs"), GUARDED_PLAIN).unwrap();
+    assert_success("cargo build", &run_cargo(&dir, &["build", "-q"]));
+    let trace = tmp.path().join("trace");
+    let (rec_out, _) = record(&dir, &trace, &["target/debug/guarded", "none"]);
+
+    let macros = repo_root().join("rdb-macros");
+    std::fs::write(dir.join("Cargo.toml"), format!("{manifest}rdb-macros = {{ path = {:?} }}\n", macros.display().to_string()))
+        .unwrap();
+    let anchor = "        println!(\"step {i} total {} mode {mode}\", TOTAL.load(Ordering::Relaxed));\n";
+    let region = "        rdb_begin!();\n        println!(\"rdb: end of step {i}\");\n        rdb_end!();\n";
+    let instrumented = GUARDED_PLAIN
+        .replacen("use std::", "use rdb_macros::{rdb_begin, rdb_end};\nuse std::", 1)
+        .replace(anchor, &format!("{anchor}{region}"));
+    std::fs::write(dir.join("src/main.rs"), instrumented).unwrap();
+    let build = run_cargo_rdb(&dir, &["build"]);
+    assert_success("cargo rdb build", &build);
+    assert!(text(&build.stderr).contains("the region ends its block"), "{}", text(&build.stderr));
+
+    let out = rdb(&["replay", trace.to_str().unwrap(), "--debug", "target/rdb/debug/guarded"], &dir);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(stdout, rec_out, "the region must not run anywhere");
+    assert!(stderr.contains("region 1 cannot run: the region ends its block"), "{stderr}");
+}

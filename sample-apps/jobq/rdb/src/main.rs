@@ -49,15 +49,22 @@ fn main() -> ExitCode {
     };
     let mut queue = Queue::new();
     for (i, r) in random.iter().enumerate() {
+        rdb_begin!();
+        // Checks the jobs inserted so far (a region may not end a loop body: the body's closing
+        // brace has no code of its own, so the region goes at the top of the next iteration).
+        if queue.len() != JOBS_CREATED.load(Ordering::Relaxed) {
+            println!("rdb: before job {i} (random byte {r}): {} queued, {} created", queue.len(), JOBS_CREATED.load(Ordering::Relaxed));
+        }
+        rdb_end!();
         let job = Job { id: i as u32, priority: r % 64, created: now_nanos(), name: format!("job-{i}") };
         JOBS_CREATED.fetch_add(1, Ordering::Relaxed);
         queue.insert(job);
-        rdb_begin!();
-        if queue.len() != JOBS_CREATED.load(Ordering::Relaxed) {
-            println!("rdb: after job {i} (random byte {r}): {} queued, {} created", queue.len(), JOBS_CREATED.load(Ordering::Relaxed));
-        }
-        rdb_end!();
     }
+    rdb_begin!();
+    if queue.len() != JOBS_CREATED.load(Ordering::Relaxed) {
+        println!("rdb: after all jobs: {} queued, {} created", queue.len(), JOBS_CREATED.load(Ordering::Relaxed));
+    }
+    rdb_end!();
     println!("queued {} job(s)", queue.len());
     let mut done = 0;
     while let Some(job) = queue.pop() {
