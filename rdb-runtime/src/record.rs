@@ -168,6 +168,10 @@ struct Proc {
 
 struct Recorder {
     w: TraceWriter,
+    /// The CPUs rdb itself could use before pinning everything to one CPU: what the program is
+    /// told by `sched_getaffinity`, so that it sizes its thread pools as it would natively
+    /// (pinning is a cost measure of rdb's, not a property of the recorded run).
+    native_affinity: Option<Vec<u8>>,
     procs: HashMap<i32, Proc>,
     groups: HashMap<i32, Group>,
     schedule: Schedule,
@@ -247,6 +251,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     // What execve is given (as the user typed it) and the absolute path replay will use.
     let exec_name = exe;
     let exe: PathBuf = cwd.join(&exec_name).components().collect(); // drops `./`
+    let native_affinity = sys::affinity_mask().ok();
     let pinned = if opts.pin_cpu {
         let cpu = sys::current_cpu();
         sys::pin_to_cpu(cpu).ok().map(|_| cpu)
@@ -301,6 +306,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
 
     let mut rec = Recorder {
         w,
+        native_affinity: native_affinity.filter(|_| pinned.is_some()),
         procs: HashMap::new(),
         groups: HashMap::new(),
         schedule: schedule.clone(),
@@ -797,6 +803,14 @@ impl Recorder {
             self.after_exec(pid, path)?;
         }
         self.syscalls += 1;
+        if nr == nr::SCHED_GETAFFINITY && ret > 0 {
+            if let Some(mask) = &self.native_affinity {
+                // The kernel wrote the pinned mask; the program gets its native one (recorded
+                // below like any emulated result, so replay gives it the same).
+                let n = (ret as usize).min(mask.len());
+                sys::write_mem(pid, args[2], &mask[..n]).map_err(Error::ptrace(pid, "writing the CPU mask"))?;
+            }
+        }
         let mem = Mem(pid);
         let mut writes = Vec::new();
         if syscalls::policy(nr) == Policy::Emulate {

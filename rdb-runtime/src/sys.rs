@@ -400,6 +400,22 @@ pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// The calling thread's CPU affinity mask, as the kernel's `sched_getaffinity` writes it
+/// (`cpu_set_t` bytes, trailing zero bytes included).
+pub fn affinity_mask() -> io::Result<Vec<u8>> {
+    // SAFETY: cpu_set_t is a plain bitmask; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the kernel writes at most sizeof(cpu_set_t) bytes into `set`.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: cpu_set_t is plain old data; we copy its bytes.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(&set as *const libc::cpu_set_t as *const u8, std::mem::size_of::<libc::cpu_set_t>())
+    };
+    Ok(bytes.to_vec())
+}
+
 /// The CPU this thread is running on right now.
 pub fn current_cpu() -> usize {
     // SAFETY: no arguments.

@@ -329,6 +329,7 @@ pub mod nr {
     pub const WRITE: u64 = 1;
     pub const CLOSE: u64 = 3;
     pub const MMAP: u64 = 9;
+    pub const SCHED_GETAFFINITY: u64 = 204;
     pub const MPROTECT: u64 = 10;
     pub const MUNMAP: u64 = 11;
     pub const BRK: u64 = 12;

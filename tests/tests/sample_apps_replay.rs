@@ -46,3 +46,26 @@ fn sample_apps_replay_exactly() {
     // Random priorities and creation times: two runs never print the same.
     assert_ne!(a, b, "two recordings of jobq printed the same output");
 }
+
+/// rayon's pool and crossbeam channels replay exactly, and the program sizes its pool as it
+/// would natively although rdb pins everything to one CPU (`sched_getaffinity` reports the
+/// native mask).
+#[test]
+fn rayon_and_crossbeam_replay_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = repo_root().join("tests/fixtures/threadpool");
+    let target = tmp.path().join("target");
+    let st = cargo()
+        .args(["build", "-q", "--manifest-path"])
+        .arg(fixture.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .status()
+        .unwrap();
+    assert!(st.success(), "building the threadpool fixture failed");
+    let prog = target.join("debug/threadpool");
+    let out = record_and_replay(tmp.path(), &tmp.path().join("trace"), &[prog.to_str().unwrap()]);
+    let native = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    assert!(out.trim_end().ends_with(&format!("threads {native}")), "{out}");
+    assert!(out.starts_with("sum 772239893 channel 4498500 chunks [0, 50000, 100000, 150000]"), "{out}");
+}
