@@ -75,8 +75,13 @@ echo "per syscall: record $(echo "scale=2; $rec * 1000000 / $syscalls" | bc -l) 
 HERMIT=${HERMIT:-$(command -v hermit || true)}
 if [ -n "$HERMIT" ] && [ -x "$HERMIT" ]; then
   hdata="$work/hermit-data"
-  hermit_t=$(secs env HERMIT_DATA_DIR="$hdata" "$HERMIT" record -- dd "${dd_args[@]}")
-  echo "hermit record $(fmt "$hermit_t") s: hermit/rdb $(ratio "$hermit_t" "$rec")x, $(echo "scale=2; $hermit_t * 1000000 / $syscalls" | bc -l) us/syscall"
+  # Hermit needs CPUID faulting; where the hypervisor lacks it, it refuses to record.
+  if herr=$(HERMIT_DATA_DIR="$hdata-probe" "$HERMIT" record -- true 2>&1 >/dev/null </dev/null); then
+    hermit_t=$(secs env HERMIT_DATA_DIR="$hdata" "$HERMIT" record -- dd "${dd_args[@]}")
+    echo "hermit record $(fmt "$hermit_t") s: hermit/rdb $(ratio "$hermit_t" "$rec")x, $(echo "scale=2; $hermit_t * 1000000 / $syscalls" | bc -l) us/syscall"
+  else
+    echo "hermit: cannot record on this machine: $(printf '%s\n' "$herr" | grep -m1 '^Error:' || printf '%s\n' "$herr" | tail -n 1)"
+  fi
 else
   echo "hermit: not installed (cargo install hermit-run; needs libunwind-dev), skipped"
 fi
