@@ -766,28 +766,7 @@ fn socket_pair() -> Result<(OwnedFd, OwnedFd), HostError> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-fn send(fd: RawFd, bytes: &[u8]) -> std::io::Result<()> {
-    // SAFETY: bytes is a valid buffer.
-    let n = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
-    if n != bytes.len() as isize {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-fn recv(fd: RawFd, buf: &mut [u8]) -> std::io::Result<usize> {
-    loop {
-        // SAFETY: buf is writable for its length.
-        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
+use crate::protocol::{recv, send};
 
 /// Busy-waits up to `spin` for `fd` to become readable.
 pub(crate) fn spin_readable(fd: RawFd, spin: Duration) -> bool {

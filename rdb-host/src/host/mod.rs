@@ -58,37 +58,14 @@ pub fn host_main() -> ! {
     std::process::exit(code)
 }
 
+/// One message from rdb (the host's errors are strings it reports before exiting).
 fn recv(fd: i32, buf: &mut [u8]) -> Result<usize, String> {
-    loop {
-        // SAFETY: buf is writable for its length.
-        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(format!("receiving from rdb: {e}"));
-        }
-    }
+    protocol::recv(fd, buf).map_err(|e| format!("receiving from rdb: {e}"))
 }
 
+/// One message to rdb.
 fn send(fd: i32, message: &[u8]) -> Result<(), String> {
-    // SAFETY: message is a valid buffer.
-    let n = unsafe {
-        libc::send(
-            fd,
-            message.as_ptr().cast(),
-            message.len(),
-            libc::MSG_NOSIGNAL,
-        )
-    };
-    if n != message.len() as isize {
-        return Err(format!(
-            "sending to rdb: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(())
+    protocol::send(fd, message).map_err(|e| format!("sending to rdb: {e}"))
 }
 
 fn serve(fd: i32) -> Result<(), String> {
