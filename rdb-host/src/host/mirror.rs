@@ -643,6 +643,19 @@ fn errno() -> i32 {
 
 /// Tells the replayer the host is dying, flushes C stdio so debug output
 /// printed so far is kept, and exits.
+/// Records a write by debug code to program memory (reported after the call);
+/// under [`WritePolicy::Abort`](crate::WritePolicy) the call ends here.
+fn note_write(st: &mut Mirror, signal: i32, addr: u64) {
+    if st.nwrites < MAX_WRITES {
+        st.writes[st.nwrites] = addr;
+        st.nwrites += 1;
+    }
+    st.wrote = true;
+    if st.abort_on_write {
+        crash(st, signal, addr, reason::WRITE_ABORTED);
+    }
+}
+
 fn crash(st: &Mirror, signal: i32, addr: u64, why: u32) -> ! {
     let mut msg = [0u8; 24];
     msg[0..4].copy_from_slice(&protocol::CRASHED.to_le_bytes());
@@ -725,14 +738,7 @@ extern "C" fn on_fault(
     let page = addr & !(PAGE - 1);
     let cur = st.current;
     if write && range.uffd {
-        if st.nwrites < MAX_WRITES {
-            st.writes[st.nwrites] = addr;
-            st.nwrites += 1;
-        }
-        st.wrote = true;
-        if st.abort_on_write {
-            crash(st, signal, addr, reason::WRITE_ABORTED);
-        }
+        note_write(st, signal, addr);
         // Let the write land in a private copy (filled by the server thread
         // if the page is missing); it is discarded after the call.
         // SAFETY: a page of our own mirror mapping.
@@ -753,14 +759,7 @@ extern "C" fn on_fault(
         crash(st, signal, addr, reason::NOT_READABLE);
     }
     if write {
-        if st.nwrites < MAX_WRITES {
-            st.writes[st.nwrites] = addr;
-            st.nwrites += 1;
-        }
-        st.wrote = true;
-        if st.abort_on_write {
-            crash(st, signal, addr, reason::WRITE_ABORTED);
-        }
+        note_write(st, signal, addr);
         // Let the write land in a private copy; it is discarded after the call.
         if !fill(
             st,
