@@ -78,6 +78,15 @@ pub enum DebugError {
     Replay(#[from] rdb_runtime::Error),
 }
 
+/// How long the host (on a CPU of its own) busy-waits for the next hit before sleeping.
+const HOST_SPIN: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// A CPU the process may run on other than `cpu`, if any.
+fn other_allowed_cpu(cpu: usize) -> Option<usize> {
+    let mask = rdb_runtime::sys::affinity_mask().ok()?;
+    (0..mask.len() * 8).find(|&c| c != cpu && mask[c / 8] & (1 << (c % 8)) != 0)
+}
+
 fn blake3_file(path: &Path) -> Result<String, DebugError> {
     let bytes = std::fs::read(path).map_err(|source| DebugError::Io { path: path.to_path_buf(), source })?;
     Ok(blake3::hash(&bytes).to_hex().to_string())
@@ -122,12 +131,24 @@ pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcom
         .collect();
     let mut host_options = opts.host;
     if opts.replay.pin_cpu && host_options.cpu.is_none() {
-        // One thread runs at a time (replayer, program or debug code): keeping all three on one
-        // CPU makes each hand-over a cheap same-CPU wake-up. The replayer pins itself to the CPU
-        // it runs on; pin first so the host gets the same one.
+        // One thread of the replay runs at a time (replayer or program): they share one CPU,
+        // where each hand-over is a cheap same-CPU wake-up. The replayer pins itself to the
+        // CPU it runs on; pin first so the host can be placed relative to it. When another
+        // CPU is allowed, the host gets it and busy-waits for the next hit (and the replayer
+        // for the host's answer): a call then costs no wake-up at all. Otherwise the host
+        // shares the replay's CPU.
         let cpu = rdb_runtime::sys::current_cpu();
+        let other = other_allowed_cpu(cpu);
         if rdb_runtime::sys::pin_to_cpu(cpu).is_ok() {
-            host_options.cpu = Some(cpu);
+            match other {
+                Some(other) => {
+                    host_options.cpu = Some(other);
+                    if host_options.spin.is_zero() {
+                        host_options.spin = HOST_SPIN;
+                    }
+                }
+                None => host_options.cpu = Some(cpu),
+            }
         }
     }
     let host = DebugHost::for_binary(&opts.binary, host_options)?;

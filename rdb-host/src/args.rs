@@ -14,6 +14,23 @@ pub enum ArgValue {
     Bytes(Vec<u8>),
 }
 
+/// Stack variables up to this size are copied at the stop rather than read
+/// through the mirror: one read by the replayer instead of a page fill in the
+/// host (and its invalidation) at every hit. Like register variables, such an
+/// argument is a copy in debug code (its address is not the program's);
+/// anything it points to is read through the mirror as usual.
+pub const COPY_LIMIT: u64 = 4096;
+
+/// A small variable's bytes at `at`, if they can be read.
+fn copied(tracee: &dyn TraceeView, at: u64, size: u64) -> Option<ArgValue> {
+    if size > COPY_LIMIT {
+        return None;
+    }
+    let mut bytes = vec![0u8; size as usize];
+    tracee.read(at, &mut bytes).ok()?;
+    Some(ArgValue::Bytes(bytes))
+}
+
 /// Computes every argument of `region` at code `address`, in `argv` order.
 pub fn compute(
     region: u32,
@@ -48,11 +65,12 @@ pub fn compute(
             .find(|p| p.address == address)
             .ok_or_else(|| unavailable(format!("not described at address {address:#x}")))?;
         let value = match &placed.location {
-            Location::Stack { base, offset } => ArgValue::Address(
-                register_u64(tracee, base)
+            Location::Stack { base, offset } => {
+                let at = register_u64(tracee, base)
                     .map_err(unavailable)?
-                    .wrapping_add(*offset as u64),
-            ),
+                    .wrapping_add(*offset as u64);
+                copied(tracee, at, arg.size).unwrap_or(ArgValue::Address(at))
+            }
             Location::Symbol { address, .. } => {
                 ArgValue::Address(tracee.load_bias().wrapping_add(*address))
             }
@@ -321,12 +339,34 @@ mod tests {
         assert_eq!(
             values,
             vec![
-                ArgValue::Address(0x6ff0),
+                ArgValue::Bytes((0u8..8).collect()),
                 ArgValue::Bytes(vec![0x88, 0x77, 0x66, 0x55]),
                 ArgValue::Address(0x1000_2000),
                 ArgValue::Bytes(vec![0x88, 0x77, 1, 2, 3, 4]),
                 ArgValue::Bytes(vec![0xff, 0x01]),
             ]
+        );
+    }
+
+    #[test]
+    fn large_or_unreadable_stack_variables_stay_in_program_memory() {
+        // SAFETY: user_regs_struct is plain integers.
+        let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        regs.rbp = 0x7000;
+        let fake = Fake {
+            regs,
+            memory: (0x6ff0, vec![0; 32]),
+        };
+        let stack = |offset| Location::Stack {
+            base: Register::x86_64(6),
+            offset,
+        };
+        let big = arg(0, COPY_LIMIT + 1, stack(-16));
+        let unreadable = arg(1, 8, stack(0x100));
+        let values = compute(7, 0x40, &[&big, &unreadable], &fake, &loc()).unwrap();
+        assert_eq!(
+            values,
+            vec![ArgValue::Address(0x6ff0), ArgValue::Address(0x7100)]
         );
     }
 

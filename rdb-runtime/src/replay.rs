@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::rc::Rc;
 
+use crate::displace::{self, StepOver};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
 use crate::process::{self, FileHashes, Mem};
 use crate::record::is_synchronous;
@@ -43,6 +44,9 @@ pub struct ReplayOutcome {
     /// Raw wait status of the root process.
     pub exit_status: Option<i32>,
     pub breakpoint_hits: u64,
+    /// Hits whose instruction could not be displaced or emulated and was single-stepped
+    /// (a second stop; see the `displace` module).
+    pub breakpoint_steps: u64,
 }
 
 /// The replay did something the recording did not.
@@ -97,7 +101,14 @@ enum Mode {
     Leaving,
 }
 
-type Breakpoints = Rc<RefCell<BTreeMap<u64, u8>>>;
+/// A planted breakpoint: the byte the `int3` replaced and how to run its instruction.
+#[derive(Debug, Clone)]
+struct Breakpoint {
+    orig: u8,
+    over: StepOver,
+}
+
+type Breakpoints = Rc<RefCell<BTreeMap<u64, Breakpoint>>>;
 
 struct Proc {
     pid: i32,
@@ -201,6 +212,7 @@ struct Replayer<'o> {
     root: Tid,
     root_status: Option<i32>,
     hits: u64,
+    steps: u64,
     /// `RDB_DEBUG` set: log every stop (for debugging rdb itself).
     debug: bool,
 }
@@ -287,6 +299,7 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
         root: tid,
         root_status: None,
         hits: 0,
+        steps: 0,
         debug: std::env::var_os("RDB_DEBUG").is_some(),
     };
     r.procs.insert(tid, Proc {
@@ -318,7 +331,7 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
     if ends_early {
         return Err(Error::EndsEarly { events: r.ev.index });
     }
-    Ok(ReplayOutcome { events: r.ev.index, exit_status: r.root_status, breakpoint_hits: r.hits })
+    Ok(ReplayOutcome { events: r.ev.index, exit_status: r.root_status, breakpoint_hits: r.hits, breakpoint_steps: r.steps })
 }
 
 /// Handling the stop lets the thread run user code.
@@ -838,20 +851,36 @@ impl Replayer<'_> {
         let pid = p.pid;
         let bps = self.observer.on_exec(&image);
         let table = p.breakpoints.clone();
+        // Slots for displaced instructions (see `displace`), in the executable segments' tails.
+        // RDB_SINGLE_STEP=1: step over every breakpoint the classic way (a check on `displace`).
+        let single_step = std::env::var_os("RDB_SINGLE_STEP").is_some_and(|v| v == "1");
+        let mut slots = if single_step { displace::Slots::default() } else { displace::Slots::for_image(&image.exe, image.load_bias) };
         for addr in bps {
-            let mut code = [0u8; 3];
+            let mut code = [0u8; 16];
             let n = sys::read_mem(pid, addr, &mut code).map_err(Error::ptrace(pid, "reading breakpoint address"))?;
             if n == 0 {
                 return Err(Error::Observer(format!("breakpoint address {addr:#x} is not mapped in {}", image.exe.display())));
             }
-            if code[..2] == [0x0f, 0x05] || code[..2] == [0x0f, 0x31] || code == [0x0f, 0x01, 0xf9] {
+            if code[..2] == [0x0f, 0x05] || code[..2] == [0x0f, 0x31] || code[..3] == [0x0f, 0x01, 0xf9] {
                 return Err(Error::Observer(format!("cannot break at {addr:#x}: it is a syscall or rdtsc instruction")));
             }
             if table.borrow().contains_key(&addr) {
                 continue;
             }
+            // Another breakpoint inside these bytes reads as 0xcc: put its byte back first.
+            for (&at, bp) in table.borrow().range(addr + 1..addr + n as u64) {
+                code[(at - addr) as usize] = bp.orig;
+            }
+            let mut prepared = displace::prepare(addr, &code[..n], slots.free());
+            if single_step {
+                prepared.over = StepOver::Step;
+            }
+            if let StepOver::Displaced(at) = prepared.over {
+                sys::write_mem(pid, at, &prepared.slot_code).map_err(Error::ptrace(pid, "writing a displaced instruction"))?;
+                slots.take(prepared.slot_code.len() as u64);
+            }
             sys::write_mem(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "planting a breakpoint"))?;
-            table.borrow_mut().insert(addr, code[0]);
+            table.borrow_mut().insert(addr, Breakpoint { orig: code[0], over: prepared.over });
         }
         Ok(())
     }
@@ -860,15 +889,40 @@ impl Replayer<'_> {
         let pid = self.proc(tid).pid;
         let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         regs.rip = addr;
-        sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
         self.hits += 1;
         let image = self.proc(tid).image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
         let stop = BreakpointStop { tid, pid, addr, regs, image: &image, mem: Mem(pid) };
         self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
+        let bp = self.proc(tid).breakpoints.borrow()[&addr].clone();
+        match bp.over {
+            StepOver::Displaced(slot) => {
+                // The instruction's copy ends with a jump back: no second stop.
+                regs.rip = slot;
+                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "resuming at a displaced instruction"))?;
+                return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+            }
+            StepOver::Call(instr) => {
+                let read = |at: u64| {
+                    let mut b = [0u8; 8];
+                    matches!(sys::read_mem(pid, at, &mut b), Ok(8)).then(|| u64::from_le_bytes(b))
+                };
+                if let Some((ret, target)) = displace::emulate_call(&instr, &regs, read) {
+                    let sp = regs.rsp.wrapping_sub(8);
+                    if sys::write_mem(pid, sp, &ret.to_le_bytes()).is_ok() {
+                        regs.rsp = sp;
+                        regs.rip = target;
+                        sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating a call"))?;
+                        return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+                    }
+                }
+                // An unreadable operand or stack: let the CPU run it and fault as it would.
+            }
+            StepOver::Step => {}
+        }
         // Step over the original instruction, then put the breakpoint back.
-        let table = self.proc(tid).breakpoints.clone();
-        let orig = table.borrow()[&addr];
-        sys::write_mem(pid, addr, &[orig]).map_err(Error::ptrace(pid, "lifting a breakpoint"))?;
+        self.steps += 1;
+        sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
+        sys::write_mem(pid, addr, &[bp.orig]).map_err(Error::ptrace(pid, "lifting a breakpoint"))?;
         loop {
             sys::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping over a breakpoint"))?;
             match sys::wait_pid(pid).map_err(Error::ptrace(pid, "stepping over a breakpoint"))? {

@@ -1,0 +1,153 @@
+//! Stepping over breakpoints without a single-step stop (`displace`): a breakpoint at every
+//! instruction of a real program's functions, at -O0 and -O2, must leave the replay exact.
+//!
+//! The program folds everything it computes (including a return address, which an emulated
+//! `call` must push exactly as the CPU would) into the lengths of its `write`s and its exit
+//! status, which the replayer checks against the recording: a displaced instruction that
+//! computed anything differently would show as a divergence.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use iced_x86::{Decoder, DecoderOptions};
+use object::{Object, ObjectSymbol};
+use rdb_runtime::{record, replay, BreakpointStop, ProcessImage, RecordOptions, ReplayObserver, ReplayOptions};
+
+const PROGRAM: &str = r#"#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+static int table[64];
+static double acc_d;
+static uintptr_t seen_return;
+typedef long (*op_fn)(long, long);
+__attribute__((noinline)) long add(long a, long b) {
+    seen_return ^= (uintptr_t)__builtin_return_address(0);
+    return a + b;
+}
+__attribute__((noinline)) long mul(long a, long b) { return (a * b) ^ (a >> 3); }
+__attribute__((noinline)) long rec(long n) { return n < 2 ? n : rec(n - 1) + rec(n - 2); }
+op_fn ops[2] = {add, mul};
+__attribute__((noinline)) long step(long x, int i) {
+    switch (i % 7) {
+    case 0: x += table[i % 64]; break;
+    case 1: x = ops[i & 1](x, i); break;
+    case 2: x ^= x << 7; break;
+    case 3: x = x * 31 + rec(i % 12); break;
+    case 4: acc_d += (double)x / (i + 1); x += (long)acc_d; break;
+    case 5: { char buf[32]; snprintf(buf, sizeof buf, "%ld", x); x += (long)strlen(buf); } break;
+    default: x -= i;
+    }
+    return x;
+}
+int main(int argc, char **argv) {
+    (void)argv;
+    for (int i = 0; i < 64; i++) table[i] = (i * i) ^ 0x55;
+    long x = argc;
+    char out[64];
+    memset(out, 'x', sizeof out);
+    out[63] = '\n';
+    for (int i = 0; i < 300; i++) {
+        x = step(x, i) ^ (long)(seen_return & 0xff);
+        if (i % 10 == 0) write(1, out, 1 + (unsigned long)x % 63);
+    }
+    printf("%ld\n", x);
+    return (int)(x & 0x7f);
+}
+"#;
+
+const FUNCTIONS: [&str; 5] = ["main", "step", "add", "mul", "rec"];
+
+fn compile(dir: &Path, opt: &str) -> PathBuf {
+    let src = dir.join("prog.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let exe = dir.join(format!("prog{opt}"));
+    let out = Command::new("clang-14").args([opt, "-g", "-fPIE", "-pie"]).arg(&src).arg("-o").arg(&exe).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+/// Link-time address of every instruction of `FUNCTIONS` in `exe`.
+fn instructions(exe: &Path) -> Vec<u64> {
+    let data = std::fs::read(exe).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let text = file.section_by_name(".text").unwrap();
+    let (base, bytes) = (object::ObjectSection::address(&text), object::ObjectSection::data(&text).unwrap());
+    let mut out = Vec::new();
+    for sym in file.symbols().filter(|s| FUNCTIONS.contains(&s.name().unwrap_or(""))) {
+        let start = (sym.address() - base) as usize;
+        let code = &bytes[start..start + sym.size() as usize];
+        let mut decoder = Decoder::with_ip(64, code, sym.address(), DecoderOptions::NONE);
+        out.extend(decoder.iter().map(|i| i.ip()));
+    }
+    assert!(out.len() > 50, "found only {} instructions", out.len());
+    out
+}
+
+struct Everywhere {
+    exe: PathBuf,
+    at: Vec<u64>,
+    /// General registers and arithmetic flags at each hit.
+    hits: Vec<[u64; 18]>,
+}
+
+impl ReplayObserver for Everywhere {
+    fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
+        if image.exe == self.exe {
+            self.at.iter().map(|a| a + image.load_bias).collect()
+        } else {
+            vec![]
+        }
+    }
+    fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
+        let r = &stop.regs;
+        self.hits.push([
+            r.rip, r.rsp, r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp, r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14,
+            r.r15,
+            r.eflags & 0x8d5,
+        ]);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_breakpoint_at_every_instruction_leaves_the_replay_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    for opt in ["-O0", "-O2"] {
+        let exe = compile(dir.path(), opt);
+        let trace = dir.path().join(format!("trace{opt}"));
+        let rec = record(&RecordOptions { program: exe.clone().into_os_string(), args: vec![], trace_dir: trace.clone(), pin_cpu: true })
+            .unwrap();
+        let at = instructions(&exe);
+        let mut runs = Vec::new();
+        for mode in ["displace", "displace", "single-step"] {
+            // SAFETY: this test binary runs one test, on one thread at this point.
+            unsafe {
+                if mode == "single-step" {
+                    std::env::set_var("RDB_SINGLE_STEP", "1");
+                } else {
+                    std::env::remove_var("RDB_SINGLE_STEP");
+                }
+            }
+            let mut observer = Everywhere { exe: exe.canonicalize().unwrap(), at: at.clone(), hits: Vec::new() };
+            let opts = ReplayOptions { trace_dir: trace.clone(), pin_cpu: true, echo_output: false };
+            let outcome = replay(&opts, &mut observer).unwrap_or_else(|e| panic!("{opt}: {e}"));
+            assert_eq!(outcome.exit_status, Some(rec.exit_status), "{opt}");
+            assert_eq!(outcome.breakpoint_hits, observer.hits.len() as u64);
+            eprintln!("{opt}, {mode}: {} breakpoints, {} hits, {} single-stepped", at.len(), outcome.breakpoint_hits, outcome.breakpoint_steps);
+            if mode == "single-step" {
+                assert_eq!(outcome.breakpoint_steps, outcome.breakpoint_hits);
+            } else {
+                assert!(outcome.breakpoint_steps < outcome.breakpoint_hits / 2, "{opt}: mostly single-stepped");
+            }
+            runs.push(observer.hits);
+        }
+        // Thousands of instructions of these functions ran, each stopped once, in the same
+        // order with the same registers in every replay, displaced or single-stepped.
+        assert!(runs[0].len() > 5000, "{opt}: only {} hits", runs[0].len());
+        assert_eq!(runs[0], runs[1], "{opt}");
+        assert!(runs[0] == runs[2], "{opt}: displaced and single-stepped replays differ");
+        let distinct: std::collections::HashSet<u64> = runs[0].iter().map(|h| h[0]).collect();
+        assert!(distinct.len() > at.len() / 2, "{opt}: {} of {} instructions hit", distinct.len(), at.len());
+    }
+}
