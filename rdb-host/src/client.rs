@@ -1,6 +1,7 @@
 //! [`DebugHost`]: the replayer's handle on a host process.
 
 use crate::args::{self, ArgValue};
+use crate::channel::{Channel, Mailbox, Received, Side};
 use crate::error::{signal_name, HostError, Invocation, InvokeOutcome, Loc};
 use crate::protocol::{self, reason, Reader, Writer};
 use crate::tracee::TraceeView;
@@ -130,6 +131,7 @@ pub struct DebugHost {
 struct Process {
     child: Child,
     socket: OwnedFd,
+    channel: Channel,
 }
 
 impl DebugHost {
@@ -330,7 +332,10 @@ impl DebugHost {
             };
         }
         let fd = self.socket_fd();
-        if send(fd, &w.0).is_err() {
+        let Some(process) = self.process.as_mut() else {
+            return Ok(Called::Done(self.host_died(region, source_location, None)));
+        };
+        if process.channel.send(&w.0).is_err() {
             // The host is gone (killed from outside?): report it as a crash.
             return Ok(Called::Done(self.host_died(region, source_location, None)));
         }
@@ -338,22 +343,23 @@ impl DebugHost {
         self.maps_dirty = false;
         let deadline = Instant::now() + self.options.timeout;
         loop {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            if !spin_readable(fd, self.options.spin.min(remaining))
-                && !wait_readable(fd, remaining)?
-            {
-                self.kill();
-                return Ok(Called::Done(self.finish(
-                    region,
-                    source_location,
-                    InvokeOutcome::TimedOut {
-                        after: self.options.timeout,
-                    },
-                    true,
-                )));
-            }
-            let n = match recv(fd, &mut self.buf) {
-                Ok(n) if n > 0 => n,
+            let received = match self.process.as_mut() {
+                Some(p) => p.channel.recv(&mut self.buf, Some(deadline)),
+                None => Ok(Received::Message(0)),
+            };
+            let n = match received {
+                Ok(Received::TimedOut) => {
+                    self.kill();
+                    return Ok(Called::Done(self.finish(
+                        region,
+                        source_location,
+                        InvokeOutcome::TimedOut {
+                            after: self.options.timeout,
+                        },
+                        true,
+                    )));
+                }
+                Ok(Received::Message(n)) if n > 0 => n,
                 _ => return Ok(Called::Done(self.host_died(region, source_location, None))),
             };
             let mut r = Reader(&self.buf[..n]);
@@ -536,6 +542,16 @@ impl DebugHost {
     /// is sent again with each start).
     fn start(&mut self, pid: i32) -> Result<(), HostError> {
         let (ours, theirs) = socket_pair()?;
+        // The mailbox only pays when both sides busy-wait (see `channel`).
+        let mailbox = if self.options.spin.is_zero() {
+            None
+        } else {
+            Some(Mailbox::create().map_err(|source| HostError::Io {
+                what: "creating the host mailbox",
+                source,
+            })?)
+        };
+        let mailbox_raw = mailbox.as_ref().map(|m| m.fd()).unwrap_or(-1);
         let mut cmd = Command::new(&self.program);
         cmd.arg("--fd")
             .arg(HOST_FD.to_string())
@@ -564,6 +580,9 @@ impl DebugHost {
                 } else if libc::dup2(theirs_raw, HOST_FD) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+                if mailbox_raw >= 0 && libc::dup2(mailbox_raw, MAILBOX_FD) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
                 Ok(())
             });
         }
@@ -572,9 +591,12 @@ impl DebugHost {
             source,
         })?;
         drop(theirs);
+        let channel = Channel::new(ours.as_raw_fd(), Side::Replayer, mailbox, self.options.spin);
+        let has_mailbox = mailbox_raw >= 0;
         self.process = Some(Process {
             child,
             socket: ours,
+            channel,
         });
         self.maps_dirty = true;
         self.stale = true;
@@ -596,6 +618,7 @@ impl DebugHost {
                 FaultHandling::Userfaultfd => protocol::FAULTS_USERFAULTFD,
             })
             .u32(self.options.spin.as_micros().min(u32::MAX as u128) as u32)
+            .u32(if has_mailbox { MAILBOX_FD as u32 } else { u32::MAX })
             .bytes(self.module.as_os_str().as_encoded_bytes());
         let mut entries: Vec<(&u32, &Region)> = self.regions.iter().collect();
         entries.sort_by_key(|(id, _)| **id);
@@ -710,6 +733,8 @@ enum Called {
 
 /// The fd number the host finds its socket at.
 const HOST_FD: RawFd = 3;
+/// The fd number the host finds its mailbox at, when it has one.
+const MAILBOX_FD: RawFd = 4;
 
 fn find_program(options: &HostOptions) -> Result<PathBuf, HostError> {
     if let Some(p) = &options.program {
@@ -767,29 +792,6 @@ fn socket_pair() -> Result<(OwnedFd, OwnedFd), HostError> {
 }
 
 use crate::protocol::{recv, send};
-
-/// Busy-waits up to `spin` for `fd` to become readable.
-pub(crate) fn spin_readable(fd: RawFd, spin: Duration) -> bool {
-    if spin.is_zero() {
-        return false;
-    }
-    let deadline = Instant::now() + spin;
-    loop {
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd; a zero timeout never sleeps.
-        if unsafe { libc::poll(&mut pfd, 1, 0) } > 0 {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::hint::spin_loop();
-    }
-}
 
 /// Waits until `fd` is readable (or hung up); false on timeout.
 fn wait_readable(fd: RawFd, timeout: Duration) -> Result<bool, HostError> {

@@ -120,6 +120,7 @@
 //!   so spawn it from a thread that lives as long as the replay.
 
 mod args;
+mod channel;
 mod client;
 mod error;
 mod host;

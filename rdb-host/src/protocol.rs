@@ -18,6 +18,9 @@ pub const INVOKE: u32 = 2;
 pub const PAGE_DATA: u32 = 3;
 /// Replayer -> host: the program's current mappings (answer to [`MAPS_REQUEST`]).
 pub const MAPS: u32 = 4;
+/// Either way: a message waits in the shared mailbox (see `channel`); the
+/// whole message is this one word.
+pub const DOORBELL: u32 = 5;
 
 /// Host -> replayer: module loaded, every entry resolved; u32: 1 when
 /// userfaultfd serves the faults.

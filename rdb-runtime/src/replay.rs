@@ -520,19 +520,22 @@ impl Replayer<'_> {
             resume(0)?;
             return Ok(None);
         }
+        if sig == libc::SIGTRAP {
+            // Breakpoint hits first, with as few ptrace calls as possible (SIGTRAP is never
+            // a group-stop, so no siginfo is needed to tell).
+            let regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            let addr = regs.rip.wrapping_sub(1);
+            if self.proc(tid).breakpoints.borrow().contains_key(&addr) {
+                self.hit_breakpoint(tid, addr, regs)?;
+                return Ok(None);
+            }
+        }
         let Ok(info) = sys::get_siginfo(pid) else {
             resume(0)?; // group-stop
             return Ok(None);
         };
         let code = i32::from_le_bytes(info[8..12].try_into().expect("4 bytes"));
         let regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
-        if sig == libc::SIGTRAP {
-            let addr = regs.rip.wrapping_sub(1);
-            if self.proc(tid).breakpoints.borrow().contains_key(&addr) {
-                self.hit_breakpoint(tid, addr)?;
-                return Ok(None);
-            }
-        }
         if sig == libc::SIGSEGV {
             if let Some(tsc) = process::tsc_instruction(pid, regs.rip) {
                 return Ok(Some(Stop::Signal { sig, tsc: Some(tsc) }));
@@ -885,9 +888,8 @@ impl Replayer<'_> {
         Ok(())
     }
 
-    fn hit_breakpoint(&mut self, tid: Tid, addr: u64) -> Result<(), Error> {
+    fn hit_breakpoint(&mut self, tid: Tid, addr: u64, mut regs: sys::Regs) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
-        let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         regs.rip = addr;
         self.hits += 1;
         let image = self.proc(tid).image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });

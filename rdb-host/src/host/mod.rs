@@ -4,6 +4,8 @@
 mod mirror;
 pub(crate) mod module;
 
+use crate::channel::{Channel, Mailbox, Received, Side};
+use std::os::fd::{FromRawFd, OwnedFd};
 use crate::protocol::{self, Reader, Writer};
 use module::{Module, Want};
 use std::ffi::c_void;
@@ -84,9 +86,21 @@ fn serve(fd: i32) -> Result<(), String> {
         }
     };
     let spin = SPIN.get().copied().unwrap_or_default();
+    let mailbox = match MAILBOX.get().copied().flatten() {
+        // SAFETY: the replayer passed this descriptor for us alone.
+        Some(mfd) => Some(
+            Mailbox::map(unsafe { OwnedFd::from_raw_fd(mfd) })
+                .map_err(|e| format!("mapping the mailbox: {e}"))?,
+        ),
+        None => None,
+    };
+    let mut channel = Channel::new(fd, Side::Host, mailbox, spin);
     loop {
-        crate::client::spin_readable(fd, spin);
-        let n = recv(fd, &mut buf)?;
+        let n = match channel.recv(&mut buf, None) {
+            Ok(Received::Message(n)) => n,
+            Ok(Received::TimedOut) => continue,
+            Err(e) => return Err(format!("receiving from rdb: {e}")),
+        };
         if n == 0 {
             return Ok(()); // rdb closed the connection
         }
@@ -101,7 +115,9 @@ fn serve(fd: i32) -> Result<(), String> {
                         .bytes(format!("malformed request: {e}").as_bytes());
                     w
                 });
-                send(fd, &reply.0)?;
+                channel
+                    .send(&reply.0)
+                    .map_err(|e| format!("sending to rdb: {e}"))?;
             }
             other => return Err(format!("unexpected message {other:?}")),
         }
@@ -110,6 +126,8 @@ fn serve(fd: i32) -> Result<(), String> {
 
 /// How long the main loop busy-waits for the next request ([`crate::HostOptions::spin`]).
 static SPIN: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+/// The mailbox descriptor the replayer passed, if any.
+static MAILBOX: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
 
 fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     let bad = || "malformed init message".to_string();
@@ -124,6 +142,7 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     let cpu = r.u32().ok_or_else(bad)?;
     let faults = r.u32().ok_or_else(bad)?;
     let spin = std::time::Duration::from_micros(r.u32().ok_or_else(bad)? as u64);
+    let mailbox = r.u32().ok_or_else(bad)?;
     let path = PathBuf::from(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned());
     let count = r.u32().ok_or_else(bad)?;
     let mut wants = Vec::new();
@@ -151,6 +170,7 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     st.abort_on_write = abort_on_write;
     st.chunk = chunk_pages.next_power_of_two() * 4096;
     SPIN.set(spin).ok();
+    MAILBOX.set((mailbox != u32::MAX).then_some(mailbox as i32)).ok();
     if faults != protocol::FAULTS_SIGNAL {
         st.uffd = mirror::open_userfaultfd();
         if st.uffd < 0 && faults == protocol::FAULTS_USERFAULTFD {
