@@ -73,9 +73,14 @@ replay=$(best rdb replay "$tmp/trace")
 regions=$(best rdb replay "$tmp/trace" --debug "$bin")
 regions1=$(best rdb replay "$tmp/trace1" --debug "$bin")
 replay1=$(best rdb replay "$tmp/trace1")
+# The same with everything on one CPU (the debug host then shares the replay's CPU and
+# nobody busy-waits).
+regions_one=$(best taskset -c "$CPU" rdb replay "$tmp/trace" --debug "$bin")
+regions1_one=$(best taskset -c "$CPU" rdb replay "$tmp/trace1" --debug "$bin")
 # Per hit: extra time of the replay with regions over the plain replay, less the fixed cost of
 # starting the debug host (measured with a 1-hit trace).
 per_hit=$(echo "scale=2; (($regions - $replay) - ($regions1 - $replay1)) * 1000000 / ($N - 1)" | bc)
+per_hit_one=$(echo "scale=2; (($regions_one - $replay) - ($regions1_one - $replay1)) * 1000000 / ($N - 1)" | bc)
 
 gdb_run() { # $1: iterations
   gdb -batch -nx -ex 'set pagination off' -ex 'set startup-with-shell off' \
@@ -91,6 +96,7 @@ printf 'hot loop, %d iterations, one trivial region per iteration (best of 3 run
 printf '  native run                      %8.3f s\n' "$native"
 printf '  rdb replay (no regions)         %8.3f s   (%.2fx native)\n' "$replay" "$(echo "$replay / $native" | bc -l)"
 printf '  rdb replay --debug (regions)    %8.3f s   (%.2fx plain replay)\n' "$regions" "$(echo "$regions / $replay" | bc -l)"
-printf '  per region hit                  %8.2f us\n' "$per_hit"
+printf '  per region hit                  %8.2f us   (debug host on its own CPU, busy-waiting)\n' "$per_hit"
+printf '  per region hit, one CPU         %8.2f us   (taskset -c %s: host shares the CPU)\n' "$per_hit_one" "$CPU"
 printf '  gdb dprintf per hit (pinned)    %8.2f us\n' "$gdb_per_hit"
-printf '  rdb per hit vs gdb dprintf      %8.2fx cheaper\n' "$(echo "$gdb_per_hit / $per_hit" | bc -l)"
+printf '  rdb per hit vs gdb dprintf      %8.2fx cheaper (one CPU: %.2fx)\n' "$(echo "$gdb_per_hit / $per_hit" | bc -l)" "$(echo "$gdb_per_hit / $per_hit_one" | bc -l)"

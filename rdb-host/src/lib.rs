@@ -75,8 +75,18 @@
 //!   pinned to one CPU. The handler catches writes and not-yet-mirrored
 //!   addresses in both modes. An address the host does not mirror yet (a heap that
 //!   grew, a new mmap) makes it ask for the current mapping list. Before a
-//!   call, the pages of its in-memory arguments (stack and static
-//!   variables) are filled in one go instead of one fault each.
+//!   call, the pages of its in-memory arguments (static variables, stack
+//!   variables larger than 4 KiB, `args::COPY_LIMIT`) are filled in one go
+//!   instead of one fault each; smaller stack variables are copied by the
+//!   replayer at the stop and passed by value, like register variables
+//!   (their address in debug code is not the program's; what they point to
+//!   is read through the mirror).
+//! - **Calls without system calls.** With [`HostOptions::spin`] (what
+//!   `rdb replay --debug` sets when a second CPU is allowed: the host gets
+//!   it), both sides busy-wait for each other and a call's request and
+//!   answer go through a shared-memory mailbox (`channel.rs`): no system
+//!   call and no wake-up on the call's critical path. A side that waited
+//!   longer than the spin time sleeps on the socket and is rung awake.
 //! - **Protection** (rdB §5.3). A write to a mirrored page is detected (x86
 //!   page-fault error code), reported as
 //!   [`InvokeOutcome::WroteProgramMemory`] and, by default, lands in a
