@@ -526,8 +526,7 @@ impl Replayer<'_> {
             let regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
             let addr = regs.rip.wrapping_sub(1);
             if self.proc(tid).breakpoints.borrow().contains_key(&addr) {
-                self.hit_breakpoint(tid, addr, regs)?;
-                return Ok(None);
+                return self.hit_breakpoint(tid, addr, regs);
             }
         }
         let Ok(info) = sys::get_siginfo(pid) else {
@@ -535,10 +534,21 @@ impl Replayer<'_> {
             return Ok(None);
         };
         let code = i32::from_le_bytes(info[8..12].try_into().expect("4 bytes"));
-        let regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         if sig == libc::SIGSEGV {
             if let Some(tsc) = process::tsc_instruction(pid, regs.rip) {
                 return Ok(Some(Stop::Signal { sig, tsc: Some(tsc) }));
+            }
+        }
+        if is_synchronous(sig, code) {
+            // A fault of a displaced instruction: the program sees its own address (the
+            // instruction had no effect; if a handler returns, it runs again from there).
+            let displaced = self.proc(tid).breakpoints.borrow().iter().find_map(|(&addr, bp)| {
+                matches!(bp.over, StepOver::Displaced(slot) if slot == regs.rip).then_some(addr)
+            });
+            if let Some(addr) = displaced {
+                regs.rip = addr;
+                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "moving a fault back to its instruction"))?;
             }
         }
         if self.proc(tid).injecting == Some(sig) || is_synchronous(sig, code) {
@@ -888,7 +898,9 @@ impl Replayer<'_> {
         Ok(())
     }
 
-    fn hit_breakpoint(&mut self, tid: Tid, addr: u64, mut regs: sys::Regs) -> Result<(), Error> {
+    /// A breakpoint stop: run the observer, then carry on past the instruction. Returns a
+    /// stop for the main loop when stepping the instruction raised a signal.
+    fn hit_breakpoint(&mut self, tid: Tid, addr: u64, mut regs: sys::Regs) -> Result<Option<Stop>, Error> {
         let pid = self.proc(tid).pid;
         regs.rip = addr;
         self.hits += 1;
@@ -901,7 +913,8 @@ impl Replayer<'_> {
                 // The instruction's copy ends with a jump back: no second stop.
                 regs.rip = slot;
                 sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "resuming at a displaced instruction"))?;
-                return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+                sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+                return Ok(None);
             }
             StepOver::Call(instr) => {
                 let read = |at: u64| {
@@ -914,7 +927,8 @@ impl Replayer<'_> {
                         regs.rsp = sp;
                         regs.rip = target;
                         sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating a call"))?;
-                        return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+                        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+                        return Ok(None);
                     }
                 }
                 // An unreadable operand or stack: let the CPU run it and fault as it would.
@@ -929,12 +943,22 @@ impl Replayer<'_> {
             sys::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping over a breakpoint"))?;
             match sys::wait_pid(pid).map_err(Error::ptrace(pid, "stepping over a breakpoint"))? {
                 Wait::Stopped { sig: libc::SIGTRAP, .. } => break,
-                Wait::Stopped { .. } => continue, // a stray signal of the replay world: drop it
-                w => return self.on_gone(tid, w.raw_exit_status()),
+                Wait::Stopped { sig, .. } => {
+                    let code = sys::get_siginfo(pid).ok().map(|i| i32::from_le_bytes(i[8..12].try_into().expect("4 bytes")));
+                    if code.is_some_and(|code| is_synchronous(sig, code)) {
+                        // The instruction faulted (and had no effect): the breakpoint goes
+                        // back, and the signal takes its recorded course.
+                        sys::write_mem(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
+                        return Ok(Some(Stop::Signal { sig, tsc: None }));
+                    }
+                    // A stray signal of the replay world: drop it.
+                }
+                w => return self.on_gone(tid, w.raw_exit_status()).map(|()| None),
             }
         }
         sys::write_mem(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
-        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+        Ok(None)
     }
 
     fn on_fork(&mut self, tid: Tid, child_pid: i32) -> Result<(), Error> {

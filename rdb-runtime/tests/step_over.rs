@@ -4,7 +4,9 @@
 //! The program folds everything it computes (including a return address, which an emulated
 //! `call` must push exactly as the CPU would) into the lengths of its `write`s and its exit
 //! status, which the replayer checks against the recording: a displaced instruction that
-//! computed anything differently would show as a divergence.
+//! computed anything differently would show as a divergence. A store that faults (a signal
+//! handler fixes the page up and the store runs again) checks that a displaced instruction's
+//! fault shows the program its own address.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,8 +15,12 @@ use iced_x86::{Decoder, DecoderOptions};
 use object::{Object, ObjectSymbol};
 use rdb_runtime::{record, replay, BreakpointStop, ProcessImage, RecordOptions, ReplayObserver, ReplayOptions};
 
-const PROGRAM: &str = r#"#include <stdio.h>
+const PROGRAM: &str = r#"#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 #include <string.h>
 #include <unistd.h>
 static int table[64];
@@ -28,6 +34,18 @@ __attribute__((noinline)) long add(long a, long b) {
 __attribute__((noinline)) long mul(long a, long b) { return (a * b) ^ (a >> 3); }
 __attribute__((noinline)) long rec(long n) { return n < 2 ? n : rec(n - 1) + rec(n - 2); }
 op_fn ops[2] = {add, mul};
+static volatile long *ro_page;
+static uintptr_t fault_pc;
+static void on_segv(int sig, siginfo_t *si, void *ctx) {
+    (void)sig;
+    (void)si;
+    fault_pc = (uintptr_t)((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP];
+    mprotect((void *)ro_page, 4096, PROT_READ | PROT_WRITE);
+}
+/* Faults on a read-only page; the handler makes it writable and returns, so the store runs
+   again. The handler sees the pc of the store: the program's own address, even when the
+   store was displaced. */
+__attribute__((noinline)) void touch(long v) { *ro_page = v; }
 __attribute__((noinline)) long step(long x, int i) {
     switch (i % 7) {
     case 0: x += table[i % 64]; break;
@@ -44,6 +62,16 @@ int main(int argc, char **argv) {
     (void)argv;
     for (int i = 0; i < 64; i++) table[i] = (i * i) ^ 0x55;
     long x = argc;
+    struct sigaction sa = {0};
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &sa, 0);
+    ro_page = mmap(0, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    for (int k = 0; k < 3; k++) {
+        touch(x);
+        x ^= (long)(fault_pc & 0xffff);
+        mprotect((void *)ro_page, 4096, PROT_READ);
+    }
     char out[64];
     memset(out, 'x', sizeof out);
     out[63] = '\n';
@@ -56,7 +84,7 @@ int main(int argc, char **argv) {
 }
 "#;
 
-const FUNCTIONS: [&str; 5] = ["main", "step", "add", "mul", "rec"];
+const FUNCTIONS: [&str; 5] = ["step", "add", "mul", "rec", "touch"];
 
 fn compile(dir: &Path, opt: &str) -> PathBuf {
     let src = dir.join("prog.c");
