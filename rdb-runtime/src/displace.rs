@@ -18,9 +18,9 @@
 //! - **Single step**: anything else (no room left in the page tail, an instruction the encoder
 //!   cannot move) falls back to lift, step, re-plant.
 //!
-//! The price of a displaced copy: a fault raised *by that instruction* reports the slot's
-//! address as its `rip` (the program's own behaviour is unchanged; a signal handler that
-//! prints its context would see it).
+//! A fault raised *by a displaced instruction* stops at the slot's address; the replayer
+//! moves `rip` back to the instruction's own address before delivering the signal (a faulting
+//! instruction has no effect), so signal handlers see the program's pc.
 
 use iced_x86::{
     BlockEncoder, BlockEncoderOptions, Code, Decoder, DecoderOptions, FlowControl, Instruction, InstructionBlock,
