@@ -147,7 +147,12 @@ pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcom
                         host_options.spin = HOST_SPIN;
                     }
                 }
-                None => host_options.cpu = Some(cpu),
+                None => {
+                    host_options.cpu = Some(cpu);
+                    if host_options.spin.is_zero() {
+                        host_options.spin = HOST_SPIN;
+                    }
+                }
             }
         }
     }
