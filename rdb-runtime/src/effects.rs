@@ -62,9 +62,11 @@ pub fn written_ranges(
 ) -> Result<Vec<(u64, u64)>, UnknownEffect> {
     let mut ranges = Vec::new();
     let Some(desc) = syscalls::lookup(nr) else { return Ok(ranges) };
-    // Interrupted sleeps report the remaining time even though they fail.
-    let interrupted_sleep = matches!(nr, 35 | 230) && matches!(ret, -4 | -516);
-    if ret < 0 && !interrupted_sleep {
+    // Some calls write even when a signal interrupts them (EINTR, or a restart code the
+    // program never sees): sleeps the time left, poll/ppoll every `revents` (zeroed),
+    // select/pselect6/ppoll the timeout left, which the restarted call then waits for.
+    let interrupted = matches!(ret, -4 | -514 | -516) && matches!(nr, 7 | 23 | 35 | 230 | 270 | 271);
+    if ret < 0 && !interrupted {
         return Ok(ranges);
     }
     let uret = ret.max(0) as u64;
@@ -217,6 +219,19 @@ mod tests {
         let m = Fake(img, 0x100);
         let r = written_ranges(19, &[3, 0x100, 2, 0, 0, 0], 10, &m).unwrap();
         assert_eq!(r, vec![(0x5000, 4), (0x6000, 6)]);
+    }
+
+    #[test]
+    fn interrupted_polls_and_sleeps_still_write() {
+        let m = Fake(vec![], 0);
+        // poll interrupted (-ERESTART_RESTARTBLOCK): every revents was written.
+        assert_eq!(written_ranges(7, &[0x800, 2, u64::MAX, 0, 0, 0], -516, &m).unwrap(), vec![(0x800, 16)]);
+        // clock_nanosleep interrupted: the time left.
+        assert_eq!(written_ranges(230, &[1, 0, 0x900, 0xa00, 0, 0], -4, &m).unwrap(), vec![(0xa00, 16)]);
+        // ppoll interrupted (-ERESTARTNOHAND): revents and the timeout left.
+        assert_eq!(written_ranges(271, &[0x800, 1, 0xb00, 0, 8, 0], -514, &m).unwrap(), vec![(0x800, 8), (0xb00, 16)]);
+        // Other failures write nothing.
+        assert!(written_ranges(7, &[0x800, 2, u64::MAX, 0, 0, 0], -14, &m).unwrap().is_empty());
     }
 
     #[test]

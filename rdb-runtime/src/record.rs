@@ -63,6 +63,9 @@ impl Default for Schedule {
     }
 }
 
+/// The kernel's restart code for calls resumed by `restart_syscall` (never seen by programs).
+const ERESTART_RESTARTBLOCK: i64 = -516;
+
 /// A syscall kept running with the turn held is given up as blocking after this long.
 const BLOCKING_AFTER: Duration = Duration::from_millis(2);
 
@@ -164,6 +167,9 @@ struct Proc {
     /// Program counter, stack pointer and result at the last syscall exit, to recognise a
     /// signal stop that happens right at that boundary.
     last_exit: Option<(u64, u64, i64)>,
+    /// The call (number, arguments) that returned `-ERESTART_RESTARTBLOCK` at the thread's
+    /// last syscall exit: the one a following `restart_syscall` resumes.
+    restart_block: Option<(u64, [u64; 6])>,
 }
 
 struct Recorder {
@@ -734,9 +740,12 @@ impl Recorder {
         // A thread keeps its turn through `exit` until it is gone: the kernel clears its
         // CLONE_CHILD_CLEARTID word on the way out, which a joining thread reads (replay waits
         // for the exit the same way). A group leader's exit is only reported once all its
-        // threads are gone, so it gives its turn up.
+        // threads are gone, so it gives its turn up. `restart_syscall` goes on with an
+        // interrupted call, and gives the turn up when that call would have.
         let tgid = self.procs[&pid].tgid;
-        let release = gives_turn_up(nr, &args) || (nr == nr::EXIT && pid == tgid);
+        let resumes_blocking = nr == nr::RESTART_SYSCALL
+            && self.procs[&pid].restart_block.is_some_and(|(n, a)| gives_turn_up(n, &a));
+        let release = gives_turn_up(nr, &args) || resumes_blocking || (nr == nr::EXIT && pid == tgid);
         let p = self.procs.get_mut(&pid).expect("known process");
         p.entry = Some((nr, args));
         p.exec_path = exec_path;
@@ -811,10 +820,19 @@ impl Recorder {
                 sys::write_mem(pid, args[2], &mask[..n]).map_err(Error::ptrace(pid, "writing the CPU mask"))?;
             }
         }
+        // `restart_syscall` resumes the call that a signal interrupted with
+        // `-ERESTART_RESTARTBLOCK` (poll, nanosleep, clock_nanosleep, futex waits with a
+        // timeout) and writes that call's memory (poll's `revents`, the time left): its effects
+        // are those of the interrupted call, with the interrupted call's arguments.
+        let p = self.procs.get_mut(&pid).expect("known process");
+        let restarted = if nr == nr::RESTART_SYSCALL { p.restart_block.take() } else { None };
+        let (effect_nr, effect_args) = restarted.unwrap_or((nr, args));
+        p.restart_block = (ret == ERESTART_RESTARTBLOCK).then_some((effect_nr, effect_args));
         let mem = Mem(pid);
         let mut writes = Vec::new();
         if syscalls::policy(nr) == Policy::Emulate {
-            let ranges = effects::written_ranges(nr, &args, ret, &mem).map_err(|e| Error::Unsupported { pid, what: e.0 })?;
+            let ranges = effects::written_ranges(effect_nr, &effect_args, ret, &mem)
+                .map_err(|e| Error::Unsupported { pid, what: e.0 })?;
             writes = effects::capture(&mem, &ranges);
         }
         let output = if ret > 0 { self.output_of(pid, nr, &args, ret as u64) } else { None };
