@@ -19,6 +19,10 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<i32> {
+    // Only prints: a reader that stops early (`rdb info --events | head`) ends it quietly,
+    // as with other Unix tools, instead of a panic on a broken pipe.
+    // SAFETY: restores the default action of one signal; no handler involved.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let dir = traces::resolve(a.trace)?;
     let mut r = TraceReader::open(&dir)?;
     let h = r.header.clone();
