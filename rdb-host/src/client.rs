@@ -126,6 +126,9 @@ pub struct DebugHost {
     /// The current host process serves faults with userfaultfd.
     userfaultfd: bool,
     buf: Vec<u8>,
+    /// The main binary's bytes at every region location (module-relative
+    /// address, byte): the host shows them instead of the breakpoints.
+    code_bytes: Vec<(u64, u8)>,
 }
 
 struct Process {
@@ -176,7 +179,10 @@ impl DebugHost {
             last_pid: 0,
             userfaultfd: false,
             buf: vec![0u8; protocol::MAX_MESSAGE + 64 * 1024],
+            code_bytes: Vec::new(),
         };
+        let locations: Vec<u64> = host.code_locations().into_keys().collect();
+        host.code_bytes = code_bytes(&functions.binary.path, &locations);
         host.start(0)?;
         Ok(host)
     }
@@ -320,7 +326,10 @@ impl DebugHost {
         } else {
             None
         };
-        w.u32(region).u32(flags).u32(tracee.process_id() as u32);
+        w.u32(region)
+            .u32(flags)
+            .u32(tracee.process_id() as u32)
+            .u64(tracee.load_bias());
         if let Some(maps) = &maps {
             w.ranges(maps);
         }
@@ -629,6 +638,10 @@ impl DebugHost {
                 DebugEntry::RegionTable => w.u32(*id).u32(1).bytes(b""),
             };
         }
+        w.u32(self.code_bytes.len() as u32);
+        for &(offset, byte) in &self.code_bytes {
+            w.u64(offset).u32(byte as u32);
+        }
         let fd = self.socket_fd();
         let module = self.module.clone();
         let failed = |this: &mut DebugHost, message: String| {
@@ -729,6 +742,31 @@ impl Drop for DebugHost {
 enum Called {
     Done(Invocation),
     Collision(String),
+}
+
+/// The bytes of the ELF file `binary` at link-time addresses `addresses`
+/// (those it has file bytes for; none if it cannot be read).
+fn code_bytes(binary: &Path, addresses: &[u64]) -> Vec<(u64, u8)> {
+    use object::{Object, ObjectSegment};
+    let Ok(data) = std::fs::read(binary) else {
+        return Vec::new();
+    };
+    let Ok(file) = object::File::parse(&*data) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for &a in addresses {
+        for seg in file.segments() {
+            let (offset, size) = seg.file_range();
+            if a >= seg.address() && a - seg.address() < size {
+                if let Some(&b) = data.get((offset + a - seg.address()) as usize) {
+                    out.push((a, b));
+                }
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// The fd number the host finds its socket at.

@@ -121,9 +121,10 @@
 //!   program memory.
 //! - The program's thread-local storage is not mirrored (debug code has its
 //!   own); program code run through a pointer sees the host's.
-//! - Program text is mirrored as it is at the stop, breakpoints included:
-//!   debug code calling a program function that holds a region breakpoint
-//!   hits `int3` (reported as a `SIGTRAP` crash).
+//! - Program text is mirrored as it is at the stop, except at region
+//!   locations, where the host shows the main binary's own bytes instead of
+//!   the replayer's `int3` (debug code may call a program function holding a
+//!   region location). Breakpoints set by other means would show.
 //! - The host is a child process of the caller: a replayer that reaps with
 //!   `waitpid(-1, ...)` must leave [`DebugHost::host_pid`] alone. It is
 //!   killed when the *thread* that spawned it exits (`PR_SET_PDEATHSIG`),

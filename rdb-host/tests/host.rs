@@ -66,6 +66,7 @@ in_both_modes!(
     a_crash_in_debug_code_is_reported_and_the_host_restarts,
     memory_mapped_after_the_first_call_is_mirrored_on_demand,
     debug_code_can_run_program_code_on_program_data,
+    debug_code_can_call_program_code_holding_a_breakpoint,
     system_calls_on_program_memory,
 );
 
@@ -642,6 +643,28 @@ fn a_lasting_collision_is_refused_with_an_explanation() {
     // Without the made-up range, the same host works.
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
     live.finish();
+}
+
+/// The program is stopped at a breakpoint in `checkpoint`; debug code calls
+/// `checkpoint` through the program's pointer and runs its original code.
+fn debug_code_can_call_program_code_holding_a_breakpoint(faults: FaultHandling) {
+    let mut live = Live::start(&["3"], &format!("bp-call-{faults:?}"));
+    let (opts, out) = options_in("bp-call", faults);
+    let mut host = spawn_c(&live, &[14], opts);
+    loop {
+        let report = host.invoke(14, live.location(), &live).unwrap();
+        assert!(report.is_clean(), "{report}");
+        host.invalidate();
+        if !live.resume() {
+            break;
+        }
+    }
+    assert_eq!(live.finish(), plain_run(&["3"]));
+    let expected: String = (1..=3)
+        .map(|k| format!("[debug] hit={k} called the program's checkpoint\n"))
+        .collect();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
+    assert_eq!(host.restarts(), 0);
 }
 
 fn debug_code_can_run_program_code_on_program_data(faults: FaultHandling) {

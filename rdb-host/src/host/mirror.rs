@@ -75,7 +75,17 @@ pub(crate) struct Mirror {
     pub collisions: [RangeSpec; 16],
     pub ncollisions: usize,
     maps_buf: [u8; protocol::MAX_MESSAGE],
+    /// Breakpoints the replayer planted in the program's text (module-relative
+    /// address, original byte): mirrored pages show the original bytes, so
+    /// debug code that runs program code never meets an `int3`.
+    pub patches: [(u64, u8); MAX_PATCHES],
+    pub npatches: usize,
+    /// Load bias of the program's executable, for `patches`.
+    pub bias: u64,
 }
+
+/// Most breakpoint bytes the mirror restores.
+pub(crate) const MAX_PATCHES: usize = 4096;
 
 struct Global(UnsafeCell<Mirror>);
 // SAFETY: the host runs debug code on one thread; the state is touched by
@@ -111,6 +121,9 @@ static STATE: Global = Global(UnsafeCell::new(Mirror {
     }; 16],
     ncollisions: 0,
     maps_buf: [0; protocol::MAX_MESSAGE],
+    patches: [(0, 0); MAX_PATCHES],
+    npatches: 0,
+    bias: 0,
 }));
 
 /// The mirror state.
@@ -156,6 +169,18 @@ impl Mirror {
                 }
                 r.touched = false;
                 r.written = false;
+            }
+        }
+    }
+
+    /// Puts the original bytes back where the replayer planted breakpoints in
+    /// `buf`, which holds program memory from `start`. Allocation-free (runs
+    /// in the fault handler).
+    fn restore_code(&self, start: u64, buf: &mut [u8]) {
+        for &(offset, byte) in &self.patches[..self.npatches] {
+            let at = self.bias.wrapping_add(offset);
+            if at >= start && at - start < buf.len() as u64 {
+                buf[(at - start) as usize] = byte;
             }
         }
     }
@@ -503,7 +528,7 @@ fn copy_in(fd: i32, bounce: &[u8], dst: u64, len: u64) -> bool {
 /// Reads program bytes into `bounce`, directly or through the replayer.
 fn read_program(st: &mut Mirror, bounce: &mut [u8], start: u64, len: u64) -> bool {
     let buf = &mut bounce[..len as usize];
-    loop {
+    let ok = loop {
         if st.fill == protocol::FILL_DIRECT {
             let local = libc::iovec {
                 iov_base: buf.as_mut_ptr().cast(),
@@ -519,10 +544,14 @@ fn read_program(st: &mut Mirror, bounce: &mut [u8], start: u64, len: u64) -> boo
                 st.fill = protocol::FILL_PARENT;
                 continue;
             }
-            return n == len as isize;
+            break n == len as isize;
         }
-        return request_bytes(st.fd, buf.as_mut_ptr() as u64, start, len);
+        break request_bytes(st.fd, buf.as_mut_ptr() as u64, start, len);
+    };
+    if ok {
+        st.restore_code(start, buf);
     }
+    ok
 }
 
 /// Reads program bytes into [start, start+len) of the mirror and leaves the
@@ -554,6 +583,10 @@ fn fill(st: &mut Mirror, start: u64, len: u64, prot: i32) -> bool {
         }
         break request_bytes(st.fd, start, start, len);
     };
+    if ok {
+        // SAFETY: the pages are ours and writable until the mprotect below.
+        st.restore_code(start, unsafe { std::slice::from_raw_parts_mut(addr.cast::<u8>(), len as usize) });
+    }
     let prot = if ok { prot } else { libc::PROT_NONE };
     // SAFETY: as above.
     unsafe { libc::mprotect(addr, len as usize, prot) };

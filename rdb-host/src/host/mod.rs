@@ -159,6 +159,20 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
             },
         ));
     }
+    let npatches = r.u32().ok_or_else(bad)? as usize;
+    let mut patches = Vec::with_capacity(npatches.min(mirror::MAX_PATCHES));
+    for _ in 0..npatches {
+        let offset = r.u64().ok_or_else(bad)?;
+        let byte = r.u32().ok_or_else(bad)? as u8;
+        patches.push((offset, byte));
+    }
+    if patches.len() > mirror::MAX_PATCHES {
+        return Err(format!(
+            "{} breakpoint locations; the host restores at most {}",
+            patches.len(),
+            mirror::MAX_PATCHES
+        ));
+    }
     if cpu != u32::MAX {
         pin_to_cpu(cpu as usize);
     }
@@ -169,6 +183,8 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     st.fill = fill;
     st.abort_on_write = abort_on_write;
     st.chunk = chunk_pages.next_power_of_two() * 4096;
+    st.patches[..patches.len()].copy_from_slice(&patches);
+    st.npatches = patches.len();
     SPIN.set(spin).ok();
     MAILBOX.set((mailbox != u32::MAX).then_some(mailbox as i32)).ok();
     if faults != protocol::FAULTS_SIGNAL {
@@ -204,9 +220,11 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     let region = r.u32().ok_or("region")?;
     let flags = r.u32().ok_or("flags")?;
     let pid = r.u32().ok_or("pid")? as i32;
+    let bias = r.u64().ok_or("load bias")?;
     // SAFETY: main loop, no debug code running.
     let st = unsafe { mirror::state() };
     st.pid = pid;
+    st.bias = bias;
     if flags & protocol::FLAG_INVALIDATE != 0 {
         st.invalidate();
     }

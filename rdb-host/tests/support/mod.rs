@@ -279,6 +279,7 @@ pub fn descriptors(
     let (message, _) = symbol(&f.program, "message");
     let (big, _) = symbol(&f.program, "big");
     let (len_fn, _) = symbol(&f.program, "len_fn");
+    let (checkpoint_fn, _) = symbol(&f.program, "checkpoint_fn");
     let src = |line| SourceLocation {
         file: "program.c".into(),
         line,
@@ -366,6 +367,15 @@ pub fn descriptors(
                 8,
                 Location::Register {
                     register: Register::x86_64(17),
+                },
+            ),
+            (
+                "checkpoint_fn",
+                8,
+                Location::Symbol {
+                    symbol: "checkpoint_fn".into(),
+                    offset: 0,
+                    address: checkpoint_fn,
                 },
             ),
         ];
