@@ -22,6 +22,7 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::clock::Clock;
 use crate::effects::{self, TargetMemory};
 use crate::location;
 use crate::observer::ProcessImage;
@@ -168,6 +169,8 @@ struct Proc {
 
 struct Recorder {
     w: TraceWriter,
+    /// The recorder thread's time (it runs with the TSC disabled).
+    clock: Clock,
     /// The CPUs rdb itself could use before pinning everything to one CPU: what the program is
     /// told by `sched_getaffinity`, so that it sizes its thread pools as it would natively
     /// (pinning is a cost measure of rdb's, not a property of the recorded run).
@@ -306,6 +309,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
 
     let mut rec = Recorder {
         w,
+        clock: Clock::new(),
         native_affinity: native_affinity.filter(|_| pinned.is_some()),
         procs: HashMap::new(),
         groups: HashMap::new(),
@@ -336,6 +340,9 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     let result = rec.after_exec(root, exe.clone()).and_then(|_| {
         sys::resume_syscall(root, 0).map_err(Error::ptrace(root, "resuming"))?;
         rec.waits = Some(Waiter::spawn());
+        // Like the tracees (see `sys`): no CR4 write at each switch between them. Threads
+        // spawned from here on would inherit it, so this comes after the waiter's.
+        let _tsc_off = sys::disable_tsc_for_this_thread().ok();
         rec.run()
     });
     if let Err(e) = result {
@@ -462,7 +469,7 @@ fn gives_turn_up(nr: u64, args: &[u64; 6]) -> bool {
 impl Recorder {
     fn run(&mut self) -> Result<(), Error> {
         while !self.procs.is_empty() {
-            let timeout = self.next_deadline().map(|d| d.saturating_duration_since(Instant::now()));
+            let timeout = self.next_deadline().map(|d| d.saturating_duration_since(self.clock.now()));
             let waiter = self.waits.as_mut().expect("waiter started");
             match waiter.wait(timeout)? {
                 Waited::Timeout => self.on_timeout()?,
@@ -495,7 +502,7 @@ impl Recorder {
     }
 
     fn on_timeout(&mut self) -> Result<(), Error> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let tgids: Vec<i32> = self.groups.keys().copied().collect();
         for tgid in tgids {
             let g = &self.groups[&tgid];
@@ -526,10 +533,12 @@ impl Recorder {
             _ => return Ok(()),
         };
         let i = if self.schedule.chaos.is_some() { (self.random() % n as u64) as usize } else { 0 };
+        // A blocking call of a single-threaded process comes through here at every exit.
+        let now = self.stamp();
         let g = self.groups.get_mut(&tgid).expect("group");
         let pid = g.ready.remove(i).expect("index in range");
         g.running = Some(pid);
-        g.since = Some(Instant::now());
+        g.since = Some(now);
         self.activate(pid)
     }
 
@@ -539,12 +548,23 @@ impl Recorder {
         match p.pending.take() {
             Some(Pending::SyscallExit { ret, pc, sp }) => self.finish_syscall(pid, ret, pc, sp),
             Some(Pending::Start) => {
-                p.user_since = Some(Instant::now());
+                p.user_since = Some(self.clock.now());
                 p.warned = false;
                 self.w.push(&Event::ThreadStart { tid: Tid(pid as u32) })?;
                 sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "starting a thread"))
             }
             None => sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming")),
+        }
+    }
+
+    /// A time stamp for the per-syscall path (syscall entry, user code resumed). The scheduler
+    /// only reads the stamps of a thread that others wait for, so with a single tracee thread
+    /// nobody ever will: the free coarse clock then, else the exact one (a syscall).
+    fn stamp(&self) -> Instant {
+        if self.procs.len() > 1 {
+            self.clock.now()
+        } else {
+            self.clock.coarse()
         }
     }
 
@@ -564,8 +584,9 @@ impl Recorder {
         self.procs.insert(child, Proc { tgid, ..Proc::default() });
         if tgid == child {
             // A process of its own: its own group, running at once.
-            self.groups.insert(child, Group { running: Some(child), since: Some(Instant::now()), ..Group::default() });
-            self.procs.get_mut(&child).expect("just inserted").user_since = Some(Instant::now());
+            let now = self.clock.now();
+            self.groups.insert(child, Group { running: Some(child), since: Some(now), ..Group::default() });
+            self.procs.get_mut(&child).expect("just inserted").user_since = Some(now);
             return sys::resume_syscall(child, 0).map_err(Error::ptrace(child, "starting child"));
         }
         self.procs.get_mut(&child).expect("just inserted").pending = Some(Pending::Start);
@@ -737,11 +758,12 @@ impl Recorder {
         // threads are gone, so it gives its turn up.
         let tgid = self.procs[&pid].tgid;
         let release = gives_turn_up(nr, &args) || (nr == nr::EXIT && pid == tgid);
+        let now = self.stamp();
         let p = self.procs.get_mut(&pid).expect("known process");
         p.entry = Some((nr, args));
         p.exec_path = exec_path;
         p.last_exit = None;
-        p.in_kernel = Some((Instant::now(), release));
+        p.in_kernel = Some((now, release));
         p.keeps_turn = syscalls::policy(nr) == Policy::ReExecute;
         p.user_since = None;
         p.probing = None;
@@ -771,15 +793,18 @@ impl Recorder {
         p.in_kernel = None;
         if p.entry.is_none() {
             // A new child returning from fork: nothing to log.
-            p.user_since = Some(Instant::now());
+            p.user_since = Some(self.clock.now());
             return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
         }
         let tgid = p.tgid;
         let chaos_coin = self.schedule.chaos.is_some() && self.random() % 4 == 0;
+        let (clock, slice) = (self.clock, self.schedule.slice);
         let g = self.groups.get_mut(&tgid).expect("thread group");
         if g.running == Some(pid) {
-            let slice_over = g.since.is_some_and(|t| t.elapsed() >= self.schedule.slice);
-            if g.ready.is_empty() || !(slice_over || chaos_coin) {
+            // Nobody waiting: no need to read the clock.
+            let switch = !g.ready.is_empty()
+                && (chaos_coin || g.since.is_some_and(|t| clock.now().saturating_duration_since(t) >= slice));
+            if !switch {
                 return self.finish_syscall(pid, ret, pc, sp);
             }
             g.running = None;
@@ -824,12 +849,13 @@ impl Recorder {
             None
         };
         self.w.push(&Event::Syscall { tid: Tid(pid as u32), nr, args, ret, writes, output, file })?;
+        let now = self.stamp();
         let p = self.procs.get_mut(&pid).expect("known process");
         if syscalls::changes_fds(nr) {
             p.fd_streams.clear();
         }
         p.last_exit = Some((pc, sp, ret));
-        p.user_since = Some(Instant::now());
+        p.user_since = Some(now);
         p.warned = false;
         let mut sig = 0;
         if p.injecting.is_none() {
@@ -983,7 +1009,7 @@ impl Recorder {
                 return Err(Error::Spinning { tid: pid, pc, location, waiting, secs: 2 * spent.as_secs() });
             }
             p.warned = true;
-            p.user_since = Some(Instant::now());
+            p.user_since = Some(self.clock.now());
             let at = location.map(|l| format!(" ({l})")).unwrap_or_default();
             eprintln!(
                 "rdb: warning: thread {pid} has run user code for {} s without a syscall while {waiting} other thread(s) wait, at pc {pc:#x}{at}; rdb switches threads only at syscalls, so a thread spinning on another one never ends",
