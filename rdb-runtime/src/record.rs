@@ -110,6 +110,31 @@ fn is_elf(path: &Path) -> bool {
     std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == b"\x7fELF"
 }
 
+/// Hashes thread ids and fds with one multiplication. The recorder looks threads up about ten
+/// times per syscall; SipHash's resistance to chosen keys buys nothing for kernel-assigned ids.
+#[derive(Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_i32(&mut self, n: i32) {
+        self.write_u64(n as u32 as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        // Fibonacci hashing: the product's high bits (which hashbrown uses) depend on all of n.
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// What a thread waiting for its turn does when it gets it.
 #[derive(Debug, Clone, Copy)]
 enum Pending {
@@ -157,7 +182,7 @@ struct Proc {
     /// Absolute path of the file the pending `execve` names.
     exec_path: Option<PathBuf>,
     /// Which of our output streams each fd writes to (cleared when fds change).
-    fd_streams: HashMap<u64, Option<Stream>>,
+    fd_streams: IdMap<u64, Option<Stream>>,
     /// Asynchronous signals held back until the next syscall stop (siginfo bytes).
     deferred: VecDeque<[u8; sys::SIGINFO_SIZE]>,
     /// A held-back signal re-sent at a syscall stop, awaiting its delivery stop.
@@ -175,8 +200,8 @@ struct Recorder {
     /// told by `sched_getaffinity`, so that it sizes its thread pools as it would natively
     /// (pinning is a cost measure of rdb's, not a property of the recorded run).
     native_affinity: Option<Vec<u8>>,
-    procs: HashMap<i32, Proc>,
-    groups: HashMap<i32, Group>,
+    procs: IdMap<i32, Proc>,
+    groups: IdMap<i32, Group>,
     schedule: Schedule,
     rng: u64,
     waits: Option<Waiter>,
@@ -197,8 +222,17 @@ struct Recorder {
     processes: u64,
 }
 
+/// Identity (device, inode) of what our `fd` writes to, to recognise the program's writes that
+/// reach it. `None` for `/dev/null`: nothing written there was seen, so there is nothing to
+/// re-emit at replay (and a program writing to its own `/dev/null` would otherwise have every
+/// write copied into the trace whenever rdb's output is discarded).
 fn file_id_of_fd(fd: i32) -> Option<(u64, u64)> {
+    use std::os::unix::fs::FileTypeExt;
     let md = std::fs::metadata(format!("/proc/self/fd/{fd}")).ok()?;
+    const DEV_NULL: u64 = (1 << 8) | 3; // character device 1:3
+    if md.file_type().is_char_device() && md.rdev() == DEV_NULL {
+        return None;
+    }
     Some((md.dev(), md.ino()))
 }
 
@@ -311,8 +345,8 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         w,
         clock: Clock::new(),
         native_affinity: native_affinity.filter(|_| pinned.is_some()),
-        procs: HashMap::new(),
-        groups: HashMap::new(),
+        procs: IdMap::default(),
+        groups: IdMap::default(),
         schedule: schedule.clone(),
         rng: schedule.chaos.map_or(0, |s| s ^ 0x9e37_79b9_7f4a_7c15).max(1),
         waits: None,
@@ -1017,5 +1051,30 @@ impl Recorder {
             );
         }
         sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn dev_null_is_no_output_stream_but_a_file_is() {
+        let null = std::fs::File::options().write(true).open("/dev/null").unwrap();
+        assert_eq!(file_id_of_fd(null.as_raw_fd()), None);
+        let file = tempfile::tempfile().unwrap();
+        let md = file.metadata().unwrap();
+        assert_eq!(file_id_of_fd(file.as_raw_fd()), Some((md.dev(), md.ino())));
+    }
+
+    #[test]
+    fn id_hashes_spread_over_the_high_bits() {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let b = BuildHasherDefault::<IdHasher>::default();
+        // hashbrown takes its 7-bit tags from the top of the hash: consecutive pids must not
+        // all share one.
+        let tags: HashSet<u64> = (1000..1064).map(|pid: i32| b.hash_one(pid) >> 57).collect();
+        assert!(tags.len() > 32, "{} distinct tags", tags.len());
     }
 }
