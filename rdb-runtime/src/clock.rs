@@ -81,6 +81,8 @@ mod tests {
         let tsc = sys::rdtsc();
         let (tscp, _) = sys::rdtscp();
         let b = clock.now();
+        let (inside, tsc_inside) = guard.enabled_for(|| (sys::tsc_disabled(), sys::rdtsc()));
+        assert!(!inside && tsc_inside >= tscp && sys::tsc_disabled());
         drop(guard);
         assert!(a <= b);
         let second = Duration::from_secs(1);

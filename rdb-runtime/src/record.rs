@@ -196,6 +196,8 @@ struct Recorder {
     w: TraceWriter,
     /// The recorder thread's time (it runs with the TSC disabled).
     clock: Clock,
+    /// Set while the recorder thread runs with the TSC disabled.
+    tsc_off: Option<sys::TscDisabled>,
     /// The CPUs rdb itself could use before pinning everything to one CPU: what the program is
     /// told by `sched_getaffinity`, so that it sizes its thread pools as it would natively
     /// (pinning is a cost measure of rdb's, not a property of the recorded run).
@@ -344,6 +346,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     let mut rec = Recorder {
         w,
         clock: Clock::new(),
+        tsc_off: None,
         native_affinity: native_affinity.filter(|_| pinned.is_some()),
         procs: IdMap::default(),
         groups: IdMap::default(),
@@ -376,8 +379,10 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         rec.waits = Some(Waiter::spawn());
         // Like the tracees (see `sys`): no CR4 write at each switch between them. Threads
         // spawned from here on would inherit it, so this comes after the waiter's.
-        let _tsc_off = sys::disable_tsc_for_this_thread().ok();
-        rec.run()
+        rec.tsc_off = sys::disable_tsc_for_this_thread().ok();
+        let result = rec.run();
+        rec.tsc_off = None;
+        result
     });
     if let Err(e) = result {
         for &pid in rec.procs.keys() {
@@ -505,7 +510,12 @@ impl Recorder {
         while !self.procs.is_empty() {
             let timeout = self.next_deadline().map(|d| d.saturating_duration_since(self.clock.now()));
             let waiter = self.waits.as_mut().expect("waiter started");
-            match waiter.wait(timeout)? {
+            // A timed wait reads `Instant::now` (the TSC) inside std's channel.
+            let waited = match (&self.tsc_off, timeout) {
+                (Some(off), Some(_)) => off.enabled_for(|| waiter.wait(timeout)),
+                _ => waiter.wait(timeout),
+            };
+            match waited? {
                 Waited::Timeout => self.on_timeout()?,
                 Waited::NoChildren => break,
                 Waited::Status(pid, w) => match w {
@@ -991,7 +1001,11 @@ impl Recorder {
         }
         if sig == libc::SIGSEGV {
             if let Some((len, is_rdtscp)) = process::tsc_instruction(pid, regs.rip) {
-                let (tsc, aux) = if is_rdtscp { sys::rdtscp() } else { (sys::rdtsc(), 0) };
+                let read = || if is_rdtscp { sys::rdtscp() } else { (sys::rdtsc(), 0) };
+                let (tsc, aux) = match &self.tsc_off {
+                    Some(off) => off.enabled_for(read),
+                    None => read(),
+                };
                 let (rax, rdx, rcx) = (tsc & 0xffff_ffff, tsc >> 32, is_rdtscp.then_some(aux as u64));
                 let mut r = regs;
                 process::finish_tsc(&mut r, len, rax, rdx, rcx);
