@@ -376,10 +376,10 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     })?;
     let result = rec.after_exec(root, exe.clone()).and_then(|_| {
         sys::resume_syscall(root, 0).map_err(Error::ptrace(root, "resuming"))?;
-        rec.waits = Some(Waiter::spawn());
-        // Like the tracees (see `sys`): no CR4 write at each switch between them. Threads
-        // spawned from here on would inherit it, so this comes after the waiter's.
+        // Like the tracees (see `sys`): no CR4 write at each switch between them. The waiter's
+        // helper thread, spawned next, inherits it (it wakes at tracee stops too).
         rec.tsc_off = sys::disable_tsc_for_this_thread().ok();
+        rec.waits = Some(Waiter::spawn()?);
         let result = rec.run();
         rec.tsc_off = None;
         result
@@ -420,8 +420,12 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
 /// and only says that a status is ready; the tracer thread collects it itself with `WNOHANG`.
 /// So the tracer's own synchronous waits (syscall injection) keep working, and the helper
 /// never takes a status away from them. The helper ends when no child is left.
+///
+/// The helper reports through a pipe (one byte: 1 = a status is ready, 0 = no children left)
+/// that the tracer waits on with `ppoll`: the kernel keeps the deadline, whereas a channel's
+/// `recv_timeout` reads the TSC, which the recorder thread has disabled (see `sys`).
 struct Waiter {
-    ready: mpsc::Receiver<bool>,
+    ready: std::io::PipeReader,
     again: mpsc::Sender<()>,
     /// The helper has reported and waits for `again` before looking once more.
     parked: bool,
@@ -434,16 +438,29 @@ enum Waited {
 }
 
 impl Waiter {
-    fn spawn() -> Waiter {
-        let (tx, ready) = mpsc::channel();
+    fn spawn() -> Result<Waiter, Error> {
+        use std::io::Write;
+        let (ready, mut tx) = std::io::pipe().map_err(Error::ptrace(-1, "creating the waiter's pipe"))?;
         let (again, rx) = mpsc::channel::<()>();
         std::thread::spawn(move || loop {
             let more = sys::wait_any_peek().unwrap_or(false);
-            if tx.send(more).is_err() || !more || rx.recv().is_err() {
+            if tx.write_all(&[more as u8]).is_err() || !more || rx.recv().is_err() {
                 break;
             }
         });
-        Waiter { ready, again, parked: false }
+        Ok(Waiter { ready, again, parked: false })
+    }
+
+    /// What the helper said within `timeout`: `Some(true)` a status is ready, `Some(false)` no
+    /// children are left (or the helper is gone), `None` nothing yet.
+    fn helper_report(&mut self, timeout: Duration) -> Result<Option<bool>, Error> {
+        use std::io::Read;
+        use std::os::fd::AsFd;
+        if !sys::wait_readable(self.ready.as_fd(), timeout).map_err(Error::ptrace(-1, "waiting for the waiter"))? {
+            return Ok(None);
+        }
+        let mut b = [0u8; 1];
+        Ok(Some(matches!(self.ready.read(&mut b), Ok(1) if b[0] == 1)))
     }
 
     fn wait(&mut self, timeout: Option<Duration>) -> Result<Waited, Error> {
@@ -467,20 +484,17 @@ impl Waiter {
                     return Ok(Waited::NoChildren);
                 }
             }
-            let got = match timeout {
-                Some(t) => self.ready.recv_timeout(t),
-                None => self.ready.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-            };
-            match got {
-                Ok(true) => self.parked = true,
-                Ok(false) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+            let t = timeout.unwrap_or(Duration::MAX);
+            match self.helper_report(t)? {
+                Some(true) => self.parked = true,
+                Some(false) => {
                     // The helper saw no children; collect whatever is left ourselves.
                     return Ok(match sys::wait_any().map_err(Error::ptrace(-1, "waitpid"))? {
                         Some((pid, w)) => Waited::Status(pid, w),
                         None => Waited::NoChildren,
                     });
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => return Ok(Waited::Timeout),
+                None => return Ok(Waited::Timeout),
             }
         }
     }
@@ -510,12 +524,7 @@ impl Recorder {
         while !self.procs.is_empty() {
             let timeout = self.next_deadline().map(|d| d.saturating_duration_since(self.clock.now()));
             let waiter = self.waits.as_mut().expect("waiter started");
-            // A timed wait reads `Instant::now` (the TSC) inside std's channel.
-            let waited = match (&self.tsc_off, timeout) {
-                (Some(off), Some(_)) => off.enabled_for(|| waiter.wait(timeout)),
-                _ => waiter.wait(timeout),
-            };
-            match waited? {
+            match waiter.wait(timeout)? {
                 Waited::Timeout => self.on_timeout()?,
                 Waited::NoChildren => break,
                 Waited::Status(pid, w) => match w {
@@ -577,8 +586,9 @@ impl Recorder {
             _ => return Ok(()),
         };
         let i = if self.schedule.chaos.is_some() { (self.random() % n as u64) as usize } else { 0 };
-        // A blocking call of a single-threaded process comes through here at every exit.
-        let now = self.stamp();
+        // A blocking call of a single-threaded process comes through here at every exit. The
+        // turn's start is measured against the 1 ms slice: exact.
+        let now = self.stamp(true);
         let g = self.groups.get_mut(&tgid).expect("group");
         let pid = g.ready.remove(i).expect("index in range");
         g.running = Some(pid);
@@ -601,11 +611,12 @@ impl Recorder {
         }
     }
 
-    /// A time stamp for the per-syscall path (syscall entry, user code resumed). The scheduler
-    /// only reads the stamps of a thread that others wait for, so with a single tracee thread
-    /// nobody ever will: the free coarse clock then, else the exact one (a syscall).
-    fn stamp(&self) -> Instant {
-        if self.procs.len() > 1 {
+    /// A time stamp for the per-syscall path. The scheduler only reads the stamps of a thread
+    /// that others wait for, so with a single tracee thread nobody ever will; and some stamps
+    /// are only read against the 10 s watchdog. Those get the free coarse clock (up to a tick
+    /// early), the others the exact one (a syscall, ~0.4 µs).
+    fn stamp(&self, exact: bool) -> Instant {
+        if exact && self.procs.len() > 1 {
             self.clock.now()
         } else {
             self.clock.coarse()
@@ -802,7 +813,8 @@ impl Recorder {
         // threads are gone, so it gives its turn up.
         let tgid = self.procs[&pid].tgid;
         let release = gives_turn_up(nr, &args) || (nr == nr::EXIT && pid == tgid);
-        let now = self.stamp();
+        // Read only for a call that neither gives its turn up nor keeps it (2 ms deadline).
+        let now = self.stamp(!release && syscalls::policy(nr) != Policy::ReExecute);
         let p = self.procs.get_mut(&pid).expect("known process");
         p.entry = Some((nr, args));
         p.exec_path = exec_path;
@@ -893,7 +905,8 @@ impl Recorder {
             None
         };
         self.w.push(&Event::Syscall { tid: Tid(pid as u32), nr, args, ret, writes, output, file })?;
-        let now = self.stamp();
+        // Read against the watchdog, and to tell a stale probe (sent 10 s after it) apart.
+        let now = self.stamp(false);
         let p = self.procs.get_mut(&pid).expect("known process");
         if syscalls::changes_fds(nr) {
             p.fd_streams.clear();

@@ -6,6 +6,7 @@ use std::ffi::c_void;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::time::Duration;
 
 /// Registers of a stopped tracee, exactly as `PTRACE_GETREGS` returns them.
 pub type Regs = libc::user_regs_struct;
@@ -199,6 +200,29 @@ pub fn syscall_info(pid: i32) -> io::Result<SyscallInfo> {
         _ => SyscallStop::Other,
     };
     Ok(SyscallInfo { stop, pc: raw.instruction_pointer, sp: raw.stack_pointer })
+}
+
+/// Wait until `fd` is readable (or hung up), at most `timeout`; false on timeout. The kernel
+/// keeps the deadline (`ppoll`), so this reads no clock in user space.
+pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let mut pfd = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64 / 2) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    loop {
+        // SAFETY: one valid pollfd; the timespec is only read; no signal mask is passed.
+        let r = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+        if r == -1 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EINTR) {
+                continue; // at worst the wait restarts with the whole timeout
+            }
+            return Err(err);
+        }
+        return Ok(r > 0);
+    }
 }
 
 /// Outcome of `waitpid`.
