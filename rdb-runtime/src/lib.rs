@@ -69,6 +69,7 @@
 
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+pub mod clock;
 mod displace;
 pub mod effects;
 mod location;

@@ -22,6 +22,7 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::clock::Clock;
 use crate::effects::{self, TargetMemory};
 use crate::location;
 use crate::observer::ProcessImage;
@@ -112,6 +113,31 @@ fn is_elf(path: &Path) -> bool {
     std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == b"\x7fELF"
 }
 
+/// Hashes thread ids and fds with one multiplication. The recorder looks threads up about ten
+/// times per syscall; SipHash's resistance to chosen keys buys nothing for kernel-assigned ids.
+#[derive(Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_i32(&mut self, n: i32) {
+        self.write_u64(n as u32 as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        // Fibonacci hashing: the product's high bits (which hashbrown uses) depend on all of n.
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// What a thread waiting for its turn does when it gets it.
 #[derive(Debug, Clone, Copy)]
 enum Pending {
@@ -159,7 +185,7 @@ struct Proc {
     /// Absolute path of the file the pending `execve` names.
     exec_path: Option<PathBuf>,
     /// Which of our output streams each fd writes to (cleared when fds change).
-    fd_streams: HashMap<u64, Option<Stream>>,
+    fd_streams: IdMap<u64, Option<Stream>>,
     /// Asynchronous signals held back until the next syscall stop (siginfo bytes).
     deferred: VecDeque<[u8; sys::SIGINFO_SIZE]>,
     /// A held-back signal re-sent at a syscall stop, awaiting its delivery stop.
@@ -174,12 +200,16 @@ struct Proc {
 
 struct Recorder {
     w: TraceWriter,
+    /// The recorder thread's time (it runs with the TSC disabled).
+    clock: Clock,
+    /// Set while the recorder thread runs with the TSC disabled.
+    tsc_off: Option<sys::TscDisabled>,
     /// The CPUs rdb itself could use before pinning everything to one CPU: what the program is
     /// told by `sched_getaffinity`, so that it sizes its thread pools as it would natively
     /// (pinning is a cost measure of rdb's, not a property of the recorded run).
     native_affinity: Option<Vec<u8>>,
-    procs: HashMap<i32, Proc>,
-    groups: HashMap<i32, Group>,
+    procs: IdMap<i32, Proc>,
+    groups: IdMap<i32, Group>,
     schedule: Schedule,
     rng: u64,
     waits: Option<Waiter>,
@@ -200,8 +230,17 @@ struct Recorder {
     processes: u64,
 }
 
+/// Identity (device, inode) of what our `fd` writes to, to recognise the program's writes that
+/// reach it. `None` for `/dev/null`: nothing written there was seen, so there is nothing to
+/// re-emit at replay (and a program writing to its own `/dev/null` would otherwise have every
+/// write copied into the trace whenever rdb's output is discarded).
 fn file_id_of_fd(fd: i32) -> Option<(u64, u64)> {
+    use std::os::unix::fs::FileTypeExt;
     let md = std::fs::metadata(format!("/proc/self/fd/{fd}")).ok()?;
+    const DEV_NULL: u64 = (1 << 8) | 3; // character device 1:3
+    if md.file_type().is_char_device() && md.rdev() == DEV_NULL {
+        return None;
+    }
     Some((md.dev(), md.ino()))
 }
 
@@ -312,9 +351,11 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
 
     let mut rec = Recorder {
         w,
+        clock: Clock::new(),
+        tsc_off: None,
         native_affinity: native_affinity.filter(|_| pinned.is_some()),
-        procs: HashMap::new(),
-        groups: HashMap::new(),
+        procs: IdMap::default(),
+        groups: IdMap::default(),
         schedule: schedule.clone(),
         rng: schedule.chaos.map_or(0, |s| s ^ 0x9e37_79b9_7f4a_7c15).max(1),
         waits: None,
@@ -341,8 +382,13 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     })?;
     let result = rec.after_exec(root, exe.clone()).and_then(|_| {
         sys::resume_syscall(root, 0).map_err(Error::ptrace(root, "resuming"))?;
-        rec.waits = Some(Waiter::spawn());
-        rec.run()
+        // Like the tracees (see `sys`): no CR4 write at each switch between them. The waiter's
+        // helper thread, spawned next, inherits it (it wakes at tracee stops too).
+        rec.tsc_off = sys::disable_tsc_for_this_thread().ok();
+        rec.waits = Some(Waiter::spawn()?);
+        let result = rec.run();
+        rec.tsc_off = None;
+        result
     });
     if let Err(e) = result {
         for &pid in rec.procs.keys() {
@@ -380,8 +426,12 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
 /// and only says that a status is ready; the tracer thread collects it itself with `WNOHANG`.
 /// So the tracer's own synchronous waits (syscall injection) keep working, and the helper
 /// never takes a status away from them. The helper ends when no child is left.
+///
+/// The helper reports through a pipe (one byte: 1 = a status is ready, 0 = no children left)
+/// that the tracer waits on with `ppoll`: the kernel keeps the deadline, whereas a channel's
+/// `recv_timeout` reads the TSC, which the recorder thread has disabled (see `sys`).
 struct Waiter {
-    ready: mpsc::Receiver<bool>,
+    ready: std::io::PipeReader,
     again: mpsc::Sender<()>,
     /// The helper has reported and waits for `again` before looking once more.
     parked: bool,
@@ -394,16 +444,29 @@ enum Waited {
 }
 
 impl Waiter {
-    fn spawn() -> Waiter {
-        let (tx, ready) = mpsc::channel();
+    fn spawn() -> Result<Waiter, Error> {
+        use std::io::Write;
+        let (ready, mut tx) = std::io::pipe().map_err(Error::ptrace(-1, "creating the waiter's pipe"))?;
         let (again, rx) = mpsc::channel::<()>();
         std::thread::spawn(move || loop {
             let more = sys::wait_any_peek().unwrap_or(false);
-            if tx.send(more).is_err() || !more || rx.recv().is_err() {
+            if tx.write_all(&[more as u8]).is_err() || !more || rx.recv().is_err() {
                 break;
             }
         });
-        Waiter { ready, again, parked: false }
+        Ok(Waiter { ready, again, parked: false })
+    }
+
+    /// What the helper said within `timeout`: `Some(true)` a status is ready, `Some(false)` no
+    /// children are left (or the helper is gone), `None` nothing yet.
+    fn helper_report(&mut self, timeout: Duration) -> Result<Option<bool>, Error> {
+        use std::io::Read;
+        use std::os::fd::AsFd;
+        if !sys::wait_readable(self.ready.as_fd(), timeout).map_err(Error::ptrace(-1, "waiting for the waiter"))? {
+            return Ok(None);
+        }
+        let mut b = [0u8; 1];
+        Ok(Some(matches!(self.ready.read(&mut b), Ok(1) if b[0] == 1)))
     }
 
     fn wait(&mut self, timeout: Option<Duration>) -> Result<Waited, Error> {
@@ -427,20 +490,17 @@ impl Waiter {
                     return Ok(Waited::NoChildren);
                 }
             }
-            let got = match timeout {
-                Some(t) => self.ready.recv_timeout(t),
-                None => self.ready.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-            };
-            match got {
-                Ok(true) => self.parked = true,
-                Ok(false) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+            let t = timeout.unwrap_or(Duration::MAX);
+            match self.helper_report(t)? {
+                Some(true) => self.parked = true,
+                Some(false) => {
                     // The helper saw no children; collect whatever is left ourselves.
                     return Ok(match sys::wait_any().map_err(Error::ptrace(-1, "waitpid"))? {
                         Some((pid, w)) => Waited::Status(pid, w),
                         None => Waited::NoChildren,
                     });
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => return Ok(Waited::Timeout),
+                None => return Ok(Waited::Timeout),
             }
         }
     }
@@ -468,7 +528,7 @@ fn gives_turn_up(nr: u64, args: &[u64; 6]) -> bool {
 impl Recorder {
     fn run(&mut self) -> Result<(), Error> {
         while !self.procs.is_empty() {
-            let timeout = self.next_deadline().map(|d| d.saturating_duration_since(Instant::now()));
+            let timeout = self.next_deadline().map(|d| d.saturating_duration_since(self.clock.now()));
             let waiter = self.waits.as_mut().expect("waiter started");
             match waiter.wait(timeout)? {
                 Waited::Timeout => self.on_timeout()?,
@@ -501,7 +561,7 @@ impl Recorder {
     }
 
     fn on_timeout(&mut self) -> Result<(), Error> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let tgids: Vec<i32> = self.groups.keys().copied().collect();
         for tgid in tgids {
             let g = &self.groups[&tgid];
@@ -532,10 +592,13 @@ impl Recorder {
             _ => return Ok(()),
         };
         let i = if self.schedule.chaos.is_some() { (self.random() % n as u64) as usize } else { 0 };
+        // A blocking call of a single-threaded process comes through here at every exit. The
+        // turn's start is measured against the 1 ms slice: exact.
+        let now = self.stamp(true);
         let g = self.groups.get_mut(&tgid).expect("group");
         let pid = g.ready.remove(i).expect("index in range");
         g.running = Some(pid);
-        g.since = Some(Instant::now());
+        g.since = Some(now);
         self.activate(pid)
     }
 
@@ -545,12 +608,24 @@ impl Recorder {
         match p.pending.take() {
             Some(Pending::SyscallExit { ret, pc, sp }) => self.finish_syscall(pid, ret, pc, sp),
             Some(Pending::Start) => {
-                p.user_since = Some(Instant::now());
+                p.user_since = Some(self.clock.now());
                 p.warned = false;
                 self.w.push(&Event::ThreadStart { tid: Tid(pid as u32) })?;
                 sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "starting a thread"))
             }
             None => sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming")),
+        }
+    }
+
+    /// A time stamp for the per-syscall path. The scheduler only reads the stamps of a thread
+    /// that others wait for, so with a single tracee thread nobody ever will; and some stamps
+    /// are only read against the 10 s watchdog. Those get the free coarse clock (up to a tick
+    /// early), the others the exact one (a syscall, ~0.4 µs).
+    fn stamp(&self, exact: bool) -> Instant {
+        if exact && self.procs.len() > 1 {
+            self.clock.now()
+        } else {
+            self.clock.coarse()
         }
     }
 
@@ -570,8 +645,9 @@ impl Recorder {
         self.procs.insert(child, Proc { tgid, ..Proc::default() });
         if tgid == child {
             // A process of its own: its own group, running at once.
-            self.groups.insert(child, Group { running: Some(child), since: Some(Instant::now()), ..Group::default() });
-            self.procs.get_mut(&child).expect("just inserted").user_since = Some(Instant::now());
+            let now = self.clock.now();
+            self.groups.insert(child, Group { running: Some(child), since: Some(now), ..Group::default() });
+            self.procs.get_mut(&child).expect("just inserted").user_since = Some(now);
             return sys::resume_syscall(child, 0).map_err(Error::ptrace(child, "starting child"));
         }
         self.procs.get_mut(&child).expect("just inserted").pending = Some(Pending::Start);
@@ -746,11 +822,13 @@ impl Recorder {
         let resumes_blocking = nr == nr::RESTART_SYSCALL
             && self.procs[&pid].restart_block.is_some_and(|(n, a)| gives_turn_up(n, &a));
         let release = gives_turn_up(nr, &args) || resumes_blocking || (nr == nr::EXIT && pid == tgid);
+        // Read only for a call that neither gives its turn up nor keeps it (2 ms deadline).
+        let now = self.stamp(!release && syscalls::policy(nr) != Policy::ReExecute);
         let p = self.procs.get_mut(&pid).expect("known process");
         p.entry = Some((nr, args));
         p.exec_path = exec_path;
         p.last_exit = None;
-        p.in_kernel = Some((Instant::now(), release));
+        p.in_kernel = Some((now, release));
         p.keeps_turn = syscalls::policy(nr) == Policy::ReExecute;
         p.user_since = None;
         p.probing = None;
@@ -780,15 +858,18 @@ impl Recorder {
         p.in_kernel = None;
         if p.entry.is_none() {
             // A new child returning from fork: nothing to log.
-            p.user_since = Some(Instant::now());
+            p.user_since = Some(self.clock.now());
             return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
         }
         let tgid = p.tgid;
         let chaos_coin = self.schedule.chaos.is_some() && self.random() % 4 == 0;
+        let (clock, slice) = (self.clock, self.schedule.slice);
         let g = self.groups.get_mut(&tgid).expect("thread group");
         if g.running == Some(pid) {
-            let slice_over = g.since.is_some_and(|t| t.elapsed() >= self.schedule.slice);
-            if g.ready.is_empty() || !(slice_over || chaos_coin) {
+            // Nobody waiting: no need to read the clock.
+            let switch = !g.ready.is_empty()
+                && (chaos_coin || g.since.is_some_and(|t| clock.now().saturating_duration_since(t) >= slice));
+            if !switch {
                 return self.finish_syscall(pid, ret, pc, sp);
             }
             g.running = None;
@@ -842,12 +923,14 @@ impl Recorder {
             None
         };
         self.w.push(&Event::Syscall { tid: Tid(pid as u32), nr, args, ret, writes, output, file })?;
+        // Read against the watchdog, and to tell a stale probe (sent 10 s after it) apart.
+        let now = self.stamp(false);
         let p = self.procs.get_mut(&pid).expect("known process");
         if syscalls::changes_fds(nr) {
             p.fd_streams.clear();
         }
         p.last_exit = Some((pc, sp, ret));
-        p.user_since = Some(Instant::now());
+        p.user_since = Some(now);
         p.warned = false;
         let mut sig = 0;
         if p.injecting.is_none() {
@@ -949,7 +1032,11 @@ impl Recorder {
         }
         if sig == libc::SIGSEGV {
             if let Some((len, is_rdtscp)) = process::tsc_instruction(pid, regs.rip) {
-                let (tsc, aux) = if is_rdtscp { sys::rdtscp() } else { (sys::rdtsc(), 0) };
+                let read = || if is_rdtscp { sys::rdtscp() } else { (sys::rdtsc(), 0) };
+                let (tsc, aux) = match &self.tsc_off {
+                    Some(off) => off.enabled_for(read),
+                    None => read(),
+                };
                 let (rax, rdx, rcx) = (tsc & 0xffff_ffff, tsc >> 32, is_rdtscp.then_some(aux as u64));
                 let mut r = regs;
                 process::finish_tsc(&mut r, len, rax, rdx, rcx);
@@ -1001,7 +1088,7 @@ impl Recorder {
                 return Err(Error::Spinning { tid: pid, pc, location, waiting, secs: 2 * spent.as_secs() });
             }
             p.warned = true;
-            p.user_since = Some(Instant::now());
+            p.user_since = Some(self.clock.now());
             let at = location.map(|l| format!(" ({l})")).unwrap_or_default();
             eprintln!(
                 "rdb: warning: thread {pid} has run user code for {} s without a syscall while {waiting} other thread(s) wait, at pc {pc:#x}{at}; rdb switches threads only at syscalls, so a thread spinning on another one never ends",
@@ -1009,5 +1096,30 @@ impl Recorder {
             );
         }
         sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn dev_null_is_no_output_stream_but_a_file_is() {
+        let null = std::fs::File::options().write(true).open("/dev/null").unwrap();
+        assert_eq!(file_id_of_fd(null.as_raw_fd()), None);
+        let file = tempfile::tempfile().unwrap();
+        let md = file.metadata().unwrap();
+        assert_eq!(file_id_of_fd(file.as_raw_fd()), Some((md.dev(), md.ino())));
+    }
+
+    #[test]
+    fn id_hashes_spread_over_the_high_bits() {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let b = BuildHasherDefault::<IdHasher>::default();
+        // hashbrown takes its 7-bit tags from the top of the hash: consecutive pids must not
+        // all share one.
+        let tags: HashSet<u64> = (1000..1064).map(|pid: i32| b.hash_one(pid) >> 57).collect();
+        assert!(tags.len() > 32, "{} distinct tags", tags.len());
     }
 }

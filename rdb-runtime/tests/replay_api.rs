@@ -90,6 +90,8 @@ fn breakpoints_and_divergence_reports() {
     })
     .unwrap();
     assert_eq!(rec.exit_status, 0);
+    // The recorder ran this thread with the TSC disabled; the caller gets it back enabled.
+    assert!(!rdb_runtime::sys::tsc_disabled());
 
     // Breakpoint observer: right pc, registers and memory; replay still completes unchanged.
     let exe = std::fs::canonicalize(&exe).unwrap();

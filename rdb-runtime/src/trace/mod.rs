@@ -21,7 +21,6 @@ pub mod event;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -42,7 +41,7 @@ const MAX_CHUNK: usize = 64 << 20;
 /// The writer closes a chunk at this many uncompressed bytes...
 const CHUNK_TARGET: usize = 256 << 10;
 /// ...or when it has been open this long, so a killed recorder loses little.
-const CHUNK_MAX_AGE_MS: u128 = 500;
+const CHUNK_MAX_AGE_NS: u64 = 500_000_000;
 
 /// Trace header (`rdb-trace.json`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -124,7 +123,9 @@ pub struct TraceWriter {
     events: File,
     buf: Vec<u8>,
     buf_events: u32,
-    opened: Instant,
+    /// When the open chunk got its first event (coarse monotonic ns: see `sys`; the recorder
+    /// thread cannot read the vDSO's exact clock).
+    opened_ns: u64,
     pub chunks: u64,
     pub events_written: u64,
     pub bytes_written: u64,
@@ -150,7 +151,7 @@ impl TraceWriter {
             events,
             buf: Vec::with_capacity(CHUNK_TARGET + 4096),
             buf_events: 0,
-            opened: Instant::now(),
+            opened_ns: crate::sys::monotonic_coarse_ns(),
             chunks: 0,
             events_written: 0,
             bytes_written: 0,
@@ -165,12 +166,12 @@ impl TraceWriter {
     /// Append one event (buffered; see the module docs for when chunks are closed).
     pub fn push(&mut self, ev: &Event) -> Result<(), TraceError> {
         if self.buf_events == 0 {
-            self.opened = Instant::now();
+            self.opened_ns = crate::sys::monotonic_coarse_ns();
         }
         event::encode(ev, &mut self.buf);
         self.buf_events += 1;
         self.events_written += 1;
-        if self.buf.len() >= CHUNK_TARGET || self.opened.elapsed().as_millis() >= CHUNK_MAX_AGE_MS {
+        if self.buf.len() >= CHUNK_TARGET || crate::sys::monotonic_coarse_ns().saturating_sub(self.opened_ns) >= CHUNK_MAX_AGE_NS {
             self.flush()?;
         }
         Ok(())
