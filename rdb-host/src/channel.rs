@@ -25,7 +25,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::protocol;
 
@@ -193,12 +193,13 @@ impl Channel {
     }
 
     /// Receives the next message (mailbox or socket) into `buf`, waiting at
-    /// most until `deadline` (forever when `None`). Doorbells are consumed here.
-    pub fn recv(&mut self, buf: &mut [u8], deadline: Option<Instant>) -> io::Result<Received> {
+    /// most until `deadline` ([`monotonic_ns`]; forever when `None`).
+    /// Doorbells are consumed here.
+    pub fn recv(&mut self, buf: &mut [u8], deadline: Option<u64>) -> io::Result<Received> {
         loop {
             // Busy-wait: the mailbox every turn, the socket and the clock every 64th.
             if self.mailbox.is_some() {
-                let until = Instant::now() + self.spin;
+                let until = monotonic_ns() + self.spin.as_nanos() as u64;
                 let mut turn = 0u32;
                 loop {
                     if let Some(n) = self.take(buf) {
@@ -212,7 +213,8 @@ impl Channel {
                         // machine put both on one CPU): nearly free when nothing does.
                         // SAFETY: no arguments.
                         unsafe { libc::sched_yield() };
-                        if Instant::now() >= until || deadline.is_some_and(|d| Instant::now() >= d) {
+                        let now = monotonic_ns();
+                        if now >= until || deadline.is_some_and(|d| now >= d) {
                             break;
                         }
                     }
@@ -230,7 +232,7 @@ impl Channel {
                 }
                 return Ok(Received::Message(n));
             }
-            let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let timeout = deadline.map(|d| Duration::from_nanos(d.saturating_sub(monotonic_ns())));
             let ready = readable_for(self.fd, timeout)?;
             let rang = self.lower();
             if !ready {
@@ -295,16 +297,27 @@ fn readable(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
 /// Waits until `fd` is readable (or hung up); false after `timeout`.
 fn readable_for(fd: RawFd, timeout: Option<Duration>) -> io::Result<bool> {
     let Some(timeout) = timeout else { return readable(fd, -1) };
-    let deadline = Instant::now() + timeout;
+    let deadline = monotonic_ns() + timeout.as_nanos() as u64;
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if readable(fd, left.as_millis().min(i32::MAX as u128) as i32 + left.subsec_nanos().min(1) as i32)? {
+        let left = deadline.saturating_sub(monotonic_ns());
+        // Whole milliseconds, rounded up.
+        if readable(fd, left.div_ceil(1_000_000).min(i32::MAX as u64) as i32)? {
             return Ok(true);
         }
-        if Instant::now() >= deadline {
+        if monotonic_ns() >= deadline {
             return Ok(false);
         }
     }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds, by system call: never reads the TSC,
+/// which the replayer's thread may have disabled (`PR_SET_TSC`, to spare the
+/// CPU a control-register write at every switch to and from the program).
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: the kernel writes one timespec.
+    unsafe { libc::syscall(libc::SYS_clock_gettime, libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[cfg(test)]
@@ -359,7 +372,7 @@ mod tests {
             if i % 13 == 0 {
                 std::thread::sleep(Duration::from_micros(50));
             }
-            let deadline = Some(Instant::now() + Duration::from_secs(20));
+            let deadline = Some(monotonic_ns() + 20_000_000_000);
             let Received::Message(n) = ch.recv(&mut buf, deadline).unwrap() else { panic!("timed out at {i}") };
             let mut expect = msg.clone();
             expect.reverse();

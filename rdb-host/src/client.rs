@@ -1,7 +1,7 @@
 //! [`DebugHost`]: the replayer's handle on a host process.
 
 use crate::args::{self, ArgValue};
-use crate::channel::{Channel, Mailbox, Received, Side};
+use crate::channel::{monotonic_ns, Channel, Mailbox, Received, Side};
 use crate::error::{signal_name, HostError, Invocation, InvokeOutcome, Loc};
 use crate::protocol::{self, reason, Reader, Writer};
 use crate::tracee::TraceeView;
@@ -350,7 +350,7 @@ impl DebugHost {
         }
         self.stale = false;
         self.maps_dirty = false;
-        let deadline = Instant::now() + self.options.timeout;
+        let deadline = monotonic_ns() + self.options.timeout.as_nanos() as u64;
         loop {
             let received = match self.process.as_mut() {
                 Some(p) => p.channel.recv(&mut self.buf, Some(deadline)),
@@ -592,6 +592,9 @@ impl DebugHost {
                 if mailbox_raw >= 0 && libc::dup2(mailbox_raw, MAILBOX_FD) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+                // The replayer's thread may run with the TSC disabled, which a child
+                // inherits across exec: debug code must be able to read clocks.
+                libc::prctl(libc::PR_SET_TSC, libc::PR_TSC_ENABLE, 0, 0, 0);
                 Ok(())
             });
         }

@@ -314,11 +314,16 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
         killed: false,
     });
     r.by_pid.insert(pid, tid);
+    // The replayer's thread runs with the TSC disabled like the program (see
+    // `sys::disable_tsc_for_this_thread`): switching between the two at every stop then needs no
+    // control-register write, which the hypervisor traps.
+    let tsc = sys::disable_tsc_for_this_thread().ok();
     let result = r.apply_exec(tid).and_then(|_| {
         r.notify_exec(tid)?;
         sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
         r.run()
     });
+    drop(tsc);
     let leftover: Vec<i32> = r.procs.values().map(|p| p.pid).collect();
     for p in &leftover {
         let _ = sys::kill(*p, libc::SIGKILL);

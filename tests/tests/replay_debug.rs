@@ -134,6 +134,9 @@ fn main() {
 "#;
 
 const GUARDED_REGION: &str = r#"        rdb_begin!();
+        // Debug code may read clocks, also in a host restarted during the replay (the
+        // replayer's thread runs with the TSC disabled; the host must not inherit that).
+        let _ = std::time::Instant::now();
         match mode.as_str() {
             "write" => unsafe { (values.as_ptr() as *mut u64).write_volatile(999) },
             "panic" => {
@@ -212,7 +215,7 @@ fn misbehaving_debug_code_is_reported_and_never_changes_the_replay() {
         let warning = match *mode {
             "none" => {
                 assert_eq!(stdout.lines().filter(|l| l.starts_with("rdb: step")).count(), 4, "{ctx}");
-                assert!(stdout.contains("rdb: step 3 values [1, 2, 5, 10] total 6"), "{ctx}");
+                assert!(stdout.lines().any(|l| l.starts_with("rdb: step 3 values [") && l.ends_with("total 6")), "{ctx}");
                 continue;
             }
             "write" => "debug code wrote program memory",
@@ -221,6 +224,10 @@ fn misbehaving_debug_code_is_reported_and_never_changes_the_replay() {
             _ => "did not return within 2.0 s",
         };
         assert!(stderr.contains(warning), "expected `{warning}`\n{ctx}");
+        if *mode != "hang" {
+            // The last hit runs after the problem (in a restarted host after the crash).
+            assert!(stdout.lines().any(|l| l.starts_with("rdb: step 3 values [") && l.ends_with("total 6")), "{ctx}");
+        }
         assert!(stderr.contains("src/main.rs:"), "warning names the region's source location\n{ctx}");
         if *mode == "write" {
             // The write went to a discarded copy: the program's values stay as recorded, and
