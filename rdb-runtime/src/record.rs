@@ -862,7 +862,7 @@ impl Recorder {
             return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
         }
         let tgid = p.tgid;
-        let chaos_coin = self.schedule.chaos.is_some() && self.random() % 4 == 0;
+        let chaos_coin = self.schedule.chaos.is_some() && self.random().is_multiple_of(4);
         let (clock, slice) = (self.clock, self.schedule.slice);
         let g = self.groups.get_mut(&tgid).expect("thread group");
         if g.running == Some(pid) {
