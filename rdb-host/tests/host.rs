@@ -75,6 +75,18 @@ fn spawn_c(live: &Live, regions: &[u32], opts: HostOptions) -> DebugHost {
     DebugHost::spawn(&fixtures().c_module, &functions, &arguments, opts).unwrap()
 }
 
+/// Calls `region` at every stop until the program ends; every call must be clean.
+fn invoke_at_every_stop(host: &mut DebugHost, live: &mut Live, region: u32) {
+    loop {
+        let report = host.invoke(region, live.location(), &*live).unwrap();
+        assert!(report.is_clean(), "{report}");
+        host.invalidate();
+        if !live.resume() {
+            break;
+        }
+    }
+}
+
 /// Expected debug line of region 1 at the k-th stop (1-based) of `program 5`.
 fn expected_line(hit: u64, k: u64) -> String {
     let i = k - 1;
@@ -534,16 +546,9 @@ fn memory_mapped_after_the_first_call_is_mirrored_on_demand(faults: FaultHandlin
         opts.pages_per_fill = pages;
         opts.memory = memory;
         let mut host = spawn_c(&live, &[7], opts);
-        loop {
-            // Mappings are sent with the first call only: the 1 MiB block
-            // allocated at i == 2 is found when debug code touches it.
-            let report = host.invoke(7, live.location(), &live).unwrap();
-            assert!(report.is_clean(), "{report}");
-            host.invalidate();
-            if !live.resume() {
-                break;
-            }
-        }
+        // Mappings are sent with the first call only: the 1 MiB block
+        // allocated at i == 2 is found when debug code touches it.
+        invoke_at_every_stop(&mut host, &mut live, 7);
         assert_eq!(live.finish(), plain_run(&["5"]));
         assert_eq!(
             std::fs::read_to_string(&out).unwrap(),
@@ -651,14 +656,7 @@ fn debug_code_can_call_program_code_holding_a_breakpoint(faults: FaultHandling) 
     let mut live = Live::start(&["3"], &format!("bp-call-{faults:?}"));
     let (opts, out) = options_in("bp-call", faults);
     let mut host = spawn_c(&live, &[14], opts);
-    loop {
-        let report = host.invoke(14, live.location(), &live).unwrap();
-        assert!(report.is_clean(), "{report}");
-        host.invalidate();
-        if !live.resume() {
-            break;
-        }
-    }
+    invoke_at_every_stop(&mut host, &mut live, 14);
     assert_eq!(live.finish(), plain_run(&["3"]));
     let expected: String = (1..=3)
         .map(|k| format!("[debug] hit={k} called the program's checkpoint\n"))
@@ -671,13 +669,7 @@ fn debug_code_can_run_program_code_on_program_data(faults: FaultHandling) {
     let mut live = Live::start(&["3"], &format!("exec-{faults:?}"));
     let (opts, out) = options_in("exec", faults);
     let mut host = spawn_c(&live, &[8], opts);
-    loop {
-        assert!(host.invoke(8, live.location(), &live).unwrap().is_clean());
-        host.invalidate();
-        if !live.resume() {
-            break;
-        }
-    }
+    invoke_at_every_stop(&mut host, &mut live, 8);
     assert_eq!(live.finish(), plain_run(&["3"]));
     let expected: String = (1..=3)
         .map(|k| format!("[debug] program's list_len says {k}, ours says {k}\n"))
