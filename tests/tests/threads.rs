@@ -167,10 +167,7 @@ fn python_thread_pool_with_subprocesses_replays_identically() {
 #[test]
 fn a_poll_resumed_by_restart_syscall_replays_its_revents() {
     let dir = scratch("restart");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/threads_restart.c");
-    let exe = dir.join("restart");
-    let st = Command::new("clang-14").args(["-O0", "-g", "-o"]).arg(&exe).arg(&src).arg("-lpthread").status().expect("clang-14 runs");
-    assert!(st.success(), "clang-14 failed");
+    let exe = compile_c(&dir, "threads_restart", "restart");
     let out = round_trip(&dir, "restart-trace", &[], &[exe.to_str().unwrap()], 2);
     assert_eq!(text(&out), "round 0: poll 1 revents 0x1 read x\nround 1: poll 1 revents 0x1 read x\n");
     let info = rdb_run(&["info", "--events", dir.join("restart-trace").to_str().unwrap()], &[], &dir);
@@ -179,6 +176,15 @@ fn a_poll_resumed_by_restart_syscall_replays_its_revents() {
         events.contains("restart_syscall() = 1"),
         "the recording never resumed a poll with restart_syscall, so this test checked nothing:\n{events}"
     );
+}
+
+/// Builds `tests/<source>.c` (with pthreads) into `dir/<name>`.
+fn compile_c(dir: &Path, source: &str, name: &str) -> std::path::PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/{source}.c"));
+    let exe = dir.join(name);
+    let st = Command::new("clang-14").args(["-O0", "-g", "-o"]).arg(&exe).arg(&src).arg("-lpthread").status().expect("clang-14 runs");
+    assert!(st.success(), "clang-14 failed for {source}.c");
+    exe
 }
 
 fn have(prog: &str) -> bool {
@@ -233,10 +239,7 @@ fn a_spinning_thread_is_reported() {
 #[test]
 fn thread_directed_signals_and_recorded_tids() {
     let dir = scratch("sig");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/threads_signal.c");
-    let exe = dir.join("sig");
-    let st = Command::new("clang-14").args(["-O0", "-g", "-o"]).arg(&exe).arg(&src).arg("-lpthread").status().expect("clang-14 runs");
-    assert!(st.success(), "clang-14 failed");
+    let exe = compile_c(&dir, "threads_signal", "sig");
     let out = round_trip(&dir, "sig-trace", &[], &[exe.to_str().unwrap()], 2);
     assert!(text(&out).starts_with("handled in worker: 1, tids differ from main: 1"), "{}", text(&out));
 }
