@@ -650,31 +650,31 @@ fn a_lasting_collision_is_refused_with_an_explanation() {
     live.finish();
 }
 
-/// The program is stopped at a breakpoint in `checkpoint`; debug code calls
-/// `checkpoint` through the program's pointer and runs its original code.
-fn debug_code_can_call_program_code_holding_a_breakpoint(faults: FaultHandling) {
-    let mut live = Live::start(&["3"], &format!("bp-call-{faults:?}"));
-    let (opts, out) = options_in("bp-call", faults);
-    let mut host = spawn_c(&live, &[14], opts);
-    invoke_at_every_stop(&mut host, &mut live, 14);
+/// Runs `region` at the three stops of `program 3`; it must print `line(k)`
+/// at the k-th, and never need a new host.
+fn region_prints_at_three_stops(region: u32, tag: &str, faults: FaultHandling, line: impl Fn(u64) -> String) {
+    let mut live = Live::start(&["3"], &format!("{tag}-{faults:?}"));
+    let (opts, out) = options_in(tag, faults);
+    let mut host = spawn_c(&live, &[region], opts);
+    invoke_at_every_stop(&mut host, &mut live, region);
     assert_eq!(live.finish(), plain_run(&["3"]));
-    let expected: String = (1..=3)
-        .map(|k| format!("[debug] hit={k} called the program's checkpoint\n"))
-        .collect();
+    let expected: String = (1..=3).map(|k| line(k) + "\n").collect();
     assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
     assert_eq!(host.restarts(), 0);
 }
 
+/// The program is stopped at a breakpoint in `checkpoint`; debug code calls
+/// `checkpoint` through the program's pointer and runs its original code.
+fn debug_code_can_call_program_code_holding_a_breakpoint(faults: FaultHandling) {
+    region_prints_at_three_stops(14, "bp-call", faults, |k| {
+        format!("[debug] hit={k} called the program's checkpoint")
+    });
+}
+
 fn debug_code_can_run_program_code_on_program_data(faults: FaultHandling) {
-    let mut live = Live::start(&["3"], &format!("exec-{faults:?}"));
-    let (opts, out) = options_in("exec", faults);
-    let mut host = spawn_c(&live, &[8], opts);
-    invoke_at_every_stop(&mut host, &mut live, 8);
-    assert_eq!(live.finish(), plain_run(&["3"]));
-    let expected: String = (1..=3)
-        .map(|k| format!("[debug] program's list_len says {k}, ours says {k}\n"))
-        .collect();
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
+    region_prints_at_three_stops(8, "exec", faults, |k| {
+        format!("[debug] program's list_len says {k}, ours says {k}")
+    });
 }
 
 #[test]
