@@ -630,7 +630,11 @@ impl DebugHost {
                 FaultHandling::Userfaultfd => protocol::FAULTS_USERFAULTFD,
             })
             .u32(self.options.spin.as_micros().min(u32::MAX as u128) as u32)
-            .u32(if has_mailbox { MAILBOX_FD as u32 } else { u32::MAX })
+            .u32(if has_mailbox {
+                MAILBOX_FD as u32
+            } else {
+                u32::MAX
+            })
             .bytes(self.module.as_os_str().as_encoded_bytes());
         let mut entries: Vec<(&u32, &Region)> = self.regions.iter().collect();
         entries.sort_by_key(|(id, _)| **id);

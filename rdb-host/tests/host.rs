@@ -652,7 +652,12 @@ fn a_lasting_collision_is_refused_with_an_explanation() {
 
 /// Runs `region` at the three stops of `program 3`; it must print `line(k)`
 /// at the k-th, and never need a new host.
-fn region_prints_at_three_stops(region: u32, tag: &str, faults: FaultHandling, line: impl Fn(u64) -> String) {
+fn region_prints_at_three_stops(
+    region: u32,
+    tag: &str,
+    faults: FaultHandling,
+    line: impl Fn(u64) -> String,
+) {
     let mut live = Live::start(&["3"], &format!("{tag}-{faults:?}"));
     let (opts, out) = options_in(tag, faults);
     let mut host = spawn_c(&live, &[region], opts);
@@ -826,6 +831,8 @@ fn busy_waiting_hosts_behave_the_same() {
         }
     }
     assert_eq!(live.finish(), plain_run(&["3"]));
-    let expected: String = (1..=k).map(|k| format!("{}\n", expected_line(k, k))).collect();
+    let expected: String = (1..=k)
+        .map(|k| format!("{}\n", expected_line(k, k)))
+        .collect();
     assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
 }

@@ -585,7 +585,9 @@ fn fill(st: &mut Mirror, start: u64, len: u64, prot: i32) -> bool {
     };
     if ok {
         // SAFETY: the pages are ours and writable until the mprotect below.
-        st.restore_code(start, unsafe { std::slice::from_raw_parts_mut(addr.cast::<u8>(), len as usize) });
+        st.restore_code(start, unsafe {
+            std::slice::from_raw_parts_mut(addr.cast::<u8>(), len as usize)
+        });
     }
     let prot = if ok { prot } else { libc::PROT_NONE };
     // SAFETY: as above.

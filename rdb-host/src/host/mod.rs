@@ -5,10 +5,10 @@ mod mirror;
 pub(crate) mod module;
 
 use crate::channel::{Channel, Mailbox, Received, Side};
-use std::os::fd::{FromRawFd, OwnedFd};
 use crate::protocol::{self, Reader, Writer};
 use module::{Module, Want};
 use std::ffi::c_void;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::PathBuf;
 
 /// Environment variable set in every host process rdb starts.
@@ -186,7 +186,9 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     st.patches[..patches.len()].copy_from_slice(&patches);
     st.npatches = patches.len();
     SPIN.set(spin).ok();
-    MAILBOX.set((mailbox != u32::MAX).then_some(mailbox as i32)).ok();
+    MAILBOX
+        .set((mailbox != u32::MAX).then_some(mailbox as i32))
+        .ok();
     if faults != protocol::FAULTS_SIGNAL {
         st.uffd = mirror::open_userfaultfd();
         if st.uffd < 0 && faults == protocol::FAULTS_USERFAULTFD {
