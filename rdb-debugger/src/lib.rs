@@ -148,7 +148,10 @@ pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcom
                     }
                 }
                 None => {
+                    // Sharing the CPU with the replayer and the program, which run with the
+                    // TSC disabled: so does the host (see `HostOptions::tsc_disabled`).
                     host_options.cpu = Some(cpu);
+                    host_options.tsc_disabled = true;
                     if host_options.spin.is_zero() {
                         host_options.spin = HOST_SPIN;
                     }

@@ -74,6 +74,11 @@ pub struct HostOptions {
     /// when the host has a CPU of its own (never with everything pinned to
     /// one CPU: the spinning side would steal it). Default: zero.
     pub spin: Duration,
+    /// Run the host with `rdtsc` disabled (`PR_SET_TSC`), as a replayer
+    /// sharing its CPU does: switches between them then need no trapped
+    /// control-register write. Clock reads in debug code are emulated (a few
+    /// µs each). Default: false.
+    pub tsc_disabled: bool,
     /// Where debug code's stdout goes (default: rdb's own stdout).
     pub stdout: Option<File>,
     /// Where debug code's stderr goes (default: rdb's own stderr).
@@ -95,6 +100,7 @@ impl Default for HostOptions {
             pages_per_fill: 4,
             cpu: None,
             spin: Duration::ZERO,
+            tsc_disabled: false,
             stdout: None,
             stderr: None,
             program: None,
@@ -635,6 +641,7 @@ impl DebugHost {
             } else {
                 u32::MAX
             })
+            .u32(self.options.tsc_disabled as u32)
             .bytes(self.module.as_os_str().as_encoded_bytes());
         let mut entries: Vec<(&u32, &Region)> = self.regions.iter().collect();
         entries.sort_by_key(|(id, _)| **id);

@@ -668,6 +668,23 @@ fn region_prints_at_three_stops(
     assert_eq!(host.restarts(), 0);
 }
 
+/// A host with the TSC disabled (as when it shares the replay's CPU) still
+/// lets debug code read clocks and the TSC: the fault handler emulates them.
+#[test]
+fn debug_code_reads_clocks_in_a_host_with_the_tsc_disabled() {
+    let mut live = Live::start(&["3"], "tsc");
+    let (mut opts, out) = options("tsc");
+    opts.tsc_disabled = true;
+    let mut host = spawn_c(&live, &[15], opts);
+    invoke_at_every_stop(&mut host, &mut live, 15);
+    assert_eq!(live.finish(), plain_run(&["3"]));
+    let expected: String = (1..=3)
+        .map(|k| format!("[debug] hit={k} clocks ok=1\n"))
+        .collect();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
+    assert_eq!(host.restarts(), 0);
+}
+
 /// The program is stopped at a breakpoint in `checkpoint`; debug code calls
 /// `checkpoint` through the program's pointer and runs its original code.
 fn debug_code_can_call_program_code_holding_a_breakpoint(faults: FaultHandling) {

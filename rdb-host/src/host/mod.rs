@@ -143,6 +143,7 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     let faults = r.u32().ok_or_else(bad)?;
     let spin = std::time::Duration::from_micros(r.u32().ok_or_else(bad)? as u64);
     let mailbox = r.u32().ok_or_else(bad)?;
+    let tsc_disabled = r.u32().ok_or_else(bad)? != 0;
     let path = PathBuf::from(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned());
     let count = r.u32().ok_or_else(bad)?;
     let mut wants = Vec::new();
@@ -206,6 +207,9 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
         }
     }
     mirror::install_handlers();
+    if tsc_disabled {
+        mirror::disable_tsc();
+    }
     module::load(&path, &wants)
 }
 
