@@ -86,7 +86,10 @@
 //!   it), both sides busy-wait for each other and a call's request and
 //!   answer go through a shared-memory mailbox (`channel.rs`): no system
 //!   call and no wake-up on the call's critical path. A side that waited
-//!   longer than the spin time sleeps on the socket and is rung awake.
+//!   longer than the spin time sleeps on the socket and is rung awake. With
+//!   one CPU the host shares it with the replayer and runs, like it, with the
+//!   TSC disabled ([`HostOptions::tsc_disabled`]: no trapped control-register
+//!   write at each switch; debug code's clock reads are emulated).
 //! - **Protection** (rdB §5.3). A write to a mirrored page is detected (x86
 //!   page-fault error code), reported as
 //!   [`InvokeOutcome::WroteProgramMemory`] and, by default, lands in a
