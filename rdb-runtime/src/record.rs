@@ -248,7 +248,7 @@ fn si_signo(info: &[u8; sys::SIGINFO_SIZE]) -> i32 {
     i32::from_le_bytes(info[0..4].try_into().expect("4 bytes"))
 }
 
-fn si_code(info: &[u8; sys::SIGINFO_SIZE]) -> i32 {
+pub(crate) fn si_code(info: &[u8; sys::SIGINFO_SIZE]) -> i32 {
     i32::from_le_bytes(info[8..12].try_into().expect("4 bytes"))
 }
 

@@ -21,7 +21,7 @@ use std::rc::Rc;
 use crate::displace::{self, StepOver};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
 use crate::process::{self, FileHashes, Mem};
-use crate::record::is_synchronous;
+use crate::record::{is_synchronous, si_code};
 use crate::sys::{self, SyscallStop, Wait};
 use crate::syscalls::{self, nr, Policy};
 use crate::trace::{self, event::describe_status, Event, MappedFile, Stream, Tid, TraceReader};
@@ -538,14 +538,14 @@ impl Replayer<'_> {
             resume(0)?; // group-stop
             return Ok(None);
         };
-        let code = i32::from_le_bytes(info[8..12].try_into().expect("4 bytes"));
+        let synchronous = is_synchronous(sig, si_code(&info));
         let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         if sig == libc::SIGSEGV {
             if let Some(tsc) = process::tsc_instruction(pid, regs.rip) {
                 return Ok(Some(Stop::Signal { sig, tsc: Some(tsc) }));
             }
         }
-        if is_synchronous(sig, code) {
+        if synchronous {
             // A fault of a displaced instruction: the program sees its own address (the
             // instruction had no effect; if a handler returns, it runs again from there).
             let displaced = self.proc(tid).breakpoints.borrow().iter().find_map(|(&addr, bp)| {
@@ -556,7 +556,7 @@ impl Replayer<'_> {
                 sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "moving a fault back to its instruction"))?;
             }
         }
-        if self.proc(tid).injecting == Some(sig) || is_synchronous(sig, code) {
+        if self.proc(tid).injecting == Some(sig) || synchronous {
             return Ok(Some(Stop::Signal { sig, tsc: None }));
         }
         // A signal of the replay's own world (e.g. SIGCHLD from a replayed child): the
@@ -868,6 +868,9 @@ impl Replayer<'_> {
         let Some(image) = p.image.clone() else { return Ok(()) };
         let pid = p.pid;
         let bps = self.observer.on_exec(&image);
+        if bps.is_empty() {
+            return Ok(());
+        }
         let table = p.breakpoints.clone();
         // Slots for displaced instructions (see `displace`), in the executable segments' tails.
         // RDB_SINGLE_STEP=1: step over every breakpoint the classic way (a check on `displace`).
@@ -949,8 +952,7 @@ impl Replayer<'_> {
             match sys::wait_pid(pid).map_err(Error::ptrace(pid, "stepping over a breakpoint"))? {
                 Wait::Stopped { sig: libc::SIGTRAP, .. } => break,
                 Wait::Stopped { sig, .. } => {
-                    let code = sys::get_siginfo(pid).ok().map(|i| i32::from_le_bytes(i[8..12].try_into().expect("4 bytes")));
-                    if code.is_some_and(|code| is_synchronous(sig, code)) {
+                    if sys::get_siginfo(pid).is_ok_and(|info| is_synchronous(sig, si_code(&info))) {
                         // The instruction faulted (and had no effect): the breakpoint goes
                         // back, and the signal takes its recorded course.
                         sys::write_mem(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
