@@ -134,28 +134,18 @@ pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcom
         // One thread of the replay runs at a time (replayer or program): they share one CPU,
         // where each hand-over is a cheap same-CPU wake-up. The replayer pins itself to the
         // CPU it runs on; pin first so the host can be placed relative to it. When another
-        // CPU is allowed, the host gets it and busy-waits for the next hit (and the replayer
-        // for the host's answer): a call then costs no wake-up at all. Otherwise the host
-        // shares the replay's CPU.
+        // CPU is allowed, the host gets it, else it shares the replay's CPU. Either way both
+        // sides busy-wait for each other (yielding the CPU, so sharing one costs nothing): a
+        // call then needs no wake-up.
         let cpu = rdb_runtime::sys::current_cpu();
         let other = other_allowed_cpu(cpu);
         if rdb_runtime::sys::pin_to_cpu(cpu).is_ok() {
-            match other {
-                Some(other) => {
-                    host_options.cpu = Some(other);
-                    if host_options.spin.is_zero() {
-                        host_options.spin = HOST_SPIN;
-                    }
-                }
-                None => {
-                    // Sharing the CPU with the replayer and the program, which run with the
-                    // TSC disabled: so does the host (see `HostOptions::tsc_disabled`).
-                    host_options.cpu = Some(cpu);
-                    host_options.tsc_disabled = true;
-                    if host_options.spin.is_zero() {
-                        host_options.spin = HOST_SPIN;
-                    }
-                }
+            // Sharing the CPU with the replayer and the program, which run with the TSC
+            // disabled, the host does so too (see `HostOptions::tsc_disabled`).
+            host_options.cpu = Some(other.unwrap_or(cpu));
+            host_options.tsc_disabled = other.is_none();
+            if host_options.spin.is_zero() {
+                host_options.spin = HOST_SPIN;
             }
         }
     }
