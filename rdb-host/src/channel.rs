@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::protocol;
+pub(crate) use rdb_runtime::sys::monotonic_ns;
 
 /// Bytes of one direction's message area.
 const SLOT_BYTES: usize = 128 * 1024;
@@ -328,7 +329,7 @@ fn readable(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
 }
 
 /// Waits until `fd` is readable (or hung up); false after `timeout`.
-fn readable_for(fd: RawFd, timeout: Option<Duration>) -> io::Result<bool> {
+pub(crate) fn readable_for(fd: RawFd, timeout: Option<Duration>) -> io::Result<bool> {
     let Some(timeout) = timeout else {
         return readable(fd, -1);
     };
@@ -343,19 +344,6 @@ fn readable_for(fd: RawFd, timeout: Option<Duration>) -> io::Result<bool> {
             return Ok(false);
         }
     }
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds, by system call: never reads the TSC,
-/// which the replayer's thread may have disabled (`PR_SET_TSC`, to spare the
-/// CPU a control-register write at every switch to and from the program).
-pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: the kernel writes one timespec.
-    unsafe { libc::syscall(libc::SYS_clock_gettime, libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! [`DebugHost`]: the replayer's handle on a host process.
 
 use crate::args::{self, ArgValue};
-use crate::channel::{monotonic_ns, Channel, Mailbox, Received, Side};
+use crate::channel::{monotonic_ns, readable_for, Channel, Mailbox, Received, Side};
 use crate::error::{signal_name, HostError, Invocation, InvokeOutcome, Loc};
 use crate::protocol::{self, reason, Reader, Writer};
 use crate::tracee::TraceeView;
@@ -669,7 +669,12 @@ impl DebugHost {
         if send(fd, &w.0).is_err() {
             return failed(self, "the debug host exited at start-up".into());
         }
-        if !wait_readable(fd, self.options.timeout.max(Duration::from_secs(5)))? {
+        let answered = readable_for(fd, Some(self.options.timeout.max(Duration::from_secs(5))))
+            .map_err(|source| HostError::Io {
+                what: "waiting for the host",
+                source,
+            })?;
+        if !answered {
             return failed(
                 self,
                 "the debug host did not answer while loading the module".into(),
@@ -844,34 +849,3 @@ fn socket_pair() -> Result<(OwnedFd, OwnedFd), HostError> {
 }
 
 use crate::protocol::{recv, send};
-
-/// Waits until `fd` is readable (or hung up); false on timeout.
-fn wait_readable(fd: RawFd, timeout: Duration) -> Result<bool, HostError> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = deadline
-            .saturating_duration_since(Instant::now())
-            .as_millis()
-            .min(i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if r > 0 {
-            return Ok(true);
-        }
-        if r == 0 {
-            return Ok(false);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(HostError::Io {
-                what: "waiting for the host",
-                source: e,
-            });
-        }
-    }
-}

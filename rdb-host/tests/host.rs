@@ -669,17 +669,19 @@ fn region_prints_at_three_stops(
 }
 
 /// A host with the TSC disabled (as when it shares the replay's CPU) still
-/// lets debug code read clocks and the TSC: the fault handler emulates them.
+/// lets debug code read clocks and the TSC: a fault handler emulates them,
+/// and hands the mirror's faults on (the fault-handler mode fills pages from
+/// SIGSEGV too).
 #[test]
 fn debug_code_reads_clocks_in_a_host_with_the_tsc_disabled() {
     let mut live = Live::start(&["3"], "tsc");
-    let (mut opts, out) = options("tsc");
+    let (mut opts, out) = options_in("tsc", FaultHandling::Signal);
     opts.tsc_disabled = true;
     let mut host = spawn_c(&live, &[15], opts);
     invoke_at_every_stop(&mut host, &mut live, 15);
     assert_eq!(live.finish(), plain_run(&["3"]));
     let expected: String = (1..=3)
-        .map(|k| format!("[debug] hit={k} clocks ok=1\n"))
+        .map(|k| format!("[debug] hit={k} clocks ok=1 first={}\n", (k - 1) * 10))
         .collect();
     assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
     assert_eq!(host.restarts(), 0);

@@ -720,55 +720,15 @@ extern "C" {
     fn funlockfile(stream: *mut libc::FILE);
 }
 
-/// With [`disable_tsc`], `rdtsc`/`rdtscp` (clock reads through the vDSO
-/// included) fault: run the instruction with the TSC enabled for a moment and
-/// step over it. False for any other fault.
-///
-/// # Safety
-/// `info` and `context` as the kernel passes them to a `SA_SIGINFO` handler.
-unsafe fn emulate_tsc_read(info: *mut libc::siginfo_t, context: *mut libc::c_void) -> bool {
-    const SI_KERNEL: i32 = 0x80;
-    // SAFETY: per the function's contract.
-    let (code, uc) = unsafe { ((*info).si_code, &mut *(context as *mut libc::ucontext_t)) };
-    if code != SI_KERNEL {
-        return false;
-    }
-    let rip = uc.uc_mcontext.gregs[libc::REG_RIP as usize] as u64;
-    // SAFETY: the instruction at rip was just fetched for execution, so it is readable.
-    let bytes = unsafe { std::ptr::read_unaligned(rip as *const [u8; 3]) };
-    let rdtscp = bytes == [0x0f, 0x01, 0xf9];
-    if bytes[..2] != [0x0f, 0x31] && !rdtscp {
-        return false;
-    }
-    let mut aux = 0u32;
-    // SAFETY: integer-argument prctls around a TSC read.
-    let tsc = unsafe {
-        libc::prctl(libc::PR_SET_TSC, libc::PR_TSC_ENABLE, 0, 0, 0);
-        let t = if rdtscp {
-            std::arch::x86_64::__rdtscp(&mut aux)
-        } else {
-            std::arch::x86_64::_rdtsc()
-        };
-        libc::prctl(libc::PR_SET_TSC, libc::PR_TSC_SIGSEGV, 0, 0, 0);
-        t
-    };
-    let g = &mut uc.uc_mcontext.gregs;
-    g[libc::REG_RAX as usize] = (tsc & 0xffff_ffff) as i64;
-    g[libc::REG_RDX as usize] = (tsc >> 32) as i64;
-    if rdtscp {
-        g[libc::REG_RCX as usize] = aux as i64;
-    }
-    g[libc::REG_RIP as usize] += if rdtscp { 3 } else { 2 };
-    true
-}
-
 /// Runs the host's threads with `rdtsc` disabled, as the replayer and the
 /// program: when they share a CPU, switching between them then needs no
 /// control-register write (which the hypervisor traps). Clock reads in debug
-/// code are emulated by the fault handler (a few µs each).
-pub(crate) fn disable_tsc() {
-    // SAFETY: integer arguments only.
-    unsafe { libc::prctl(libc::PR_SET_TSC, libc::PR_TSC_SIGSEGV, 0, 0, 0) };
+/// code are emulated by rdb-runtime's SIGSEGV handler (a few µs each), which
+/// hands every other fault on to [`on_fault`]: call after [`install_handlers`].
+pub(crate) fn disable_tsc() -> std::io::Result<()> {
+    // Never re-enabled: the host runs this way until it exits.
+    std::mem::forget(rdb_runtime::sys::disable_tsc_for_this_thread()?);
+    Ok(())
 }
 
 extern "C" fn on_fault(
@@ -786,10 +746,6 @@ extern "C" fn on_fault(
             gregs[libc::REG_RSP as usize] as u64,
         )
     };
-    // SAFETY: the kernel passes valid siginfo/ucontext pointers for SA_SIGINFO handlers.
-    if signal == libc::SIGSEGV && unsafe { emulate_tsc_read(info, context) } {
-        return;
-    }
     // SAFETY: the handler interrupts the host's only thread while it runs debug code.
     let st = unsafe { state() };
     if signal != libc::SIGSEGV || !st.in_call {

@@ -208,7 +208,7 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     }
     mirror::install_handlers();
     if tsc_disabled {
-        mirror::disable_tsc();
+        mirror::disable_tsc().map_err(|e| format!("cannot disable the TSC: {e}"))?;
     }
     module::load(&path, &wants)
 }
