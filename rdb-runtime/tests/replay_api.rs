@@ -3,8 +3,11 @@
 //! One test function on purpose: the engine waits for "any child", so two recordings in
 //! parallel threads of one test binary would see each other's processes.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use common::{compile_c, symbol};
 
 use rdb_runtime::trace::{Event, TraceReader, TraceWriter};
 use rdb_runtime::{record, replay, BreakpointStop, Error, ProcessImage, RecordOptions, ReplayObserver, ReplayOptions};
@@ -25,27 +28,7 @@ int main(void) {
 }
 "#;
 
-fn compile(dir: &Path) -> PathBuf {
-    let src = dir.join("prog.c");
-    std::fs::write(&src, PROGRAM).unwrap();
-    let exe = dir.join("prog");
-    let out = Command::new("clang-14").args(["-O1", "-g", "-fPIE", "-pie"]).arg(&src).arg("-o").arg(&exe).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    exe
-}
 
-/// Link-time address of a symbol, from `llvm-nm-14`.
-fn symbol(exe: &Path, name: &str) -> u64 {
-    let out = Command::new("llvm-nm-14").arg(exe).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    for line in text.lines() {
-        let parts: Vec<&str> = line.split_whitespace().collect();
-        if parts.len() == 3 && parts[2] == name {
-            return u64::from_str_radix(parts[0], 16).unwrap();
-        }
-    }
-    panic!("{name} not in {}", exe.display());
-}
 
 struct Watch {
     exe: PathBuf,
@@ -80,7 +63,7 @@ fn opts(trace: &Path) -> ReplayOptions {
 #[test]
 fn breakpoints_and_divergence_reports() {
     let tmp = tempfile::tempdir().unwrap();
-    let exe = compile(tmp.path());
+    let exe = compile_c(tmp.path(), "prog", PROGRAM, &["-O1", "-g", "-fPIE", "-pie"], &[]);
     let trace = tmp.path().join("trace");
     let rec = record(&RecordOptions {
         program: exe.clone().into_os_string(),

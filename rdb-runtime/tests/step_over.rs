@@ -8,8 +8,11 @@
 //! handler fixes the page up and the store runs again) checks that a displaced instruction's
 //! fault shows the program its own address.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use common::compile_c;
 
 use iced_x86::{Decoder, DecoderOptions};
 use object::{Object, ObjectSymbol};
@@ -86,14 +89,6 @@ int main(int argc, char **argv) {
 
 const FUNCTIONS: [&str; 5] = ["step", "add", "mul", "rec", "touch"];
 
-fn compile(dir: &Path, opt: &str) -> PathBuf {
-    let src = dir.join("prog.c");
-    std::fs::write(&src, PROGRAM).unwrap();
-    let exe = dir.join(format!("prog{opt}"));
-    let out = Command::new("clang-14").args([opt, "-g", "-fPIE", "-pie"]).arg(&src).arg("-o").arg(&exe).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    exe
-}
 
 /// Link-time address of every instruction of `FUNCTIONS` in `exe`.
 fn instructions(exe: &Path) -> Vec<u64> {
@@ -142,7 +137,7 @@ impl ReplayObserver for Everywhere {
 fn a_breakpoint_at_every_instruction_leaves_the_replay_exact() {
     let dir = tempfile::tempdir().unwrap();
     for opt in ["-O0", "-O2"] {
-        let exe = compile(dir.path(), opt);
+        let exe = compile_c(dir.path(), &format!("prog{opt}"), PROGRAM, &[opt, "-g", "-fPIE", "-pie"], &[]);
         let trace = dir.path().join(format!("trace{opt}"));
         let rec = record(&RecordOptions { program: exe.clone().into_os_string(), args: vec![], trace_dir: trace.clone(), pin_cpu: true })
             .unwrap();

@@ -2,8 +2,11 @@
 //! thread id, in the recorded schedule, identically on every replay. (Own test binary: the
 //! engine waits for "any child" of the process.)
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use std::path::PathBuf;
+
+use common::{compile_c, symbol};
 
 use rdb_runtime::trace::{Event, TraceReader};
 use rdb_runtime::trace::event::Tid;
@@ -32,26 +35,7 @@ int main(void) {
 }
 "#;
 
-fn compile(dir: &Path) -> PathBuf {
-    let src = dir.join("thr.c");
-    std::fs::write(&src, PROGRAM).unwrap();
-    let exe = dir.join("thr");
-    let out = Command::new("clang-14").args(["-O1", "-g", "-fPIE", "-pie"]).arg(&src).arg("-o").arg(&exe).arg("-lpthread").output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    exe
-}
 
-fn symbol(exe: &Path, name: &str) -> u64 {
-    let out = Command::new("llvm-nm-14").arg(exe).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    for line in text.lines() {
-        let parts: Vec<&str> = line.split_whitespace().collect();
-        if parts.len() == 3 && parts[2] == name {
-            return u64::from_str_radix(parts[0], 16).unwrap();
-        }
-    }
-    panic!("{name} not in {}", exe.display());
-}
 
 /// Debug-side state shared by all threads' hits: every hit's thread, argument and the value of
 /// `counter` then, plus the lost updates it detects (a hit seeing a value already seen).
@@ -77,7 +61,7 @@ impl ReplayObserver for Watch {
 #[test]
 fn breakpoints_in_every_thread_follow_the_recorded_schedule() {
     let tmp = tempfile::tempdir().unwrap();
-    let exe = compile(tmp.path());
+    let exe = compile_c(tmp.path(), "thr", PROGRAM, &["-O1", "-g", "-fPIE", "-pie"], &["-lpthread"]);
     let trace = tmp.path().join("trace");
     let schedule = Schedule { chaos: Some(5), ..Schedule::default() };
     let opts = RecordOptions { program: exe.clone().into_os_string(), args: vec![], trace_dir: trace.clone(), pin_cpu: false };
