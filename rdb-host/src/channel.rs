@@ -291,7 +291,7 @@ impl Channel {
         if !readable_for(self.fd, Some(Duration::from_secs(5)))? {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
-                "the host's doorbell never came",
+                "the doorbell for a mailbox message never came",
             ));
         }
         let n = protocol::recv(self.fd, &mut word)?;
