@@ -3,8 +3,8 @@
 use anyhow::{Context, Result};
 use object::{Object, ObjectSection};
 use rdb_descriptors::{BinaryIdentity, Language, SourceLocation};
-use rdb_locate::{ArgumentSite, RegionSite};
 use rdb_extract::{LineCol, Region};
+use rdb_locate::{ArgumentSite, RegionSite};
 use std::path::{Path, PathBuf};
 
 /// Whether the binary carries DWARF with variable information.
@@ -73,8 +73,7 @@ pub fn write_descriptors(
     let located = rdb_locate::locate(binary, &sites)
         .with_context(|| format!("cannot compute the descriptors of {}", binary.display()))?;
     let warnings = located.warnings.clone();
-    let (functions, arguments) =
-        located.into_descriptors(Language::Rust, toolchain.to_string(), identity, module_name);
+    let (functions, arguments) = located.into_descriptors(Language::Rust, toolchain.to_string(), identity, module_name);
     rdb_descriptors::store(&paths.functions, &functions)
         .with_context(|| format!("cannot write {}", paths.functions.display()))?;
     rdb_descriptors::store(&paths.arguments, &arguments)
@@ -86,5 +85,9 @@ pub fn write_descriptors(
 
 pub fn identity(path: &Path) -> Result<BinaryIdentity> {
     let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(BinaryIdentity { path: path.to_path_buf(), size: data.len() as u64, blake3: blake3::hash(&data).to_hex().to_string() })
+    Ok(BinaryIdentity {
+        path: path.to_path_buf(),
+        size: data.len() as u64,
+        blake3: blake3::hash(&data).to_hex().to_string(),
+    })
 }

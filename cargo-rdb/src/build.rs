@@ -101,7 +101,14 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
     let features = if args.all_features {
         Some(CargoOpt::AllFeatures)
     } else if !args.features.is_empty() {
-        Some(CargoOpt::SomeFeatures(args.features.iter().flat_map(|f| f.split([' ', ','])).filter(|f| !f.is_empty()).map(String::from).collect()))
+        Some(CargoOpt::SomeFeatures(
+            args.features
+                .iter()
+                .flat_map(|f| f.split([' ', ',']))
+                .filter(|f| !f.is_empty())
+                .map(String::from)
+                .collect(),
+        ))
     } else {
         None
     };
@@ -142,10 +149,8 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
         }
         v
     };
-    let mut bins: Vec<(&Package, &Target)> = selected
-        .iter()
-        .flat_map(|p| p.targets.iter().filter(|t| is_kind(t, "bin")).map(move |t| (*p, t)))
-        .collect();
+    let mut bins: Vec<(&Package, &Target)> =
+        selected.iter().flat_map(|p| p.targets.iter().filter(|t| is_kind(t, "bin")).map(move |t| (*p, t))).collect();
     if !args.bins.is_empty() {
         for b in &args.bins {
             if !bins.iter().any(|(_, t)| &t.name == b) {
@@ -199,7 +204,8 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
         let (m, d) = if let Some(f) = extracted.get(rel.as_path()) {
             (f.stripped.clone().into_bytes(), f.debug.clone().into_bytes())
         } else if rel.file_name().is_some_and(|n| n == "Cargo.toml") {
-            let text = std::fs::read_to_string(ws_root.join(&rel)).with_context(|| format!("cannot read {}", rel.display()))?;
+            let text = std::fs::read_to_string(ws_root.join(&rel))
+                .with_context(|| format!("cannot read {}", rel.display()))?;
             let stripped = rdb_extract::strip_manifest(&text);
             let debug = if stripped.contains("[package]") {
                 debug_package::add_region_dependency(&stripped, &region_crate)
@@ -225,7 +231,10 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
     }
     timing(args, "shadow sync", started);
     if args.verbose {
-        term::status("Synced", format!("{} ({} written, {} removed)", shadow_main.display(), synced.written, synced.removed));
+        term::status(
+            "Synced",
+            format!("{} ({} written, {} removed)", shadow_main.display(), synced.written, synced.removed),
+        );
     }
 
     // 3. Main build.
@@ -233,7 +242,8 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
         format!("--remap-path-prefix={}={}", shadow_main.display(), ws_root.display()),
         format!("--remap-path-prefix={}={}", shadow_debug.display(), ws_root.display()),
     ]);
-    let mut common: Vec<OsString> = vec!["--profile".into(), profile.clone().into(), "--target-dir".into(), build_dir.clone().into()];
+    let mut common: Vec<OsString> =
+        vec!["--profile".into(), profile.clone().into(), "--target-dir".into(), build_dir.clone().into()];
     if args.all_features {
         common.push("--all-features".into());
     }
@@ -270,7 +280,8 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
             i += 1;
         }
     }
-    let root_manifest = std::fs::read_to_string(ws_root.join("Cargo.toml")).context("cannot read the workspace's Cargo.toml")?;
+    let root_manifest =
+        std::fs::read_to_string(ws_root.join("Cargo.toml")).context("cannot read the workspace's Cargo.toml")?;
     let mut debug_manifests = Vec::new();
     for (pkg, bin) in &bins {
         let pkg_dir = rdb_dir.join("debug-packages").join(&bin.name);
@@ -342,7 +353,14 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
         shadow::copy_atomic(&exe, &out_bin)?;
         shadow::copy_atomic(&so, &paths.debug_module)?;
         let closure = member_closure(&meta, &pkg.id);
-        let pkg_rel = pkg.manifest_path.parent().expect("in a dir").as_std_path().strip_prefix(&ws_root).unwrap_or(Path::new("")).to_path_buf();
+        let pkg_rel = pkg
+            .manifest_path
+            .parent()
+            .expect("in a dir")
+            .as_std_path()
+            .strip_prefix(&ws_root)
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
         let regions: Vec<&Region> = extraction
             .regions
             .iter()
@@ -393,7 +411,13 @@ fn keep_shadow_lock(ws_root: &Path, shadow: &Path, files: &mut BTreeMap<PathBuf,
 /// Whether a region's file is compiled into `bin`: files of other packages
 /// (libraries the binary depends on), or files of the binary's own package
 /// that are not another target's (other binaries, tests, examples, benches).
-fn region_in_binary(file: &Path, pkg_rel: &Path, pkg: &Package, bin: &Target, file_pkg: &BTreeMap<PathBuf, PackageId>) -> bool {
+fn region_in_binary(
+    file: &Path,
+    pkg_rel: &Path,
+    pkg: &Package,
+    bin: &Target,
+    file_pkg: &BTreeMap<PathBuf, PackageId>,
+) -> bool {
     if file_pkg.get(file) != Some(&pkg.id) {
         return true;
     }
@@ -404,7 +428,9 @@ fn region_in_binary(file: &Path, pkg_rel: &Path, pkg: &Package, bin: &Target, fi
     }
     let pkg_dir = pkg.manifest_path.parent().expect("dir").as_std_path();
     let other_root = pkg.targets.iter().any(|t| {
-        t.name != bin.name && t.src_path.as_std_path().strip_prefix(pkg_dir).is_ok_and(|p| p == rel) && !is_kind(t, "lib")
+        t.name != bin.name
+            && t.src_path.as_std_path().strip_prefix(pkg_dir).is_ok_and(|p| p == rel)
+            && !is_kind(t, "lib")
     });
     if other_root {
         return false;
@@ -412,7 +438,11 @@ fn region_in_binary(file: &Path, pkg_rel: &Path, pkg: &Package, bin: &Target, fi
     if rel.starts_with("src/bin") {
         let bin_src = bin.src_path.as_std_path();
         let stem_dir = bin_src.parent().unwrap_or(bin_src);
-        return bin_src.ends_with(rel) || (bin_src.file_name().is_some_and(|n| n == "main.rs") && rel.starts_with(stem_dir.strip_prefix(pkg.manifest_path.parent().expect("dir").as_std_path()).unwrap_or(stem_dir)));
+        return bin_src.ends_with(rel)
+            || (bin_src.file_name().is_some_and(|n| n == "main.rs")
+                && rel.starts_with(
+                    stem_dir.strip_prefix(pkg.manifest_path.parent().expect("dir").as_std_path()).unwrap_or(stem_dir),
+                ));
     }
     true
 }

@@ -233,8 +233,8 @@ impl Register {
     /// The register with this x86-64 DWARF number, named.
     pub fn x86_64(dwarf: u16) -> Register {
         const NAMES: [&str; 17] = [
-            "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
-            "r12", "r13", "r14", "r15", "rip",
+            "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13", "r14",
+            "r15", "rip",
         ];
         let name = match dwarf {
             0..=16 => NAMES[dwarf as usize].to_string(),
@@ -295,8 +295,7 @@ struct Header {
 
 fn load<T: serde::de::DeserializeOwned>(path: &Path, expected: &'static str) -> Result<T, Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.into(), source })?;
-    let header: Header =
-        serde_json::from_str(&text).map_err(|source| Error::Json { path: path.into(), source })?;
+    let header: Header = serde_json::from_str(&text).map_err(|source| Error::Json { path: path.into(), source })?;
     if header.format != expected {
         return Err(Error::Format { path: path.into(), found: header.format, expected });
     }

@@ -70,7 +70,10 @@ fn replay_debug(replay: ReplayOptions, binary: PathBuf, timeout: f64) -> Result<
         eprintln!("rdb: note: region {region} was never reached in this replay");
     }
     if out.problems > 0 {
-        eprintln!("rdb: {} of {} region calls did not complete cleanly (see the warnings above)", out.problems, out.calls);
+        eprintln!(
+            "rdb: {} of {} region calls did not complete cleanly (see the warnings above)",
+            out.problems, out.calls
+        );
         return Ok(EXIT_REGION_PROBLEMS);
     }
     Ok(0)

@@ -46,10 +46,42 @@ pub struct Command {
 
 /// Flags whose value is the next argument.
 const WITH_VALUE: &[&str] = &[
-    "-o", "-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", "-idirafter", "-iprefix", "-iwithprefix",
-    "-isysroot", "-x", "-MF", "-MT", "-MQ", "-L", "-l", "-Xlinker", "-Xclang", "-Xassembler", "-Xpreprocessor",
-    "-target", "-arch", "-T", "-u", "-e", "-z", "-ivfsoverlay", "-mllvm", "--sysroot", "-aux-info", "--param",
-    "-include-pch", "-Xanalyzer", "-working-directory",
+    "-o",
+    "-I",
+    "-D",
+    "-U",
+    "-include",
+    "-imacros",
+    "-isystem",
+    "-iquote",
+    "-idirafter",
+    "-iprefix",
+    "-iwithprefix",
+    "-isysroot",
+    "-x",
+    "-MF",
+    "-MT",
+    "-MQ",
+    "-L",
+    "-l",
+    "-Xlinker",
+    "-Xclang",
+    "-Xassembler",
+    "-Xpreprocessor",
+    "-target",
+    "-arch",
+    "-T",
+    "-u",
+    "-e",
+    "-z",
+    "-ivfsoverlay",
+    "-mllvm",
+    "--sysroot",
+    "-aux-info",
+    "--param",
+    "-include-pch",
+    "-Xanalyzer",
+    "-working-directory",
 ];
 
 impl Command {
@@ -92,7 +124,9 @@ impl Command {
             }
             match a.as_str() {
                 "-c" => compile = true,
-                "-S" | "-E" | "-fsyntax-only" | "-M" | "-MM" | "--version" | "-###" | "-print-search-dirs" => other = true,
+                "-S" | "-E" | "-fsyntax-only" | "-M" | "-MM" | "--version" | "-###" | "-print-search-dirs" => {
+                    other = true
+                }
                 _ => {}
             }
             if a.starts_with("-print-") || a.starts_with("--print") || a == "-dumpversion" || a == "-dumpmachine" {
@@ -100,7 +134,8 @@ impl Command {
             }
             if let Some(g) = a.strip_prefix("-g") {
                 cmd.full_debug_info = match g {
-                    "" | "2" | "3" | "gdb" | "gdb2" | "gdb3" | "dwarf" | "dwarf-4" | "dwarf-5" | "dwarf-2" | "dwarf-3" => true,
+                    "" | "2" | "3" | "gdb" | "gdb2" | "gdb3" | "dwarf" | "dwarf-4" | "dwarf-5" | "dwarf-2"
+                    | "dwarf-3" => true,
                     "0" | "line-tables-only" | "mlt" | "line-directives-only" | "1" | "gdb0" | "gdb1" => false,
                     _ => cmd.full_debug_info,
                 };
@@ -167,8 +202,20 @@ impl Command {
                 i += 2;
                 continue;
             }
-            let drop = matches!(a.as_str(), "-c" | "-MD" | "-MMD" | "-MP" | "-M" | "-MM" | "-Werror" | "-static" | "-shared" | "-pie" | "-no-pie" | "-rdynamic")
-                || (a.starts_with("-o") && !a.starts_with("-objc"))
+            let drop = matches!(
+                a.as_str(),
+                "-c" | "-MD"
+                    | "-MMD"
+                    | "-MP"
+                    | "-M"
+                    | "-MM"
+                    | "-Werror"
+                    | "-static"
+                    | "-shared"
+                    | "-pie"
+                    | "-no-pie"
+                    | "-rdynamic"
+            ) || (a.starts_with("-o") && !a.starts_with("-objc"))
                 || a.starts_with("-O")
                 || a.starts_with("-g")
                 || a.starts_with("-flto")

@@ -7,8 +7,8 @@
 use crate::driver::{DriverError, ObjectInfo, RegionInfo};
 use crate::pass::OutlinedRegion;
 use rdb_descriptors::{ArgumentKind, ArtefactPaths, BinaryIdentity, DebugEntry, Language, Location, SourceLocation};
-use std::collections::HashMap;
 use rdb_locate::{ArgumentSite, RegionSite};
+use std::collections::HashMap;
 use std::path::Path;
 
 /// Writes both descriptor files for `prog` (whose DWARF is in `dwarf_binary`).
@@ -53,7 +53,8 @@ pub fn write(
                 .collect(),
         })
         .collect();
-    let mut located = rdb_locate::locate(dwarf_binary, &region_sites).map_err(|e| DriverError::Locate(e.to_string()))?;
+    let mut located =
+        rdb_locate::locate(dwarf_binary, &region_sites).map_err(|e| DriverError::Locate(e.to_string()))?;
     // A region that ends a loop body runs before the loop's step, whose
     // line precedes the declarations of the body's variables, so the
     // locator does not see them there. Their frame-based stack slots are the
@@ -63,7 +64,10 @@ pub fn write(
     let braced: Vec<RegionSite> = region_sites
         .iter()
         .zip(brace_anchors)
-        .map(|(s, &(line, column))| RegionSite { anchor: SourceLocation { line, column, ..s.anchor.clone() }, ..s.clone() })
+        .map(|(s, &(line, column))| RegionSite {
+            anchor: SourceLocation { line, column, ..s.anchor.clone() },
+            ..s.clone()
+        })
         .collect();
     if braced != region_sites {
         if let Ok(at_brace) = rdb_locate::locate(dwarf_binary, &braced) {
@@ -137,7 +141,8 @@ fn toolchain() -> String {
 fn function_symbols(path: &Path) -> Result<HashMap<String, u64>, DriverError> {
     use object::{Object, ObjectSymbol, SymbolKind};
     let data = std::fs::read(path).map_err(|source| DriverError::Io { path: path.into(), source })?;
-    let file = object::File::parse(&*data).map_err(|e| DriverError::Elf { path: path.into(), message: e.to_string() })?;
+    let file =
+        object::File::parse(&*data).map_err(|e| DriverError::Elf { path: path.into(), message: e.to_string() })?;
     Ok(file
         .symbols()
         .filter(|s| s.kind() == SymbolKind::Text && !s.is_undefined() && s.address() != 0)

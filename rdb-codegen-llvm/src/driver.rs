@@ -153,7 +153,11 @@ fn pos(p: Pos) -> (u32, u32) {
 /// Sidecar paths of an object.
 pub fn sidecars(object: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let s = object.as_os_str().to_string_lossy();
-    (PathBuf::from(format!("{s}.rdb.json")), PathBuf::from(format!("{s}.rdb.bc")), PathBuf::from(format!("{s}.rdb-dwarf")))
+    (
+        PathBuf::from(format!("{s}.rdb.json")),
+        PathBuf::from(format!("{s}.rdb.bc")),
+        PathBuf::from(format!("{s}.rdb-dwarf")),
+    )
 }
 
 struct Run {
@@ -233,7 +237,8 @@ struct Job {
 impl Job {
     fn spawn(args: Vec<String>) -> Result<Job, DriverError> {
         let program = clang();
-        let child = Process::new(&program).args(&args).spawn().map_err(|source| DriverError::Spawn { program, source })?;
+        let child =
+            Process::new(&program).args(&args).spawn().map_err(|source| DriverError::Spawn { program, source })?;
         Ok(Job { child, args })
     }
 
@@ -261,7 +266,9 @@ impl Run {
         let mut outputs = Vec::new();
         match self.cmd.mode {
             Mode::Compile => outputs.extend(self.cmd.sources.iter().map(|s| self.object_of(&s.path))),
-            Mode::Link => outputs.push(self.cmd.output.as_ref().map(|(_, p)| p.clone()).unwrap_or_else(|| "a.out".into())),
+            Mode::Link => {
+                outputs.push(self.cmd.output.as_ref().map(|(_, p)| p.clone()).unwrap_or_else(|| "a.out".into()))
+            }
             Mode::Other => {}
         }
         for o in outputs {
@@ -407,7 +414,11 @@ impl Run {
         }
         // Dependency output belongs to the user's compile only.
         for (i, a) in self.cmd.args.iter().enumerate() {
-            if matches!(a.as_str(), "-MD" | "-MMD" | "-MP" | "-MG") || a.starts_with("-MF") || a.starts_with("-MT") || a.starts_with("-MQ") {
+            if matches!(a.as_str(), "-MD" | "-MMD" | "-MP" | "-MG")
+                || a.starts_with("-MF")
+                || a.starts_with("-MT")
+                || a.starts_with("-MQ")
+            {
                 remove.push(i);
                 if matches!(a.as_str(), "-MF" | "-MT" | "-MQ") {
                     remove.push(i + 1);
@@ -454,21 +465,41 @@ impl Run {
                 .regions
                 .iter()
                 .enumerate()
-                .map(|(k, r)| RegionSpec { id: k as u32 + 1, begin_line: r.begin.line, end_line: r.end.line, identifiers: r.identifiers.clone() })
+                .map(|(k, r)| RegionSpec {
+                    id: k as u32 + 1,
+                    begin_line: r.begin.line,
+                    end_line: r.end.line,
+                    identifiers: r.identifiers.clone(),
+                })
                 .collect();
-            let check = PassInput { file: &input.path, regions: &specs, debug_only: &analysis.debug_only, program_symbols: &HashSet::new() };
+            let check = PassInput {
+                file: &input.path,
+                regions: &specs,
+                debug_only: &analysis.debug_only,
+                program_symbols: &HashSet::new(),
+            };
             outline_file(&ir, &self.tmp.path().join(format!("check-{}.bc", input.index)), &check)?;
         }
         Ok(())
     }
 
     /// The per-source rdb work of a compile: IR, twin, sidecar.
-    fn rdb_object(&self, input: &Input, analysis: &Analysis, object: &Path, twin_dir: Option<&Path>) -> Result<ObjectInfo, DriverError> {
+    fn rdb_object(
+        &self,
+        input: &Input,
+        analysis: &Analysis,
+        object: &Path,
+        twin_dir: Option<&Path>,
+    ) -> Result<ObjectInfo, DriverError> {
         let (json, bc, twin) = match twin_dir {
             None => sidecars(object),
             Some(d) => {
                 let stem = format!("src{}", input.index);
-                (d.join(format!("{stem}.rdb.json")), d.join(format!("{stem}.rdb.bc")), d.join(format!("{stem}.rdb-dwarf")))
+                (
+                    d.join(format!("{stem}.rdb.json")),
+                    d.join(format!("{stem}.rdb.bc")),
+                    d.join(format!("{stem}.rdb-dwarf")),
+                )
             }
         };
         let ir = self.ir_path(input);
@@ -496,7 +527,12 @@ impl Run {
             regions: analysis
                 .regions
                 .iter()
-                .map(|r| RegionInfo { begin: pos(r.begin), end: pos(r.end), anchor: pos(r.anchor), identifiers: r.identifiers.clone() })
+                .map(|r| RegionInfo {
+                    begin: pos(r.begin),
+                    end: pos(r.end),
+                    anchor: pos(r.anchor),
+                    identifiers: r.identifiers.clone(),
+                })
                 .collect(),
             debug_only: analysis.debug_only.clone(),
             removed_lines: analysis.removed_lines.clone(),
@@ -570,7 +606,9 @@ impl Run {
 
     fn link(&self) -> Result<(), DriverError> {
         if !self.cmd.debug_sources.is_empty() && self.cmd.sources.is_empty() && self.cmd.objects.is_empty() {
-            return Err(DriverError::Usage("rdb-clang: only debug sources (*.rdb.c) to link: add the program's sources or objects".into()));
+            return Err(DriverError::Usage(
+                "rdb-clang: only debug sources (*.rdb.c) to link: add the program's sources or objects".into(),
+            ));
         }
         self.check_sources()?;
         self.clang_main()?;
@@ -622,7 +660,12 @@ impl Run {
                 .regions
                 .iter()
                 .enumerate()
-                .map(|(k, r)| RegionSpec { id: next_id + k as u32, begin_line: r.begin.0, end_line: r.end.0, identifiers: r.identifiers.clone() })
+                .map(|(k, r)| RegionSpec {
+                    id: next_id + k as u32,
+                    begin_line: r.begin.0,
+                    end_line: r.end.0,
+                    identifiers: r.identifiers.clone(),
+                })
                 .collect();
             next_id += specs.len() as u32;
             let out = self.tmp.path().join(format!("debug-{n}.bc"));
@@ -693,7 +736,12 @@ impl Run {
     }
 
     /// Builds `<prog>.rdb.so` from the outlined modules and debug inputs.
-    fn debug_module(&self, bitcode: &[PathBuf], out: &Path, program_symbols: &HashSet<String>) -> Result<(), DriverError> {
+    fn debug_module(
+        &self,
+        bitcode: &[PathBuf],
+        out: &Path,
+        program_symbols: &HashSet<String>,
+    ) -> Result<(), DriverError> {
         let mut objects = Vec::new();
         for input in &self.cmd.debug_sources {
             let o = self.tmp.path().join(format!("debug-src-{}.o", input.index));
@@ -714,7 +762,8 @@ impl Run {
         // Debug code must not bind to program symbols by name: they would
         // resolve to the debug module's own copy or to nothing at all.
         let data = std::fs::read(out).map_err(io(out))?;
-        let file = object::File::parse(&*data).map_err(|e| DriverError::Elf { path: out.into(), message: e.to_string() })?;
+        let file =
+            object::File::parse(&*data).map_err(|e| DriverError::Elf { path: out.into(), message: e.to_string() })?;
         use object::{Object, ObjectSymbol};
         let bad: Vec<String> = file
             .dynamic_symbols()
@@ -735,13 +784,28 @@ impl Run {
 /// Symbols the main binary and the C runtime both define (crt objects link
 /// them into every executable).
 fn is_libc_name(n: &str) -> bool {
-    matches!(n, "_init" | "_fini" | "__dso_handle" | "_IO_stdin_used" | "__data_start" | "data_start" | "_edata" | "_end" | "__bss_start")
+    matches!(
+        n,
+        "_init"
+            | "_fini"
+            | "__dso_handle"
+            | "_IO_stdin_used"
+            | "__data_start"
+            | "data_start"
+            | "_edata"
+            | "_end"
+            | "__bss_start"
+    )
 }
 
 fn load_object_info(path: &Path) -> Result<ObjectInfo, DriverError> {
     let text = std::fs::read_to_string(path).map_err(io(path))?;
-    let info: ObjectInfo = serde_json::from_str(&text)
-        .map_err(|e| DriverError::Usage(format!("{}: not an rdb-clang object description ({e}); rebuild the object with rdb-clang", path.display())))?;
+    let info: ObjectInfo = serde_json::from_str(&text).map_err(|e| {
+        DriverError::Usage(format!(
+            "{}: not an rdb-clang object description ({e}); rebuild the object with rdb-clang",
+            path.display()
+        ))
+    })?;
     if info.format != "rdb-clang-object" || info.version != OBJECT_INFO_VERSION {
         return Err(DriverError::Usage(format!(
             "{}: rdb-clang object description version {} (this rdb-clang reads {}); rebuild the object with this rdb-clang",
@@ -757,7 +821,8 @@ fn load_object_info(path: &Path) -> Result<ObjectInfo, DriverError> {
 pub fn defined_symbols(path: &Path) -> Result<HashSet<String>, DriverError> {
     use object::{Object, ObjectSymbol};
     let data = std::fs::read(path).map_err(io(path))?;
-    let file = object::File::parse(&*data).map_err(|e| DriverError::Elf { path: path.into(), message: e.to_string() })?;
+    let file =
+        object::File::parse(&*data).map_err(|e| DriverError::Elf { path: path.into(), message: e.to_string() })?;
     Ok(file
         .symbols()
         .chain(file.dynamic_symbols())
@@ -774,7 +839,8 @@ pub fn check_same_code(main: &Path, twin: &Path) -> Result<(), DriverError> {
     let b = std::fs::read(twin).map_err(io(twin))?;
     let fa = object::File::parse(&*a).map_err(|e| DriverError::Elf { path: main.into(), message: e.to_string() })?;
     let fb = object::File::parse(&*b).map_err(|e| DriverError::Elf { path: twin.into(), message: e.to_string() })?;
-    let mismatch = |section: &str| DriverError::TwinMismatch { main: main.into(), twin: twin.into(), section: section.into() };
+    let mismatch =
+        |section: &str| DriverError::TwinMismatch { main: main.into(), twin: twin.into(), section: section.into() };
     for s in fa.sections() {
         let name = s.name().unwrap_or("").to_string();
         // Every loaded section sits at the same address with the same size

@@ -45,7 +45,7 @@ use inkwell::llvm_sys::debuginfo::{
     LLVMStripModuleDebugInfo,
 };
 use inkwell::llvm_sys::prelude::*;
-use inkwell::llvm_sys::{LLVMOpcode, LLVMLinkage};
+use inkwell::llvm_sys::{LLVMLinkage, LLVMOpcode};
 use inkwell::module::Module;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::{CStr, CString};
@@ -332,7 +332,12 @@ impl<'a> Outliner<'a> {
                     }
                     let line = LLVMConstIntGetZExtValue(arg) as u32;
                     if map.insert(line, Marker { call: i, function: f }).is_some() {
-                        return Err(self.at(line, 1, "two debug-region markers expand on this line", "write each rdb_begin/rdb_end directly in the .c file, one per line (not inside a macro)"));
+                        return Err(self.at(
+                            line,
+                            1,
+                            "two debug-region markers expand on this line",
+                            "write each rdb_begin/rdb_end directly in the .c file, one per line (not inside a macro)",
+                        ));
                     }
                 }
             }
@@ -360,7 +365,12 @@ impl<'a> Outliner<'a> {
                 continue; // compiled out by the preprocessor (#if 0 ...)
             };
             if b.function != e.function {
-                return Err(self.at(r.end_line, 1, "`rdb_end` is in a different function from its `rdb_begin`", "a region must be a sequence of statements of one block"));
+                return Err(self.at(
+                    r.end_line,
+                    1,
+                    "`rdb_end` is in a different function from its `rdb_begin`",
+                    "a region must be a sequence of statements of one block",
+                ));
             }
             let blocks = self.region_blocks(r, b, e)?;
             let locals = self.region_locals(b.function, &blocks, b.call, e.call);
@@ -383,7 +393,12 @@ impl<'a> Outliner<'a> {
 
     /// The region's blocks in walk order (first: the block of the begin call,
     /// which also holds the end call when the region is straight-line code).
-    unsafe fn region_blocks(&self, r: &RegionSpec, b: &Marker, e: &Marker) -> Result<Vec<LLVMBasicBlockRef>, PassError> {
+    unsafe fn region_blocks(
+        &self,
+        r: &RegionSpec,
+        b: &Marker,
+        e: &Marker,
+    ) -> Result<Vec<LLVMBasicBlockRef>, PassError> {
         let start = LLVMGetInstructionParent(b.call);
         let end_block = LLVMGetInstructionParent(e.call);
         let mut order = vec![start];
@@ -439,14 +454,25 @@ impl<'a> Outliner<'a> {
             }
         }
         if !order.contains(&end_block) {
-            return Err(self.at(r.end_line, 1, "`rdb_end` cannot be reached from its `rdb_begin`", "remove the code that always leaves the region (e.g. exit or an endless loop)"));
+            return Err(self.at(
+                r.end_line,
+                1,
+                "`rdb_end` cannot be reached from its `rdb_begin`",
+                "remove the code that always leaves the region (e.g. exit or an endless loop)",
+            ));
         }
         Ok(order)
     }
 
     /// Allocas of variables declared inside the region: they belong to the
     /// debug function, not to the program.
-    unsafe fn region_locals(&self, f: LLVMValueRef, region: &[LLVMBasicBlockRef], bcall: LLVMValueRef, ecall: LLVMValueRef) -> HashSet<LLVMValueRef> {
+    unsafe fn region_locals(
+        &self,
+        f: LLVMValueRef,
+        region: &[LLVMBasicBlockRef],
+        bcall: LLVMValueRef,
+        ecall: LLVMValueRef,
+    ) -> HashSet<LLVMValueRef> {
         let inside: HashSet<LLVMValueRef> = region_instructions(region, bcall, ecall).into_iter().collect();
         // llvm.dbg.declare refers to its alloca through metadata: map the
         // declared allocas (by name) to whether the declaration is inside.
@@ -599,7 +625,14 @@ impl<'a> Outliner<'a> {
         }
         LLVMBuildCall2(self.b, fn_ty, nf, call_args.as_mut_ptr(), call_args.len() as u32, c"".as_ptr());
         LLVMBuildRetVoid(self.b);
-        Ok(OutlinedRegion { id: r.id, function: name(f), debug_function: fname, entry: ename, arguments, continues_at: None })
+        Ok(OutlinedRegion {
+            id: r.id,
+            function: name(f),
+            debug_function: fname,
+            entry: ename,
+            arguments,
+            continues_at: None,
+        })
     }
 
     unsafe fn collect(
@@ -625,10 +658,20 @@ impl<'a> Outliner<'a> {
                 }
                 return Ok(());
             }
-            return Err(self.at(r.begin_line, 1, "the debug region uses a value computed before it that is not a variable", "copy it into a variable before the region (this can happen with GNU statement expressions or VLAs)"));
+            return Err(self.at(
+                r.begin_line,
+                1,
+                "the debug region uses a value computed before it that is not a variable",
+                "copy it into a variable before the region (this can happen with GNU statement expressions or VLAs)",
+            ));
         }
         if !LLVMIsAArgument(v).is_null() {
-            return Err(self.at(r.begin_line, 1, "the debug region uses a function parameter directly", "rdb-clang compiles regions at -O0, where parameters live in variables: report this as a bug"));
+            return Err(self.at(
+                r.begin_line,
+                1,
+                "the debug region uses a function parameter directly",
+                "rdb-clang compiles regions at -O0, where parameters live in variables: report this as a bug",
+            ));
         }
         if !LLVMIsAGlobalValue(v).is_null() {
             if self.classify_global(v) == Use::Argument && !params.contains(&v) {
@@ -672,7 +715,12 @@ impl<'a> Outliner<'a> {
             return Ok(None);
         }
         if !LLVMIsAPHINode(at).is_null() {
-            return Err(self.at(r.begin_line, 1, "the debug region uses a program global inside a conditional constant", "assign the value to a debug-local variable first"));
+            return Err(self.at(
+                r.begin_line,
+                1,
+                "the debug region uses a program global inside a conditional constant",
+                "assign the value to a debug-local variable first",
+            ));
         }
         LLVMPositionBuilderBefore(self.b, at);
         let op = LLVMGetConstOpcode(c);
@@ -709,7 +757,12 @@ impl<'a> Outliner<'a> {
             | LLVMOpcode::LLVMURem
             | LLVMOpcode::LLVMSRem => LLVMBuildBinOp(self.b, op, ops[0], ops[1], c"".as_ptr()),
             _ => {
-                return Err(self.at(r.begin_line, 1, &format!("unsupported constant expression ({op:?}) on a program global in the debug region"), "assign the value to a variable in the region first"));
+                return Err(self.at(
+                    r.begin_line,
+                    1,
+                    &format!("unsupported constant expression ({op:?}) on a program global in the debug region"),
+                    "assign the value to a variable in the region first",
+                ));
             }
         };
         Ok(Some(v))
@@ -759,7 +812,9 @@ impl<'a> Outliner<'a> {
                 }
                 if !LLVMIsAGlobalValue(o).is_null() {
                     let on = name(owner);
-                    if !(on.starts_with("__rdb_func_") || on.starts_with("__rdb_entry_")) && self.classify_global(o) == Use::Argument {
+                    if !(on.starts_with("__rdb_func_") || on.starts_with("__rdb_entry_"))
+                        && self.classify_global(o) == Use::Argument
+                    {
                         let what = if self.is_debug_only(&on) {
                             format!("debug-only `{on}`")
                         } else {
@@ -814,7 +869,11 @@ impl<'a> Outliner<'a> {
 
 /// The instructions of a region: after the begin call in the start block,
 /// whole middle blocks, before the end call.
-unsafe fn region_instructions(region: &[LLVMBasicBlockRef], bcall: LLVMValueRef, ecall: LLVMValueRef) -> Vec<LLVMValueRef> {
+unsafe fn region_instructions(
+    region: &[LLVMBasicBlockRef],
+    bcall: LLVMValueRef,
+    ecall: LLVMValueRef,
+) -> Vec<LLVMValueRef> {
     let mut out = Vec::new();
     for (n, &bb) in region.iter().enumerate() {
         let mut on = n != 0;

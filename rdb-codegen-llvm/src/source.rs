@@ -123,7 +123,7 @@ fn tokenize(file: &Path, text: &str) -> Result<Vec<Token>, Diagnostic> {
     let mut tokens = Vec::new();
     let (mut i, mut line, mut col) = (0usize, 1u32, 1u32);
     let mut line_start_tok = true; // only whitespace/comments so far on this line
-    // Advances over one character (UTF-8 aware for column counting).
+                                   // Advances over one character (UTF-8 aware for column counting).
     let step = |i: &mut usize, line: &mut u32, col: &mut u32| {
         let b = bytes[*i];
         if b == b'\n' {
@@ -336,13 +336,23 @@ pub fn analyse(file: &Path, text: &str) -> Result<Analysis, Vec<Diagnostic>> {
                     ));
                 } else {
                     if depths[i] == 0 {
-                        diags.push(diag(file, t.pos, "`rdb_begin` outside a function body", Some("debug regions are statements inside a function")));
+                        diags.push(diag(
+                            file,
+                            t.pos,
+                            "`rdb_begin` outside a function body",
+                            Some("debug regions are statements inside a function"),
+                        ));
                     }
                     open = Some(i);
                 }
             }
             Kind::Ident if tok(t) == END => match open.take() {
-                None => diags.push(diag(file, t.pos, "`rdb_end` without a matching `rdb_begin`", Some("add `rdb_begin` where the debug region starts"))),
+                None => diags.push(diag(
+                    file,
+                    t.pos,
+                    "`rdb_end` without a matching `rdb_begin`",
+                    Some("add `rdb_begin` where the debug region starts"),
+                )),
                 Some(b) => {
                     let mut last = i;
                     if tokens.get(i + 1).is_some_and(|n| n.kind == Kind::Punct(b';')) {
@@ -367,7 +377,12 @@ pub fn analyse(file: &Path, text: &str) -> Result<Analysis, Vec<Diagnostic>> {
         }
     }
     if let Some(b) = open {
-        diags.push(diag(file, tokens[b].pos, "`rdb_begin` without a matching `rdb_end`", Some("close the debug region with `rdb_end` in the same block")));
+        diags.push(diag(
+            file,
+            tokens[b].pos,
+            "`rdb_begin` without a matching `rdb_end`",
+            Some("close the debug region with `rdb_end` in the same block"),
+        ));
     }
     // Gotos and returns inside regions, labels targeted across the boundary.
     for &(b, e) in &regions_tok {
@@ -376,7 +391,10 @@ pub fn analyse(file: &Path, text: &str) -> Result<Analysis, Vec<Diagnostic>> {
             tokens[j].kind == Kind::Ident
                 && tokens.get(j + 1).is_some_and(|n| n.kind == Kind::Punct(b':'))
                 && j > 0
-                && matches!(tokens[j - 1].kind, Kind::Punct(b';') | Kind::Punct(b'{') | Kind::Punct(b'}') | Kind::Punct(b':'))
+                && matches!(
+                    tokens[j - 1].kind,
+                    Kind::Punct(b';') | Kind::Punct(b'{') | Kind::Punct(b'}') | Kind::Punct(b':')
+                )
                 && !tokens.get(j + 2).is_some_and(|n| n.kind == Kind::Punct(b':'))
         };
         let labels_inside: BTreeSet<&str> = (b + 1..e).filter(|&j| label_at(j)).map(|j| tok(&tokens[j])).collect();
@@ -523,17 +541,24 @@ pub fn analyse(file: &Path, text: &str) -> Result<Analysis, Vec<Diagnostic>> {
     let mut regions = Vec::new();
     for &(b, e) in &regions_tok {
         let end_marker = if tokens[e].kind == Kind::Punct(b';') { e - 1 } else { e };
-        let anchor_tok = tokens[e + 1..]
-            .iter()
-            .find(|t| new_line_of.get(t.pos.line as usize - 1).copied().flatten().is_some());
+        let anchor_tok =
+            tokens[e + 1..].iter().find(|t| new_line_of.get(t.pos.line as usize - 1).copied().flatten().is_some());
         let anchor = match anchor_tok {
             Some(t) => Pos { line: new_line_of[t.pos.line as usize - 1].unwrap(), column: t.pos.column },
             None => Pos { line: next.saturating_sub(1).max(1), column: 1 },
         };
-        let identifiers = tokens[b + 1..end_marker].iter().filter(|t| t.kind == Kind::Ident).map(|t| tok(t).to_string()).collect();
+        let identifiers =
+            tokens[b + 1..end_marker].iter().filter(|t| t.kind == Kind::Ident).map(|t| tok(t).to_string()).collect();
         regions.push(Region { begin: tokens[b].pos, end: tokens[end_marker].pos, anchor, identifiers });
     }
-    Ok(Analysis { file: file.to_path_buf(), instrumented: !removed_lines.is_empty(), removed_lines: removed_lines.iter().copied().collect(), regions, debug_only, stripped })
+    Ok(Analysis {
+        file: file.to_path_buf(),
+        instrumented: !removed_lines.is_empty(),
+        removed_lines: removed_lines.iter().copied().collect(),
+        regions,
+        debug_only,
+        stripped,
+    })
 }
 
 /// The line a token's last character is on.
@@ -580,7 +605,8 @@ mod tests {
     use super::*;
 
     fn ok(text: &str) -> Analysis {
-        analyse(Path::new("t.c"), text).unwrap_or_else(|d| panic!("{}", d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n")))
+        analyse(Path::new("t.c"), text)
+            .unwrap_or_else(|d| panic!("{}", d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n")))
     }
     fn errs(text: &str) -> Vec<String> {
         analyse(Path::new("t.c"), text).unwrap_err().iter().map(|d| d.to_string()).collect()

@@ -126,7 +126,11 @@ fn instrumented_sources_build_with_plain_clang() {
     assert!(Path::new(inc).join("rdb.h").exists());
     for (app, file) in [("list", "list.c"), ("minibc", "minibc.c")] {
         let src = repo().join("sample-apps/c").join(app).join("instrumented").join(file);
-        run(tmp.path(), "clang-14", &["-Wall", "-Werror", "-Wno-unused-variable", "-I", inc, "-c", src.to_str().unwrap(), "-o", "x.o"]);
+        run(
+            tmp.path(),
+            "clang-14",
+            &["-Wall", "-Werror", "-Wno-unused-variable", "-I", inc, "-c", src.to_str().unwrap(), "-o", "x.o"],
+        );
     }
 }
 
@@ -176,7 +180,8 @@ fn a_break_inside_a_loop_of_the_region_is_fine() {
 
 #[test]
 fn return_goto_and_unbalanced_markers_are_errors() {
-    let e = diagnose("#include \"rdb.h\"\nint f(int n) {\n  rdb_begin\n  if (n) return 1;\n  rdb_end\n  return 0;\n}\n");
+    let e =
+        diagnose("#include \"rdb.h\"\nint f(int n) {\n  rdb_begin\n  if (n) return 1;\n  rdb_end\n  return 0;\n}\n");
     assert!(e.starts_with("bad.c:4:10: error: `return` inside a debug region"), "{e}");
     let e = diagnose("#include \"rdb.h\"\nint f(int n) {\n  rdb_begin\n  n++;\n  return n;\n}\n");
     assert!(e.contains("bad.c:3:3: error: `rdb_begin` without a matching `rdb_end`"), "{e}");
@@ -224,7 +229,11 @@ fn lua_with_a_region_in_its_hot_loop_is_identical() {
         run(&dir, compiler, &link);
     };
     build(rdb_clang());
-    std::fs::write(dir.join("calls.lua"), "local function f(x) return x + 1 end\nlocal s = 0\nfor i = 1, 250000 do s = f(s) end\nprint(s)\n").unwrap();
+    std::fs::write(
+        dir.join("calls.lua"),
+        "local function f(x) return x + 1 end\nlocal s = 0\nfor i = 1, 250000 do s = f(s) end\nprint(s)\n",
+    )
+    .unwrap();
     let out = run(&dir, "./lua", &["calls.lua"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "250000\n");
     let args = rdb_descriptors::load_arguments(&dir.join("lua.rdb-arguments.json")).unwrap();
@@ -288,11 +297,8 @@ fn several_regions_in_one_function() {
     let out = run(dir, "./m", &[]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n", "the program prints no debug output");
     let args = rdb_descriptors::load_arguments(&dir.join("m.rdb-arguments.json")).unwrap();
-    let shown: Vec<String> = args
-        .arguments
-        .iter()
-        .map(|a| format!("{} {} {:?} {}", a.region, a.name, a.kind, a.type_name))
-        .collect();
+    let shown: Vec<String> =
+        args.arguments.iter().map(|a| format!("{} {} {:?} {}", a.region, a.name, a.kind, a.type_name)).collect();
     assert_eq!(
         shown,
         [
@@ -305,7 +311,10 @@ fn several_regions_in_one_function() {
             "4 calls Static int"
         ]
     );
-    assert!(args.arguments.iter().all(|a| a.locations.iter().all(|l| l.location != rdb_descriptors::Location::OptimizedOut)));
+    assert!(args
+        .arguments
+        .iter()
+        .all(|a| a.locations.iter().all(|l| l.location != rdb_descriptors::Location::OptimizedOut)));
     let funcs = rdb_descriptors::load_functions(&dir.join("m.rdb-functions.json")).unwrap();
     assert_eq!(funcs.functions.len(), 4);
     assert!(funcs.functions.iter().all(|f| f.locations.len() == 1 && f.function.name == "step"));
@@ -345,12 +354,14 @@ fn program_objects_of_other_translation_units() {
     run(dir, rdb_clang(), &["-O0", "-g", "-c", "b.c", "-o", "b.o"]);
     run(dir, rdb_clang(), &["a.o", "b.o", "-o", "two"]);
     let args = rdb_descriptors::load_arguments(&dir.join("two.rdb-arguments.json")).unwrap();
-    let shown: Vec<String> = args.arguments.iter().map(|a| format!("{} {:?} {:?}", a.name, a.kind, a.locations[0].location)).collect();
+    let shown: Vec<String> =
+        args.arguments.iter().map(|a| format!("{} {:?} {:?}", a.name, a.kind, a.locations[0].location)).collect();
     assert_eq!(shown.len(), 3);
     assert!(shown[0].starts_with("helper Static Symbol { symbol: \"helper\""), "{shown:?}");
     assert!(shown[1].starts_with("shared Static Symbol { symbol: \"shared\""), "{shown:?}");
     assert!(shown[2].starts_with("v Local Stack"), "{shown:?}");
-    let out = Command::new(rdb_clang()).args(["a.o", "b.o", "bad.rdb.c", "-o", "bad"]).current_dir(dir).output().unwrap();
+    let out =
+        Command::new(rdb_clang()).args(["a.o", "b.o", "bad.rdb.c", "-o", "bad"]).current_dir(dir).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("debug-only code refers to program symbols by name: shared"));
     assert!(!dir.join("bad").exists() && !dir.join("bad.rdb.so").exists());
@@ -414,7 +425,10 @@ fn regions_run_at_their_descriptor_locations_under_gdb() {
         a.extend(args);
         let out = Command::new("timeout").args(&a).env("RDB_PROG", prog).current_dir(dir).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-        text.lines().filter(|l| l.starts_with("rdb:") || l.contains("numbers:") || l.contains("SIGSEGV")).collect::<Vec<_>>().join("\n")
+        text.lines()
+            .filter(|l| l.starts_with("rdb:") || l.contains("numbers:") || l.contains("SIGSEGV"))
+            .collect::<Vec<_>>()
+            .join("\n")
     };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();

@@ -165,7 +165,13 @@ pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcom
     never.sort_unstable();
     never.dedup();
     never.retain(|r| !observer.hit.contains(r));
-    Ok(DebugReplayOutcome { replay, calls: observer.calls, problems: observer.problems, regions_never_hit: never, regions_without_location })
+    Ok(DebugReplayOutcome {
+        replay,
+        calls: observer.calls,
+        problems: observer.problems,
+        regions_never_hit: never,
+        regions_without_location,
+    })
 }
 
 /// Breaks at region locations and calls the debug host there.

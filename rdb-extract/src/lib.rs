@@ -120,8 +120,7 @@ pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagn
 /// root directory (`src/`): `main.rs`, `lib.rs` and `bin/x.rs` are crate
 /// roots; `a/b.rs` and `a/b/mod.rs` are `a::b`.
 pub fn module_path_of(relative_to_src: &Path) -> Vec<String> {
-    let mut parts: Vec<String> =
-        relative_to_src.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let mut parts: Vec<String> = relative_to_src.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     let Some(last) = parts.pop() else { return Vec::new() };
     if parts.is_empty() && (last == "main.rs" || last == "lib.rs") {
         return Vec::new();

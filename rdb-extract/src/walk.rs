@@ -15,10 +15,43 @@ use syn::{Attribute, Block, Expr, Item, Macro, Pat, Stmt};
 /// Methods of std types that write through `&mut self`; calling one on a
 /// program variable inside a region is reported before rustc does.
 const MUTATING_METHODS: &[&str] = &[
-    "push", "push_str", "push_back", "push_front", "pop", "pop_back", "pop_front", "insert", "remove",
-    "clear", "truncate", "extend", "sort", "sort_by", "sort_by_key", "sort_unstable", "reverse", "swap",
-    "drain", "retain", "dedup", "append", "split_off", "resize", "fill", "get_mut", "iter_mut", "as_mut",
-    "entry", "set", "replace", "take", "store", "fetch_add", "fetch_sub", "swap_remove", "borrow_mut",
+    "push",
+    "push_str",
+    "push_back",
+    "push_front",
+    "pop",
+    "pop_back",
+    "pop_front",
+    "insert",
+    "remove",
+    "clear",
+    "truncate",
+    "extend",
+    "sort",
+    "sort_by",
+    "sort_by_key",
+    "sort_unstable",
+    "reverse",
+    "swap",
+    "drain",
+    "retain",
+    "dedup",
+    "append",
+    "split_off",
+    "resize",
+    "fill",
+    "get_mut",
+    "iter_mut",
+    "as_mut",
+    "entry",
+    "set",
+    "replace",
+    "take",
+    "store",
+    "fetch_add",
+    "fetch_sub",
+    "swap_remove",
+    "borrow_mut",
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -52,7 +85,8 @@ fn stmt_marker(stmt: &Stmt) -> Option<(Marker, &Macro)> {
 fn is_debug_only(attrs: &[Attribute]) -> Option<&Attribute> {
     attrs.iter().find(|a| {
         let segs: Vec<String> = a.path().segments.iter().map(|s| s.ident.to_string()).collect();
-        matches!(segs.as_slice(), [n] if n == "debug_only") || matches!(segs.as_slice(), [k, n] if k == "rdb_macros" && n == "debug_only")
+        matches!(segs.as_slice(), [n] if n == "debug_only")
+            || matches!(segs.as_slice(), [k, n] if k == "rdb_macros" && n == "debug_only")
     })
 }
 
@@ -336,11 +370,7 @@ impl<'a> FileWalk<'a> {
         let saved_scopes = std::mem::replace(&mut self.scopes, vec![params]);
         let saved_closure = std::mem::replace(&mut self.closure_depth, 0);
         let saved_async = std::mem::replace(&mut self.async_depth, 0);
-        self.fns.push(FnCtx {
-            name,
-            generic: generic_outer || sig_is_generic(sig),
-            is_async: sig.asyncness.is_some(),
-        });
+        self.fns.push(FnCtx { name, generic: generic_outer || sig_is_generic(sig), is_async: sig.asyncness.is_some() });
         self.visit_block(block);
         self.fns.pop();
         self.scopes = saved_scopes;
@@ -495,11 +525,7 @@ impl<'a> FileWalk<'a> {
         let tuple = |v: &[&str]| if v.is_empty() { "()".to_string() } else { format!("({},)", v.join(", ")) };
         self.debug_edits.push(Edit {
             range: begin_range.clone(),
-            with: format!(
-                "::rdb_region::region::<{id}, _, _>({}, move |{}| {{",
-                tuple(&refs),
-                tuple(&params)
-            ),
+            with: format!("::rdb_region::region::<{id}, _, _>({}, move |{}| {{", tuple(&refs), tuple(&params)),
         });
         self.debug_edits.extend(ctx.edits);
         self.debug_edits.push(Edit { range: end_range.clone(), with: "});".into() });
@@ -531,7 +557,8 @@ impl<'a> FileWalk<'a> {
                 if let Some(d) = defs.iter().find(|d| d.module == self.module) {
                     return Some((name.clone(), d.clone()));
                 }
-        let same_crate: Vec<&StaticDef> = defs.iter().filter(|d| d.crate_name == self.input.crate_name).collect();
+                let same_crate: Vec<&StaticDef> =
+                    defs.iter().filter(|d| d.crate_name == self.input.crate_name).collect();
                 if same_crate.len() == 1 {
                     return Some((name.clone(), same_crate[0].clone()));
                 }
@@ -577,7 +604,8 @@ impl<'a> FileWalk<'a> {
             }
         }
         let Some((name, def)) = self.resolve_static(segs) else { return Resolved::Unknown };
-        let root = if def.crate_name == self.input.crate_name { "crate".to_string() } else { format!("::{}", def.crate_name) };
+        let root =
+            if def.crate_name == self.input.crate_name { "crate".to_string() } else { format!("::{}", def.crate_name) };
         let mut path = vec![root];
         path.extend(def.module.iter().cloned());
         path.push(name.clone());
@@ -594,7 +622,14 @@ impl<'a> FileWalk<'a> {
         self.arg(name, ArgumentKind::Static, Some(full.join("::")), reference, param)
     }
 
-    fn arg(&mut self, name: String, kind: ArgumentKind, static_path: Option<String>, reference: String, param: String) -> Resolved {
+    fn arg(
+        &mut self,
+        name: String,
+        kind: ArgumentKind,
+        static_path: Option<String>,
+        reference: String,
+        param: String,
+    ) -> Resolved {
         let ctx = self.region.as_mut().expect("only called inside a region");
         if let Some(i) = ctx.args.iter().position(|a| a.reference == reference) {
             return Resolved::Arg(i);
@@ -724,7 +759,9 @@ impl<'a> FileWalk<'a> {
                             if arg.param != arg.name {
                                 self.error(
                                     lit.span(),
-                                    format!("`{{{name}}}` in a format string cannot read program variable `{name}` here"),
+                                    format!(
+                                        "`{{{name}}}` in a format string cannot read program variable `{name}` here"
+                                    ),
                                     "inline format arguments are resolved by name in the debug module",
                                     Some(&format!("pass it explicitly: `\"{{}}\", {name}`")),
                                 );
@@ -977,8 +1014,9 @@ impl<'a> Visit<'a> for FileWalk<'a> {
         let mut names = Vec::new();
         pat_names(&arm.pat, &mut names);
         self.with_scope(names, |w| {
-            if let Some((_, g)) = &arm.guard {
-                w.visit_expr(g);
+            // syn 3 keeps a match guard inside the pattern (`Pat::Guard`).
+            if let Pat::Guard(g) = &arm.pat {
+                w.visit_expr(&g.guard);
             }
             w.visit_expr(&arm.body);
         });
@@ -1044,8 +1082,16 @@ impl<'a> Visit<'a> for FileWalk<'a> {
         use syn::BinOp::*;
         let compound = matches!(
             b.op,
-            AddAssign(_) | SubAssign(_) | MulAssign(_) | DivAssign(_) | RemAssign(_) | BitXorAssign(_)
-                | BitAndAssign(_) | BitOrAssign(_) | ShlAssign(_) | ShrAssign(_)
+            AddAssign(_)
+                | SubAssign(_)
+                | MulAssign(_)
+                | DivAssign(_)
+                | RemAssign(_)
+                | BitXorAssign(_)
+                | BitAndAssign(_)
+                | BitOrAssign(_)
+                | ShlAssign(_)
+                | ShrAssign(_)
         );
         if compound && self.region.is_some() {
             if let Some(var) = self.written_variable(&b.left) {
@@ -1147,7 +1193,10 @@ impl<'a> FileWalk<'a> {
 /// Every marker macro anywhere in the file (to report misplaced ones), and
 /// the markers hidden in other macros' input (`cfg_if! { ... }`), which
 /// syntax alone cannot place.
-fn all_markers(file: &syn::File) -> (Vec<(Marker, Span)>, Vec<(Marker, Span)>) {
+/// Marker macros with where they are.
+type Markers = Vec<(Marker, Span)>;
+
+fn all_markers(file: &syn::File) -> (Markers, Markers) {
     fn in_tokens(tokens: TokenStream, out: &mut Vec<(Marker, Span)>) {
         let trees: Vec<TokenTree> = tokens.into_iter().collect();
         for (i, tt) in trees.iter().enumerate() {

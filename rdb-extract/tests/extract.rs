@@ -110,7 +110,10 @@ fn debug_text_calls_region_and_keeps_lines() {
     let x = extract(&[input(INSTRUMENTED)], 1).unwrap_or_else(|d| panic!("{d}"));
     let d = &x.files[0].debug;
     assert_eq!(d.lines().count(), INSTRUMENTED.lines().count());
-    assert!(d.contains("::rdb_region::region::<1, _, _>((&self, &pc, &code,), move |(__rdb_self, pc, code,)| {"), "{d}");
+    assert!(
+        d.contains("::rdb_region::region::<1, _, _>((&self, &pc, &code,), move |(__rdb_self, pc, code,)| {"),
+        "{d}"
+    );
     assert!(d.contains("let depth = (*__rdb_self).stack.len();"), "{d}");
     assert!(d.contains("render(&(*__rdb_self).stack), (*code)[(*pc)]"), "{d}");
     assert!(d.contains("((&self, &crate::COUNTER,), move |(__rdb_self, __rdb_static_COUNTER,)| {"), "{d}");
@@ -146,7 +149,8 @@ fn shorthand_fields_statics_and_paths_in_macros() {
     let text = "mod m {\n    pub static mut LEVEL: u32 = 0;\n    pub static NAME: &str = \"n\";\n}\nstruct P { x: i32 }\nfn f(x: i32) {\n    rdb_macros::rdb_begin!();\n    let p = P { x };\n    println!(\"{} {}\", p.x, m::NAME);\n    let l = unsafe { m::LEVEL };\n    rdb_macros::rdb_end!();\n}\n";
     let x = one(text);
     let r = &x.regions[0];
-    let args: Vec<(&str, Option<&str>)> = r.arguments.iter().map(|a| (a.name.as_str(), a.static_path.as_deref())).collect();
+    let args: Vec<(&str, Option<&str>)> =
+        r.arguments.iter().map(|a| (a.name.as_str(), a.static_path.as_deref())).collect();
     assert_eq!(args, [("x", None), ("NAME", Some("app::m::NAME")), ("LEVEL", Some("app::m::LEVEL"))]);
     let d = &x.files[0].debug;
     assert!(d.contains("P { x: (*x) }"), "{d}");

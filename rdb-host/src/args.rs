@@ -66,42 +66,33 @@ pub fn compute(
             .ok_or_else(|| unavailable(format!("not described at address {address:#x}")))?;
         let value = match &placed.location {
             Location::Stack { base, offset } => {
-                let at = register_u64(tracee, base)
-                    .map_err(unavailable)?
-                    .wrapping_add(*offset as u64);
+                let at = register_u64(tracee, base).map_err(unavailable)?.wrapping_add(*offset as u64);
                 copied(tracee, at, arg.size).unwrap_or(ArgValue::Address(at))
             }
-            Location::Symbol { address, .. } => {
-                ArgValue::Address(tracee.load_bias().wrapping_add(*address))
-            }
+            Location::Symbol { address, .. } => ArgValue::Address(tracee.load_bias().wrapping_add(*address)),
             Location::Register { register } => {
                 let bytes = register_bytes(tracee, register).map_err(unavailable)?;
                 ArgValue::Bytes(fit(bytes, arg.size).map_err(unavailable)?)
             }
-            Location::Implicit { bytes } => {
-                ArgValue::Bytes(decode_hex(bytes).map_err(unavailable)?)
-            }
+            Location::Implicit { bytes } => ArgValue::Bytes(decode_hex(bytes).map_err(unavailable)?),
             Location::Pieces { pieces } => {
                 let mut value = Vec::with_capacity(arg.size as usize);
                 for piece in pieces {
-                    let part =
-                        piece_bytes(tracee, &piece.location, piece.size).map_err(|e| match e {
-                            PieceError::Unavailable(reason) => unavailable(reason),
-                            PieceError::Read(address, source) => HostError::ReadArgument {
-                                region,
-                                name: arg.name.clone(),
-                                address,
-                                source_location: source_location.clone(),
-                                source,
-                            },
-                        })?;
+                    let part = piece_bytes(tracee, &piece.location, piece.size).map_err(|e| match e {
+                        PieceError::Unavailable(reason) => unavailable(reason),
+                        PieceError::Read(address, source) => HostError::ReadArgument {
+                            region,
+                            name: arg.name.clone(),
+                            address,
+                            source_location: source_location.clone(),
+                            source,
+                        },
+                    })?;
                     value.extend_from_slice(&part);
                 }
                 ArgValue::Bytes(value)
             }
-            Location::OptimizedOut => {
-                return Err(unavailable("optimized out at this location".into()))
-            }
+            Location::OptimizedOut => return Err(unavailable("optimized out at this location".into())),
         };
         out.push(value);
     }
@@ -113,16 +104,10 @@ enum PieceError {
     Read(u64, std::io::Error),
 }
 
-fn piece_bytes(
-    tracee: &dyn TraceeView,
-    location: &Location,
-    size: u64,
-) -> Result<Vec<u8>, PieceError> {
+fn piece_bytes(tracee: &dyn TraceeView, location: &Location, size: u64) -> Result<Vec<u8>, PieceError> {
     let read = |address: u64| {
         let mut buf = vec![0u8; size as usize];
-        tracee
-            .read(address, &mut buf)
-            .map_err(|e| PieceError::Read(address, e))?;
+        tracee.read(address, &mut buf).map_err(|e| PieceError::Read(address, e))?;
         Ok(buf)
     };
     match location {
@@ -130,32 +115,25 @@ fn piece_bytes(
             let bytes = register_bytes(tracee, register).map_err(PieceError::Unavailable)?;
             fit(bytes, size).map_err(PieceError::Unavailable)
         }
-        Location::Stack { base, offset } => read(
-            register_u64(tracee, base)
-                .map_err(PieceError::Unavailable)?
-                .wrapping_add(*offset as u64),
-        ),
+        Location::Stack { base, offset } => {
+            read(register_u64(tracee, base).map_err(PieceError::Unavailable)?.wrapping_add(*offset as u64))
+        }
         Location::Symbol { address, .. } => read(tracee.load_bias().wrapping_add(*address)),
         Location::Implicit { bytes } => {
             let bytes = decode_hex(bytes).map_err(PieceError::Unavailable)?;
             fit(bytes, size).map_err(PieceError::Unavailable)
         }
-        Location::OptimizedOut => Err(PieceError::Unavailable(
-            "partly optimized out at this location".into(),
-        )),
-        Location::Pieces { .. } => Err(PieceError::Unavailable(
-            "described by nested pieces (malformed descriptor)".into(),
-        )),
+        Location::OptimizedOut => Err(PieceError::Unavailable("partly optimized out at this location".into())),
+        Location::Pieces { .. } => {
+            Err(PieceError::Unavailable("described by nested pieces (malformed descriptor)".into()))
+        }
     }
 }
 
 /// `bytes` truncated or zero-extended to `size`.
 fn fit(mut bytes: Vec<u8>, size: u64) -> Result<Vec<u8>, String> {
     if size as usize > bytes.len() {
-        return Err(format!(
-            "{size} bytes large but described as one {}-byte register",
-            bytes.len()
-        ));
+        return Err(format!("{size} bytes large but described as one {}-byte register", bytes.len()));
     }
     bytes.truncate(size as usize);
     Ok(bytes)
@@ -181,12 +159,7 @@ fn register_u64(tracee: &dyn TraceeView, register: &Register) -> Result<u64, Str
         14 => r.r14,
         15 => r.r15,
         16 => r.rip,
-        n => {
-            return Err(format!(
-                "in register {} (DWARF {n}), which is not a general-purpose register",
-                register.name
-            ))
-        }
+        n => return Err(format!("in register {} (DWARF {n}), which is not a general-purpose register", register.name)),
     })
 }
 
@@ -207,11 +180,7 @@ fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
     }
     (0..text.len())
         .step_by(2)
-        .map(|i| {
-            text.get(i..i + 2)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(bad)
-        })
+        .map(|i| text.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()).ok_or_else(bad))
         .collect()
 }
 
@@ -239,9 +208,7 @@ mod tests {
         fn read(&self, addr: u64, buf: &mut [u8]) -> io::Result<()> {
             let (base, bytes) = &self.memory;
             let start = addr.checked_sub(*base).ok_or(io::ErrorKind::InvalidInput)? as usize;
-            let src = bytes
-                .get(start..start + buf.len())
-                .ok_or(io::ErrorKind::InvalidInput)?;
+            let src = bytes.get(start..start + buf.len()).ok_or(io::ErrorKind::InvalidInput)?;
             buf.copy_from_slice(src);
             Ok(())
         }
@@ -255,19 +222,12 @@ mod tests {
             kind: ArgumentKind::Local,
             type_name: "T".into(),
             size,
-            locations: vec![PlacedLocation {
-                address: 0x40,
-                location,
-            }],
+            locations: vec![PlacedLocation { address: 0x40, location }],
         }
     }
 
     fn loc() -> Loc {
-        Loc(rdb_descriptors::SourceLocation {
-            file: "src/main.rs".into(),
-            line: 3,
-            column: 5,
-        })
+        Loc(rdb_descriptors::SourceLocation { file: "src/main.rs".into(), line: 3, column: 5 })
     }
 
     #[test]
@@ -276,63 +236,22 @@ mod tests {
         let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
         regs.rbp = 0x7000;
         regs.rdi = 0x1122_3344_5566_7788;
-        let fake = Fake {
-            regs,
-            memory: (0x6ff0, (0u8..32).collect()),
-        };
+        let fake = Fake { regs, memory: (0x6ff0, (0u8..32).collect()) };
         let args = [
-            arg(
-                0,
-                8,
-                Location::Stack {
-                    base: Register::x86_64(6),
-                    offset: -16,
-                },
-            ),
-            arg(
-                1,
-                4,
-                Location::Register {
-                    register: Register::x86_64(5),
-                },
-            ),
-            arg(
-                2,
-                8,
-                Location::Symbol {
-                    symbol: "G".into(),
-                    offset: 0,
-                    address: 0x2000,
-                },
-            ),
+            arg(0, 8, Location::Stack { base: Register::x86_64(6), offset: -16 }),
+            arg(1, 4, Location::Register { register: Register::x86_64(5) }),
+            arg(2, 8, Location::Symbol { symbol: "G".into(), offset: 0, address: 0x2000 }),
             arg(
                 3,
                 6,
                 Location::Pieces {
                     pieces: vec![
-                        Piece {
-                            size: 2,
-                            location: Location::Register {
-                                register: Register::x86_64(5),
-                            },
-                        },
-                        Piece {
-                            size: 4,
-                            location: Location::Stack {
-                                base: Register::x86_64(6),
-                                offset: -15,
-                            },
-                        },
+                        Piece { size: 2, location: Location::Register { register: Register::x86_64(5) } },
+                        Piece { size: 4, location: Location::Stack { base: Register::x86_64(6), offset: -15 } },
                     ],
                 },
             ),
-            arg(
-                4,
-                2,
-                Location::Implicit {
-                    bytes: "ff01".into(),
-                },
-            ),
+            arg(4, 2, Location::Implicit { bytes: "ff01".into() }),
         ];
         let refs: Vec<&ArgumentDescriptor> = args.iter().rev().collect();
         let values = compute(7, 0x40, &refs, &fake, &loc()).unwrap();
@@ -353,50 +272,26 @@ mod tests {
         // SAFETY: user_regs_struct is plain integers.
         let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
         regs.rbp = 0x7000;
-        let fake = Fake {
-            regs,
-            memory: (0x6ff0, vec![0; 32]),
-        };
-        let stack = |offset| Location::Stack {
-            base: Register::x86_64(6),
-            offset,
-        };
+        let fake = Fake { regs, memory: (0x6ff0, vec![0; 32]) };
+        let stack = |offset| Location::Stack { base: Register::x86_64(6), offset };
         let big = arg(0, COPY_LIMIT + 1, stack(-16));
         let unreadable = arg(1, 8, stack(0x100));
         let values = compute(7, 0x40, &[&big, &unreadable], &fake, &loc()).unwrap();
-        assert_eq!(
-            values,
-            vec![ArgValue::Address(0x6ff0), ArgValue::Address(0x7100)]
-        );
+        assert_eq!(values, vec![ArgValue::Address(0x6ff0), ArgValue::Address(0x7100)]);
     }
 
     #[test]
     fn optimized_out_names_the_variable_and_region() {
         // SAFETY: user_regs_struct is plain integers.
         let regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
-        let fake = Fake {
-            regs,
-            memory: (0, vec![]),
-        };
+        let fake = Fake { regs, memory: (0, vec![]) };
         let a = arg(0, 8, Location::OptimizedOut);
-        let err = compute(7, 0x40, &[&a], &fake, &loc())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("region 7") && err.contains("`v0`") && err.contains("optimized out"),
-            "{err}"
-        );
-        let err = compute(7, 0x99, &[&a], &fake, &loc())
-            .unwrap_err()
-            .to_string();
+        let err = compute(7, 0x40, &[&a], &fake, &loc()).unwrap_err().to_string();
+        assert!(err.contains("region 7") && err.contains("`v0`") && err.contains("optimized out"), "{err}");
+        let err = compute(7, 0x99, &[&a], &fake, &loc()).unwrap_err().to_string();
         assert!(err.contains("not described at address 0x99"), "{err}");
         let b = arg(1, 8, Location::Implicit { bytes: "00".into() });
-        let err = compute(7, 0x40, &[&b], &fake, &loc())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("missing from the argument descriptors"),
-            "{err}"
-        );
+        let err = compute(7, 0x40, &[&b], &fake, &loc()).unwrap_err().to_string();
+        assert!(err.contains("missing from the argument descriptors"), "{err}");
     }
 }

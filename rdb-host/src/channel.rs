@@ -74,9 +74,7 @@ impl Mailbox {
         // SAFETY: fd is a fresh descriptor we own.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         // SAFETY: plain call on our descriptor.
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), std::mem::size_of::<Shared>() as libc::off_t) }
-            < 0
-        {
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), std::mem::size_of::<Shared>() as libc::off_t) } < 0 {
             return Err(io::Error::last_os_error());
         }
         Mailbox::map(fd)
@@ -99,10 +97,7 @@ impl Mailbox {
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Mailbox {
-            shared: p.cast(),
-            fd,
-        })
+        Ok(Mailbox { shared: p.cast(), fd })
     }
 
     pub fn fd(&self) -> RawFd {
@@ -155,13 +150,7 @@ pub(crate) struct Channel {
 impl Channel {
     pub fn new(fd: RawFd, side: Side, mailbox: Option<Mailbox>, spin: Duration) -> Channel {
         let mailbox = mailbox.filter(|_| !spin.is_zero());
-        Channel {
-            fd,
-            side,
-            mailbox,
-            spin,
-            seen: 0,
-        }
+        Channel { fd, side, mailbox, spin, seen: 0 }
     }
 
     fn incoming(&self) -> Option<&Slot> {
@@ -175,22 +164,13 @@ impl Channel {
             Side::Replayer => Side::Host,
             Side::Host => Side::Replayer,
         };
-        let Some(slot) = self
-            .mailbox
-            .as_ref()
-            .map(|m| m.slot(peer))
-            .filter(|_| message.len() <= SLOT_BYTES)
-        else {
+        let Some(slot) = self.mailbox.as_ref().map(|m| m.slot(peer)).filter(|_| message.len() <= SLOT_BYTES) else {
             return protocol::send(self.fd, message);
         };
         // SAFETY: the peer reads `data` only after seeing the new `seq` below,
         // and sends nothing back (so we write nothing here) before it has.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                message.as_ptr(),
-                slot.data.as_ptr().cast_mut(),
-                message.len(),
-            );
+            std::ptr::copy_nonoverlapping(message.as_ptr(), slot.data.as_ptr().cast_mut(), message.len());
         }
         slot.len.store(message.len() as u32, Ordering::Relaxed);
         slot.seq.fetch_add(1, Ordering::SeqCst);
@@ -207,9 +187,7 @@ impl Channel {
         if seq == self.seen {
             return None;
         }
-        let len = (slot.len.load(Ordering::Relaxed) as usize)
-            .min(SLOT_BYTES)
-            .min(buf.len());
+        let len = (slot.len.load(Ordering::Relaxed) as usize).min(SLOT_BYTES).min(buf.len());
         buf[..len].copy_from_slice(&slot.data[..len]);
         self.seen = seq;
         Some(len)
@@ -280,8 +258,7 @@ impl Channel {
     /// Lowers our `sleeping` flag; true when the sender had already lowered
     /// it, i.e. a doorbell is on its way (or there).
     fn lower(&self) -> bool {
-        self.incoming()
-            .is_some_and(|slot| slot.sleeping.swap(0, Ordering::SeqCst) == 0)
+        self.incoming().is_some_and(|slot| slot.sleeping.swap(0, Ordering::SeqCst) == 0)
     }
 
     /// Reads the doorbell the sender rang for a message taken from the
@@ -289,19 +266,13 @@ impl Channel {
     fn consume_doorbell(&self) -> io::Result<()> {
         let mut word = [0u8; 16];
         if !readable_for(self.fd, Some(Duration::from_secs(5)))? {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the doorbell for a mailbox message never came",
-            ));
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "the doorbell for a mailbox message never came"));
         }
         let n = protocol::recv(self.fd, &mut word)?;
         if n == 0 || is_doorbell(&word[..n]) {
             return Ok(()); // (0: the peer is gone; the next receive says so)
         }
-        Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "a message came where a doorbell was expected",
-        ))
+        Err(io::Error::new(io::ErrorKind::InvalidData, "a message came where a doorbell was expected"))
     }
 }
 
@@ -310,11 +281,7 @@ fn is_doorbell(message: &[u8]) -> bool {
 }
 
 fn readable(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
     loop {
         // SAFETY: one valid pollfd.
         let n = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
@@ -354,14 +321,7 @@ mod tests {
         let mut fds = [0; 2];
         // SAFETY: fds has room for two descriptors.
         assert_eq!(
-            unsafe {
-                libc::socketpair(
-                    libc::AF_UNIX,
-                    libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                    0,
-                    fds.as_mut_ptr(),
-                )
-            },
+            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr(),) },
             0
         );
         // SAFETY: fresh descriptors.
@@ -376,16 +336,13 @@ mod tests {
         let (a, b) = pair();
         let mailbox = Mailbox::create().unwrap();
         // SAFETY: dup of our own descriptor.
-        let theirs =
-            Mailbox::map(unsafe { OwnedFd::from_raw_fd(libc::dup(mailbox.fd())) }).unwrap();
+        let theirs = Mailbox::map(unsafe { OwnedFd::from_raw_fd(libc::dup(mailbox.fd())) }).unwrap();
         let spin = Duration::from_micros(3);
         let host = std::thread::spawn(move || {
             let mut ch = Channel::new(b.as_raw_fd(), Side::Host, Some(theirs), spin);
             let mut buf = vec![0u8; SLOT_BYTES + 16];
             loop {
-                let Received::Message(n) = ch.recv(&mut buf, None).unwrap() else {
-                    unreachable!()
-                };
+                let Received::Message(n) = ch.recv(&mut buf, None).unwrap() else { unreachable!() };
                 if n == 0 {
                     return;
                 }
@@ -412,9 +369,7 @@ mod tests {
                 std::thread::sleep(Duration::from_micros(50));
             }
             let deadline = Some(monotonic_ns() + 20_000_000_000);
-            let Received::Message(n) = ch.recv(&mut buf, deadline).unwrap() else {
-                panic!("timed out at {i}")
-            };
+            let Received::Message(n) = ch.recv(&mut buf, deadline).unwrap() else { panic!("timed out at {i}") };
             let mut expect = msg.clone();
             expect.reverse();
             assert_eq!(&buf[..n], &expect[..], "message {i}");

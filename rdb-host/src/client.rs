@@ -5,9 +5,7 @@ use crate::channel::{monotonic_ns, readable_for, Channel, Mailbox, Received, Sid
 use crate::error::{signal_name, HostError, Invocation, InvokeOutcome, Loc};
 use crate::protocol::{self, reason, Reader, Writer};
 use crate::tracee::TraceeView;
-use rdb_descriptors::{
-    ArgumentDescriptor, ArgumentDescriptors, DebugEntry, FunctionDescriptor, FunctionDescriptors,
-};
+use rdb_descriptors::{ArgumentDescriptor, ArgumentDescriptors, DebugEntry, FunctionDescriptor, FunctionDescriptors};
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -157,15 +155,7 @@ impl DebugHost {
         let mut regions: HashMap<u32, Region> = functions
             .functions
             .iter()
-            .map(|f| {
-                (
-                    f.region,
-                    Region {
-                        function: f.clone(),
-                        arguments: Vec::new(),
-                    },
-                )
-            })
+            .map(|f| (f.region, Region { function: f.clone(), arguments: Vec::new() }))
             .collect();
         for a in &arguments.arguments {
             if let Some(r) = regions.get_mut(&a.region) {
@@ -200,11 +190,7 @@ impl DebugHost {
         let paths = rdb_descriptors::artefact_paths(binary);
         let functions = rdb_descriptors::load_functions(&paths.functions)?;
         let arguments = rdb_descriptors::load_arguments(&paths.arguments)?;
-        let module = paths
-            .functions
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(&functions.debug_module);
+        let module = paths.functions.parent().unwrap_or(Path::new(".")).join(&functions.debug_module);
         DebugHost::spawn(&module, &functions, &arguments, options)
     }
 
@@ -258,28 +244,11 @@ impl DebugHost {
     /// Runs `region`'s debug function for a program stopped at module-relative
     /// code `address` (one of the region's `locations`). The program is only
     /// read, never written or resumed.
-    pub fn invoke(
-        &mut self,
-        region: u32,
-        address: u64,
-        tracee: &dyn TraceeView,
-    ) -> Result<Invocation, HostError> {
-        let entry = self
-            .regions
-            .get(&region)
-            .ok_or(HostError::UnknownRegion { region })?;
+    pub fn invoke(&mut self, region: u32, address: u64, tracee: &dyn TraceeView) -> Result<Invocation, HostError> {
+        let entry = self.regions.get(&region).ok_or(HostError::UnknownRegion { region })?;
         let source_location = Loc(entry.function.begin.clone());
-        if !entry
-            .function
-            .locations
-            .iter()
-            .any(|l| l.address == address)
-        {
-            return Err(HostError::NoLocation {
-                region,
-                address,
-                source_location,
-            });
+        if !entry.function.locations.iter().any(|l| l.address == address) {
+            return Err(HostError::NoLocation { region, address, source_location });
         }
         let mut refs: Vec<&ArgumentDescriptor> = entry.arguments.iter().collect();
         refs.sort_by_key(|a| a.position);
@@ -332,10 +301,7 @@ impl DebugHost {
         } else {
             None
         };
-        w.u32(region)
-            .u32(flags)
-            .u32(tracee.process_id() as u32)
-            .u64(tracee.load_bias());
+        w.u32(region).u32(flags).u32(tracee.process_id() as u32).u64(tracee.load_bias());
         if let Some(maps) = &maps {
             w.ranges(maps);
         }
@@ -368,9 +334,7 @@ impl DebugHost {
                     return Ok(Called::Done(self.finish(
                         region,
                         source_location,
-                        InvokeOutcome::TimedOut {
-                            after: self.options.timeout,
-                        },
+                        InvokeOutcome::TimedOut { after: self.options.timeout },
                         true,
                     )));
                 }
@@ -406,19 +370,13 @@ impl DebugHost {
                     let signal = r.u32().unwrap_or(0) as i32;
                     let addr = r.u64().unwrap_or(0);
                     let why = r.u32().unwrap_or(0);
-                    return Ok(Called::Done(self.host_died(
-                        region,
-                        source_location,
-                        Some((signal, addr, why)),
-                    )));
+                    return Ok(Called::Done(self.host_died(region, source_location, Some((signal, addr, why)))));
                 }
                 other => {
                     // Not a host we understand any more: replace it.
                     self.kill();
                     self.finish(region, source_location, InvokeOutcome::Completed, true);
-                    return Err(HostError::Protocol(format!(
-                        "unexpected message {other:?} from the host"
-                    )));
+                    return Err(HostError::Protocol(format!("unexpected message {other:?} from the host")));
                 }
             }
         }
@@ -449,63 +407,36 @@ impl DebugHost {
         }
         self.calls += 1;
         let outcome = if !writes.is_empty() {
-            InvokeOutcome::WroteProgramMemory {
-                addresses: writes,
-                aborted: false,
-            }
+            InvokeOutcome::WroteProgramMemory { addresses: writes, aborted: false }
         } else if !panic.is_empty() {
             InvokeOutcome::Panicked { message: panic }
         } else {
             InvokeOutcome::Completed
         };
-        Ok(Called::Done(self.finish(
-            region,
-            source_location,
-            outcome,
-            false,
-        )))
+        Ok(Called::Done(self.finish(region, source_location, outcome, false)))
     }
 
     /// The host exited or reported a fatal signal: collect its status,
     /// describe what happened.
-    fn host_died(
-        &mut self,
-        region: u32,
-        source_location: &Loc,
-        report: Option<(i32, u64, u32)>,
-    ) -> Invocation {
+    fn host_died(&mut self, region: u32, source_location: &Loc, report: Option<(i32, u64, u32)>) -> Invocation {
         let status = self.reap(Duration::from_secs(2));
         let outcome = match report {
-            Some((_, addr, reason::WRITE_ABORTED)) => InvokeOutcome::WroteProgramMemory {
-                addresses: vec![addr],
-                aborted: true,
-            },
+            Some((_, addr, reason::WRITE_ABORTED)) => {
+                InvokeOutcome::WroteProgramMemory { addresses: vec![addr], aborted: true }
+            }
             Some((signal, addr, why)) => {
                 let reason = match why {
-                    reason::UNMAPPED => {
-                        "the program has no memory at this address (bad pointer?)".to_string()
-                    }
-                    reason::UNREADABLE => {
-                        "the program's memory at this address cannot be read".to_string()
-                    }
+                    reason::UNMAPPED => "the program has no memory at this address (bad pointer?)".to_string(),
+                    reason::UNREADABLE => "the program's memory at this address cannot be read".to_string(),
                     reason::NOT_READABLE => {
-                        "the program's memory at this address is not accessible (guard page?)"
-                            .to_string()
+                        "the program's memory at this address is not accessible (guard page?)".to_string()
                     }
-                    reason::COLLISION => {
-                        "the debug host has its own memory at this program address".to_string()
-                    }
-                    reason::STACK_OVERFLOW => {
-                        "debug code overflowed its stack (runaway recursion?)".to_string()
-                    }
+                    reason::COLLISION => "the debug host has its own memory at this program address".to_string(),
+                    reason::STACK_OVERFLOW => "debug code overflowed its stack (runaway recursion?)".to_string(),
                     _ => String::new(),
                 };
                 let address = (addr != 0).then_some(addr);
-                InvokeOutcome::Crashed {
-                    signal,
-                    address,
-                    reason,
-                }
+                InvokeOutcome::Crashed { signal, address, reason }
             }
             None => {
                 use std::os::unix::process::ExitStatusExt;
@@ -514,23 +445,13 @@ impl DebugHost {
                     Some(s) => (0, format!("the debug host exited with {s}")),
                     None => (0, "the debug host stopped answering".to_string()),
                 };
-                InvokeOutcome::Crashed {
-                    signal,
-                    address: None,
-                    reason,
-                }
+                InvokeOutcome::Crashed { signal, address: None, reason }
             }
         };
         self.finish(region, source_location, outcome, true)
     }
 
-    fn finish(
-        &mut self,
-        region: u32,
-        source_location: &Loc,
-        outcome: InvokeOutcome,
-        restarted: bool,
-    ) -> Invocation {
+    fn finish(&mut self, region: u32, source_location: &Loc, outcome: InvokeOutcome, restarted: bool) -> Invocation {
         if restarted {
             self.process = None;
             self.restarts += 1;
@@ -538,19 +459,11 @@ impl DebugHost {
             self.maps_dirty = true;
             self.stale = true;
         }
-        Invocation {
-            region,
-            source_location: source_location.clone(),
-            outcome,
-            host_restarted: restarted,
-        }
+        Invocation { region, source_location: source_location.clone(), outcome, host_restarted: restarted }
     }
 
     fn socket_fd(&self) -> RawFd {
-        self.process
-            .as_ref()
-            .map(|p| p.socket.as_raw_fd())
-            .unwrap_or(-1)
+        self.process.as_ref().map(|p| p.socket.as_raw_fd()).unwrap_or(-1)
     }
 
     /// Starts a host process (`pid`: the program, 0 when not known yet; it
@@ -561,28 +474,16 @@ impl DebugHost {
         let mailbox = if self.options.spin.is_zero() {
             None
         } else {
-            Some(Mailbox::create().map_err(|source| HostError::Io {
-                what: "creating the host mailbox",
-                source,
-            })?)
+            Some(Mailbox::create().map_err(|source| HostError::Io { what: "creating the host mailbox", source })?)
         };
         let mailbox_raw = mailbox.as_ref().map(|m| m.fd()).unwrap_or(-1);
         let mut cmd = Command::new(&self.program);
-        cmd.arg("--fd")
-            .arg(HOST_FD.to_string())
-            .env(crate::host::HOST_ENV, "1")
-            .stdin(Stdio::null());
+        cmd.arg("--fd").arg(HOST_FD.to_string()).env(crate::host::HOST_ENV, "1").stdin(Stdio::null());
         if let Some(f) = &self.options.stdout {
-            cmd.stdout(f.try_clone().map_err(|source| HostError::Io {
-                what: "duplicating stdout",
-                source,
-            })?);
+            cmd.stdout(f.try_clone().map_err(|source| HostError::Io { what: "duplicating stdout", source })?);
         }
         if let Some(f) = &self.options.stderr {
-            cmd.stderr(f.try_clone().map_err(|source| HostError::Io {
-                what: "duplicating stderr",
-                source,
-            })?);
+            cmd.stderr(f.try_clone().map_err(|source| HostError::Io { what: "duplicating stderr", source })?);
         }
         let theirs_raw = theirs.as_raw_fd();
         // SAFETY: only async-signal-safe calls between fork and exec.
@@ -604,18 +505,11 @@ impl DebugHost {
                 Ok(())
             });
         }
-        let child = cmd.spawn().map_err(|source| HostError::Spawn {
-            program: self.program.clone(),
-            source,
-        })?;
+        let child = cmd.spawn().map_err(|source| HostError::Spawn { program: self.program.clone(), source })?;
         drop(theirs);
         let channel = Channel::new(ours.as_raw_fd(), Side::Replayer, mailbox, self.options.spin);
         let has_mailbox = mailbox_raw >= 0;
-        self.process = Some(Process {
-            child,
-            socket: ours,
-            channel,
-        });
+        self.process = Some(Process { child, socket: ours, channel });
         self.maps_dirty = true;
         self.stale = true;
         self.calls = 0;
@@ -636,11 +530,7 @@ impl DebugHost {
                 FaultHandling::Userfaultfd => protocol::FAULTS_USERFAULTFD,
             })
             .u32(self.options.spin.as_micros().min(u32::MAX as u128) as u32)
-            .u32(if has_mailbox {
-                MAILBOX_FD as u32
-            } else {
-                u32::MAX
-            })
+            .u32(if has_mailbox { MAILBOX_FD as u32 } else { u32::MAX })
             .u32(self.options.tsc_disabled as u32)
             .bytes(self.module.as_os_str().as_encoded_bytes());
         let mut entries: Vec<(&u32, &Region)> = self.regions.iter().collect();
@@ -661,24 +551,15 @@ impl DebugHost {
         let failed = |this: &mut DebugHost, message: String| {
             this.kill();
             this.process = None;
-            Err(HostError::Module {
-                module: module.clone(),
-                message,
-            })
+            Err(HostError::Module { module: module.clone(), message })
         };
         if send(fd, &w.0).is_err() {
             return failed(self, "the debug host exited at start-up".into());
         }
         let answered = readable_for(fd, Some(self.options.timeout.max(Duration::from_secs(5))))
-            .map_err(|source| HostError::Io {
-                what: "waiting for the host",
-                source,
-            })?;
+            .map_err(|source| HostError::Io { what: "waiting for the host", source })?;
         if !answered {
-            return failed(
-                self,
-                "the debug host did not answer while loading the module".into(),
-            );
+            return failed(self, "the debug host did not answer while loading the module".into());
         }
         let n = recv(fd, &mut self.buf).unwrap_or(0);
         let mut r = Reader(&self.buf[..n]);
@@ -697,10 +578,7 @@ impl DebugHost {
                 let status = self.reap(Duration::from_secs(2));
                 let how = match status {
                     Some(s) if s.signal().is_some() => {
-                        format!(
-                            "the debug host died of {} while loading it",
-                            signal_name(s.signal().unwrap())
-                        )
+                        format!("the debug host died of {} while loading it", signal_name(s.signal().unwrap()))
                     }
                     Some(s) => format!("the debug host exited with {s} while loading it"),
                     None => "the debug host stopped answering while loading it".into(),
@@ -717,9 +595,7 @@ impl DebugHost {
         loop {
             match p.child.try_wait() {
                 Ok(Some(status)) => return Some(status),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(2))
-                }
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
                 _ => {
                     let _ = p.child.kill();
                     return p.child.wait().ok();
@@ -818,11 +694,7 @@ fn find_program(options: &HostOptions) -> Result<PathBuf, HostError> {
 
 fn current_ranges(tracee: &dyn TraceeView) -> Result<Vec<protocol::RangeSpec>, HostError> {
     let maps = tracee.mappings().map_err(HostError::Mappings)?;
-    let mut out: Vec<protocol::RangeSpec> = maps
-        .iter()
-        .filter(|m| m.mirrored())
-        .map(|m| m.spec())
-        .collect();
+    let mut out: Vec<protocol::RangeSpec> = maps.iter().filter(|m| m.mirrored()).map(|m| m.spec()).collect();
     out.truncate(protocol::MAX_RANGES);
     Ok(out)
 }
@@ -830,19 +702,9 @@ fn current_ranges(tracee: &dyn TraceeView) -> Result<Vec<protocol::RangeSpec>, H
 fn socket_pair() -> Result<(OwnedFd, OwnedFd), HostError> {
     let mut fds = [0; 2];
     // SAFETY: fds has room for two descriptors.
-    let r = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
+    let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
     if r < 0 {
-        return Err(HostError::Io {
-            what: "creating the host socket",
-            source: std::io::Error::last_os_error(),
-        });
+        return Err(HostError::Io { what: "creating the host socket", source: std::io::Error::last_os_error() });
     }
     // SAFETY: both descriptors are fresh and owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })

@@ -16,10 +16,7 @@ pub enum HostError {
     #[error("cannot start the debug host {program}: {source}")]
     Spawn { program: PathBuf, source: io::Error },
     #[error("debug host: {what}: {source}")]
-    Io {
-        what: &'static str,
-        source: io::Error,
-    },
+    Io { what: &'static str, source: io::Error },
     #[error("cannot load debug module {module}: {message}")]
     Module { module: PathBuf, message: String },
     #[error("debug host protocol error: {0}")]
@@ -27,27 +24,13 @@ pub enum HostError {
     #[error("region {region} is not in the function descriptors of this debug module")]
     UnknownRegion { region: u32 },
     #[error("region {region} ({source_location}) has no code location at address {address:#x}")]
-    NoLocation {
-        region: u32,
-        address: u64,
-        source_location: Loc,
-    },
+    NoLocation { region: u32, address: u64, source_location: Loc },
     #[error("region {region} ({source_location}): argument `{name}` (position {position}) is {reason}; the region was not run")]
-    ArgumentUnavailable {
-        region: u32,
-        position: u32,
-        name: String,
-        reason: String,
-        source_location: Loc,
-    },
-    #[error("region {region} ({source_location}): cannot read argument `{name}` from the program at {address:#x}: {source}")]
-    ReadArgument {
-        region: u32,
-        name: String,
-        address: u64,
-        source_location: Loc,
-        source: io::Error,
-    },
+    ArgumentUnavailable { region: u32, position: u32, name: String, reason: String, source_location: Loc },
+    #[error(
+        "region {region} ({source_location}): cannot read argument `{name}` from the program at {address:#x}: {source}"
+    )]
+    ReadArgument { region: u32, name: String, address: u64, source_location: Loc, source: io::Error },
     #[error("cannot mirror the program's memory in the debug host: {0}")]
     Collision(String),
     #[error("cannot read the program's mappings: {0}")]
@@ -57,11 +40,7 @@ pub enum HostError {
 }
 
 fn display_paths(paths: &[PathBuf]) -> String {
-    paths
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
+    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
 /// A source location printed as `file:line:column`.
@@ -70,13 +49,7 @@ pub struct Loc(pub SourceLocation);
 
 impl fmt::Display for Loc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}",
-            self.0.file.display(),
-            self.0.line,
-            self.0.column
-        )
+        write!(f, "{}:{}:{}", self.0.file.display(), self.0.line, self.0.column)
     }
 }
 
@@ -94,11 +67,7 @@ pub enum InvokeOutcome {
     /// It panicked (Rust debug code whose trampoline caught the panic).
     Panicked { message: String },
     /// The host died of `signal` (e.g. SIGSEGV at `address` on a bad pointer).
-    Crashed {
-        signal: i32,
-        address: Option<u64>,
-        reason: String,
-    },
+    Crashed { signal: i32, address: Option<u64>, reason: String },
     /// It did not return within the timeout; the host was killed.
     TimedOut { after: Duration },
 }
@@ -138,11 +107,7 @@ impl fmt::Display for Invocation {
                 )?
             }
             InvokeOutcome::Panicked { message } => write!(f, "debug code panicked: {message}")?,
-            InvokeOutcome::Crashed {
-                signal,
-                address,
-                reason,
-            } => {
+            InvokeOutcome::Crashed { signal, address, reason } => {
                 match signal_name(*signal) {
                     "signal" => write!(f, "debug code crashed with signal {signal}")?,
                     name => write!(f, "debug code crashed with {name}")?,
@@ -154,17 +119,12 @@ impl fmt::Display for Invocation {
                     write!(f, ": {reason}")?;
                 }
             }
-            InvokeOutcome::TimedOut { after } => write!(
-                f,
-                "debug code did not return within {:.1} s and was stopped",
-                after.as_secs_f64()
-            )?,
+            InvokeOutcome::TimedOut { after } => {
+                write!(f, "debug code did not return within {:.1} s and was stopped", after.as_secs_f64())?
+            }
         }
         if self.host_restarted {
-            write!(
-                f,
-                "; the debug host was restarted, debug-only state (statics, heap data) was lost"
-            )?;
+            write!(f, "; the debug host was restarted, debug-only state (statics, heap data) was lost")?;
         }
         Ok(())
     }

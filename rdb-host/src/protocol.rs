@@ -167,14 +167,7 @@ impl<'a> Reader<'a> {
 /// Sends one message (one packet) on the socket; a short send is an error.
 pub(crate) fn send(fd: i32, message: &[u8]) -> std::io::Result<()> {
     // SAFETY: message is a valid buffer for its length.
-    let n = unsafe {
-        libc::send(
-            fd,
-            message.as_ptr().cast(),
-            message.len(),
-            libc::MSG_NOSIGNAL,
-        )
-    };
+    let n = unsafe { libc::send(fd, message.as_ptr().cast(), message.len(), libc::MSG_NOSIGNAL) };
     if n != message.len() as isize {
         return Err(std::io::Error::last_os_error());
     }

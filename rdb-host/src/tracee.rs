@@ -57,24 +57,17 @@ impl StoppedProcess {
         let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
         // SAFETY: PTRACE_GETREGS writes one user_regs_struct at `&mut regs`.
         let r = unsafe {
-            libc::ptrace(
-                libc::PTRACE_GETREGS,
-                tid,
-                std::ptr::null_mut::<libc::c_void>(),
-                &mut regs as *mut _,
-            )
+            libc::ptrace(libc::PTRACE_GETREGS, tid, std::ptr::null_mut::<libc::c_void>(), &mut regs as *mut _)
         };
         if r < 0 {
             let e = io::Error::last_os_error();
-            return Err(io::Error::new(e.kind(), format!("cannot read the registers of thread {tid} (is it ptrace-stopped by this thread?): {e}")));
+            return Err(io::Error::new(
+                e.kind(),
+                format!("cannot read the registers of thread {tid} (is it ptrace-stopped by this thread?): {e}"),
+            ));
         }
         let load_bias = load_bias(tgid)?;
-        Ok(StoppedProcess {
-            tid,
-            tgid,
-            regs,
-            load_bias,
-        })
+        Ok(StoppedProcess { tid, tgid, regs, load_bias })
     }
 }
 
@@ -84,26 +77,13 @@ fn load_bias(pid: i32) -> io::Result<u64> {
     let auxv = std::fs::read(format!("/proc/{pid}/auxv"))?;
     let entry = auxv
         .chunks_exact(16)
-        .map(|c| {
-            (
-                u64::from_le_bytes(c[..8].try_into().unwrap()),
-                u64::from_le_bytes(c[8..].try_into().unwrap()),
-            )
-        })
+        .map(|c| (u64::from_le_bytes(c[..8].try_into().unwrap()), u64::from_le_bytes(c[8..].try_into().unwrap())))
         .find(|(key, _)| *key == libc::AT_ENTRY)
         .map(|(_, value)| value)
-        .ok_or_else(|| {
-            io::Error::other(format!(
-                "process {pid} has no AT_ENTRY in its auxiliary vector"
-            ))
-        })?;
+        .ok_or_else(|| io::Error::other(format!("process {pid} has no AT_ENTRY in its auxiliary vector")))?;
     let exe = std::fs::read(format!("/proc/{pid}/exe"))?;
-    let file = object::File::parse(&*exe).map_err(|e| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("/proc/{pid}/exe is not an ELF file: {e}"),
-        )
-    })?;
+    let file = object::File::parse(&*exe)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("/proc/{pid}/exe is not an ELF file: {e}")))?;
     Ok(entry.wrapping_sub(file.entry()))
 }
 
@@ -121,14 +101,8 @@ impl TraceeView for StoppedProcess {
         self.load_bias
     }
     fn read(&self, addr: u64, buf: &mut [u8]) -> io::Result<()> {
-        let local = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
-        };
-        let remote = libc::iovec {
-            iov_base: addr as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
+        let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+        let remote = libc::iovec { iov_base: addr as *mut libc::c_void, iov_len: buf.len() };
         // SAFETY: `local` is our buffer; the kernel checks the remote range.
         let n = unsafe { libc::process_vm_readv(self.tgid, &local, 1, &remote, 1, 0) };
         if n < 0 {
@@ -172,11 +146,7 @@ impl Mapping {
                 prot |= libc::PROT_EXEC as u32;
             }
         }
-        RangeSpec {
-            start: self.start,
-            end: self.end,
-            prot,
-        }
+        RangeSpec { start: self.start, end: self.end, prot }
     }
 }
 
@@ -222,23 +192,14 @@ fn skip_fields(line: &str, n: usize) -> &str {
 
 fn read_xmm_ptrace(pid: i32, n: u16) -> io::Result<[u8; 16]> {
     if n > 15 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("no register xmm{n} on x86-64"),
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("no register xmm{n} on x86-64")));
     }
     // SAFETY: user_fpregs_struct is plain data; PTRACE_GETFPREGS fills it
     // or fails without touching it.
     let mut fp: libc::user_fpregs_struct = unsafe { std::mem::zeroed() };
     // SAFETY: the kernel writes at most size_of::<user_fpregs_struct>() bytes at `&mut fp`.
-    let r = unsafe {
-        libc::ptrace(
-            libc::PTRACE_GETFPREGS,
-            pid,
-            std::ptr::null_mut::<libc::c_void>(),
-            &mut fp as *mut _,
-        )
-    };
+    let r =
+        unsafe { libc::ptrace(libc::PTRACE_GETFPREGS, pid, std::ptr::null_mut::<libc::c_void>(), &mut fp as *mut _) };
     if r < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -275,9 +236,6 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
         assert_eq!(maps[4].name, "");
         assert_eq!(maps[4].spec().prot, 0);
         assert!(!maps[5].mirrored());
-        assert_eq!(
-            maps[3].spec().prot,
-            (libc::PROT_READ | libc::PROT_EXEC) as u32
-        );
+        assert_eq!(maps[3].spec().prot, (libc::PROT_READ | libc::PROT_EXEC) as u32);
     }
 }

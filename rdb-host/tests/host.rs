@@ -2,9 +2,7 @@
 
 mod support;
 
-use rdb_host::{
-    DebugHost, FaultHandling, HostError, HostOptions, InvokeOutcome, MemoryAccess, WritePolicy,
-};
+use rdb_host::{DebugHost, FaultHandling, HostError, HostOptions, InvokeOutcome, MemoryAccess, WritePolicy};
 use std::time::Duration;
 use support::*;
 
@@ -47,10 +45,7 @@ fn userfaultfd_available() -> bool {
     // SAFETY: probing syscall; the descriptor is closed at once.
     let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC) };
     if fd < 0 {
-        eprintln!(
-            "userfaultfd unavailable here ({}); userfaultfd-mode test skipped",
-            std::io::Error::last_os_error()
-        );
+        eprintln!("userfaultfd unavailable here ({}); userfaultfd-mode test skipped", std::io::Error::last_os_error());
         return false;
     }
     // SAFETY: our own descriptor.
@@ -113,26 +108,16 @@ fn sees_program_memory(memory: MemoryAccess, tag: &str, faults: FaultHandling) {
             let report = host.invoke(1, live.location(), &live).unwrap();
             assert!(report.is_clean(), "{report}");
         }
-        assert_eq!(
-            live.read_u64(counter + live.bias),
-            before,
-            "the program's memory changed"
-        );
+        assert_eq!(live.read_u64(counter + live.bias), before, "the program's memory changed");
         host.invalidate();
         if !live.resume() {
             break;
         }
     }
     assert_eq!(k, 5);
-    assert_eq!(
-        live.finish(),
-        plain_run(&["5"]),
-        "the program's output changed"
-    );
+    assert_eq!(live.finish(), plain_run(&["5"]), "the program's output changed");
     let printed = std::fs::read_to_string(&out).unwrap();
-    let expected: Vec<String> = (1..=10)
-        .map(|hit| expected_line(hit, hit.div_ceil(2)))
-        .collect();
+    let expected: Vec<String> = (1..=10).map(|hit| expected_line(hit, hit.div_ceil(2))).collect();
     assert_eq!(printed.lines().collect::<Vec<_>>(), expected);
     assert_eq!(host.restarts(), 0);
 }
@@ -153,32 +138,17 @@ fn a_write_to_program_memory_is_reported_and_discarded(faults: FaultHandling) {
     let counter = counter + live.bias;
     live.resume(); // second stop: counter == 1
     let report = host.invoke(2, live.location(), &live).unwrap();
-    assert_eq!(
-        report.outcome,
-        InvokeOutcome::WroteProgramMemory {
-            addresses: vec![counter],
-            aborted: false
-        }
-    );
+    assert_eq!(report.outcome, InvokeOutcome::WroteProgramMemory { addresses: vec![counter], aborted: false });
     assert!(!report.host_restarted);
     let text = report.to_string();
-    assert!(
-        text.contains("region 2 (program.c:20:5)") && text.contains(&format!("{counter:#x}")),
-        "{text}"
-    );
+    assert!(text.contains("region 2 (program.c:20:5)") && text.contains(&format!("{counter:#x}")), "{text}");
     assert_eq!(live.read_u64(counter), 1, "the program was written");
     // Same stop: the debug copy of the page was discarded, state kept (hit=2).
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
     host.invalidate();
     assert_eq!(live.finish(), plain_run(&["5"]));
     let printed = std::fs::read_to_string(&out).unwrap();
-    assert_eq!(
-        printed,
-        format!(
-            "[debug] wrote counter, now reads 999\n{}\n",
-            expected_line(2, 2)
-        )
-    );
+    assert_eq!(printed, format!("[debug] wrote counter, now reads 999\n{}\n", expected_line(2, 2)));
 }
 
 fn a_write_can_abort_the_call(faults: FaultHandling) {
@@ -190,23 +160,14 @@ fn a_write_can_abort_the_call(faults: FaultHandling) {
     let report = host.invoke(2, live.location(), &live).unwrap();
     assert_eq!(
         report.outcome,
-        InvokeOutcome::WroteProgramMemory {
-            addresses: vec![counter + live.bias],
-            aborted: true
-        }
+        InvokeOutcome::WroteProgramMemory { addresses: vec![counter + live.bias], aborted: true }
     );
-    assert!(
-        report.host_restarted && report.to_string().contains("debug-only state"),
-        "{report}"
-    );
+    assert!(report.host_restarted && report.to_string().contains("debug-only state"), "{report}");
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
     assert_eq!(live.finish(), plain_run(&["3"]));
     // The aborted call printed nothing (stopped before its printf); the
     // restarted host counts from 1 again.
-    assert_eq!(
-        std::fs::read_to_string(&out).unwrap(),
-        format!("{}\n", expected_line(1, 1))
-    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{}\n", expected_line(1, 1)));
 }
 
 fn a_crash_in_debug_code_is_reported_and_the_host_restarts(faults: FaultHandling) {
@@ -217,11 +178,7 @@ fn a_crash_in_debug_code_is_reported_and_the_host_restarts(faults: FaultHandling
     let pid = host.host_pid();
     let report = host.invoke(3, live.location(), &live).unwrap();
     match &report.outcome {
-        InvokeOutcome::Crashed {
-            signal,
-            address,
-            reason,
-        } => {
+        InvokeOutcome::Crashed { signal, address, reason } => {
             assert_eq!(*signal, libc::SIGSEGV);
             assert_eq!(*address, Some(0x10));
             assert!(reason.contains("no memory at this address"), "{reason}");
@@ -233,22 +190,9 @@ fn a_crash_in_debug_code_is_reported_and_the_host_restarts(faults: FaultHandling
     host.invalidate();
     assert!(live.resume());
     let report = host.invoke(6, live.location(), &live).unwrap();
-    assert!(
-        matches!(
-            report.outcome,
-            InvokeOutcome::Crashed {
-                signal: libc::SIGABRT,
-                ..
-            }
-        ),
-        "{report}"
-    );
+    assert!(matches!(report.outcome, InvokeOutcome::Crashed { signal: libc::SIGABRT, .. }), "{report}");
     let report = host.invoke(9, live.location(), &live).unwrap();
-    assert!(
-        report.to_string().contains("SIGSEGV")
-            && report.to_string().contains("overflowed its stack"),
-        "{report}"
-    );
+    assert!(report.to_string().contains("SIGSEGV") && report.to_string().contains("overflowed its stack"), "{report}");
     host.invalidate();
     assert!(live.resume());
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
@@ -273,20 +217,12 @@ fn a_hang_times_out_and_the_host_restarts() {
     opts.timeout = Duration::from_millis(1500);
     let mut host = spawn_c(&live, &[1, 4], opts);
     let report = host.invoke(4, live.location(), &live).unwrap();
-    assert_eq!(
-        report.outcome,
-        InvokeOutcome::TimedOut {
-            after: Duration::from_millis(1500)
-        }
-    );
+    assert_eq!(report.outcome, InvokeOutcome::TimedOut { after: Duration::from_millis(1500) });
     assert!(report.host_restarted);
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
     assert_eq!(live.finish(), plain_run(&["2"]));
     let printed = std::fs::read_to_string(&out).unwrap();
-    assert!(
-        printed.ends_with(&format!("{}\n", expected_line(1, 1))),
-        "{printed}"
-    );
+    assert!(printed.ends_with(&format!("{}\n", expected_line(1, 1))), "{printed}");
 }
 
 #[test]
@@ -297,12 +233,7 @@ fn rust_module_panics_are_reported_and_state_survives() {
     let mut host = DebugHost::spawn(&fixtures().rust_module, &functions, &arguments, opts).unwrap();
     assert!(host.invoke(10, live.location(), &live).unwrap().is_clean());
     let report = host.invoke(11, live.location(), &live).unwrap();
-    assert_eq!(
-        report.outcome,
-        InvokeOutcome::Panicked {
-            message: "debug code gave up at call 2".into()
-        }
-    );
+    assert_eq!(report.outcome, InvokeOutcome::Panicked { message: "debug code gave up at call 2".into() });
     assert!(!report.host_restarted);
     host.invalidate();
     assert!(live.resume());
@@ -320,92 +251,39 @@ fn unknown_functions_and_unavailable_arguments_are_clear_errors() {
     let live = Live::start(&["1"], "errors");
     let (opts, _) = options("errors");
     let (functions, arguments) = descriptors(live.location(), &[1, 77], c_entry);
-    let err = DebugHost::spawn(&fixtures().c_module, &functions, &arguments, opts)
-        .err()
-        .unwrap();
+    let err = DebugHost::spawn(&fixtures().c_module, &functions, &arguments, opts).err().unwrap();
     assert!(matches!(err, HostError::Module { .. }));
-    assert!(
-        err.to_string()
-            .contains("region 77: no exported symbol `__rdb_entry_77`"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("region 77: no exported symbol `__rdb_entry_77`"), "{err}");
 
     let (opts, _) = options("errors2");
     let (functions, mut arguments) = descriptors(live.location(), &[1], c_entry);
     arguments.arguments[1].locations[0].location = rdb_descriptors::Location::OptimizedOut;
     let mut host = DebugHost::spawn(&fixtures().c_module, &functions, &arguments, opts).unwrap();
-    let err = host
-        .invoke(1, live.location(), &live)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("region 1 (program.c:10:5): argument `i` (position 1) is optimized out"),
-        "{err}"
-    );
-    let err = host
-        .invoke(1, live.location() + 1, &live)
-        .unwrap_err()
-        .to_string();
+    let err = host.invoke(1, live.location(), &live).unwrap_err().to_string();
+    assert!(err.contains("region 1 (program.c:10:5): argument `i` (position 1) is optimized out"), "{err}");
+    let err = host.invoke(1, live.location() + 1, &live).unwrap_err().to_string();
     assert!(err.contains("has no code location at address"), "{err}");
-    let err = host
-        .invoke(5, live.location(), &live)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("region 5 is not in the function descriptors"),
-        "{err}"
-    );
+    let err = host.invoke(5, live.location(), &live).unwrap_err().to_string();
+    assert!(err.contains("region 5 is not in the function descriptors"), "{err}");
 
     let (opts, _) = options("errors-table");
     let (functions_t, arguments_t) = descriptors(live.location(), &[1], table_entry);
-    let err = DebugHost::spawn(&fixtures().c_module, &functions_t, &arguments_t, opts)
-        .err()
-        .unwrap();
-    assert!(
-        err.to_string()
-            .contains("no section `rdb_regions` (is this an rdb debug module?)"),
-        "{err}"
-    );
+    let err = DebugHost::spawn(&fixtures().c_module, &functions_t, &arguments_t, opts).err().unwrap();
+    assert!(err.to_string().contains("no section `rdb_regions` (is this an rdb debug module?)"), "{err}");
     let (opts, _) = options("errors-table2");
     let (functions_t, arguments_t) = descriptors(live.location(), &[10, 12], table_entry);
-    let err = DebugHost::spawn(&fixtures().rust_module, &functions_t, &arguments_t, opts)
-        .err()
-        .unwrap();
-    assert!(
-        err.to_string()
-            .contains("region 12: no entry in section `rdb_regions`"),
-        "{err}"
-    );
+    let err = DebugHost::spawn(&fixtures().rust_module, &functions_t, &arguments_t, opts).err().unwrap();
+    assert!(err.to_string().contains("region 12: no entry in section `rdb_regions`"), "{err}");
     let (mut opts, _) = options("errors-program");
     opts.program = Some("/nonexistent/rdb-debug-host".into());
-    let err = DebugHost::spawn(&fixtures().c_module, &functions, &arguments, opts)
-        .err()
-        .unwrap();
-    assert!(
-        matches!(err, HostError::Spawn { .. })
-            && err.to_string().contains("/nonexistent/rdb-debug-host"),
-        "{err}"
-    );
+    let err = DebugHost::spawn(&fixtures().c_module, &functions, &arguments, opts).err().unwrap();
+    assert!(matches!(err, HostError::Spawn { .. }) && err.to_string().contains("/nonexistent/rdb-debug-host"), "{err}");
     let (opts, _) = options("errors-not-elf");
-    let err = DebugHost::spawn(
-        &fixtures().dir.join("program-errors.out"),
-        &functions,
-        &arguments,
-        opts,
-    )
-    .err()
-    .unwrap();
+    let err = DebugHost::spawn(&fixtures().dir.join("program-errors.out"), &functions, &arguments, opts).err().unwrap();
     assert!(matches!(err, HostError::Module { .. }), "{err}");
 
     let (opts, _) = options("errors3");
-    let err = DebugHost::spawn(
-        &fixtures().dir.join("missing.so"),
-        &functions,
-        &arguments,
-        opts,
-    )
-    .err()
-    .unwrap();
+    let err = DebugHost::spawn(&fixtures().dir.join("missing.so"), &functions, &arguments, opts).err().unwrap();
     assert!(err.to_string().contains("missing.so"), "{err}");
     live.finish();
 }
@@ -415,24 +293,11 @@ fn unknown_functions_and_unavailable_arguments_are_clear_errors() {
 #[test]
 #[ignore]
 fn measure_invoke_cost() {
-    let stops: u64 = std::env::var("RDB_STOPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5000);
+    let stops: u64 = std::env::var("RDB_STOPS").ok().and_then(|s| s.parse().ok()).unwrap_or(5000);
     let arg = stops.to_string();
-    let cpu = std::env::var("RDB_CPU")
-        .ok()
-        .and_then(|s| s.parse::<usize>().ok());
-    let host_cpu = std::env::var("RDB_HOST_CPU")
-        .ok()
-        .and_then(|s| s.parse::<usize>().ok())
-        .or(cpu);
-    let spin = Duration::from_micros(
-        std::env::var("RDB_SPIN_US")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0),
-    );
+    let cpu = std::env::var("RDB_CPU").ok().and_then(|s| s.parse::<usize>().ok());
+    let host_cpu = std::env::var("RDB_HOST_CPU").ok().and_then(|s| s.parse::<usize>().ok()).or(cpu);
+    let spin = Duration::from_micros(std::env::var("RDB_SPIN_US").ok().and_then(|s| s.parse().ok()).unwrap_or(0));
     let faults = match std::env::var("RDB_FAULTS").as_deref() {
         Ok("signal") => FaultHandling::Signal,
         _ => FaultHandling::Auto,
@@ -453,14 +318,7 @@ fn measure_invoke_cost() {
         opts.spin = spin;
         opts.faults = faults;
         let mut host = spawn_trivial(&live, opts);
-        println!(
-            "fault handling: {}",
-            if host.uses_userfaultfd() {
-                "userfaultfd"
-            } else {
-                "SIGSEGV handler"
-            }
-        );
+        println!("fault handling: {}", if host.uses_userfaultfd() { "userfaultfd" } else { "SIGSEGV handler" });
         let t = std::time::Instant::now();
         for _ in 0..stops {
             assert!(host.invoke(5, live.location(), &live).unwrap().is_clean());
@@ -478,21 +336,14 @@ fn measure_invoke_cost() {
         opts.cpu = host_cpu;
         opts.spin = spin;
         opts.faults = faults;
-        let mut host = if region == 5 {
-            spawn_trivial(&live, opts)
-        } else {
-            spawn_c(&live, &[region], opts)
-        };
+        let mut host = if region == 5 { spawn_trivial(&live, opts) } else { spawn_c(&live, &[region], opts) };
         let t = std::time::Instant::now();
         let mut n = 0u64;
         let mut in_invoke = Duration::ZERO;
         loop {
             if region == 5 || n < 200 {
                 let t = std::time::Instant::now();
-                assert!(host
-                    .invoke(region, live.location(), &live)
-                    .unwrap()
-                    .is_clean());
+                assert!(host.invoke(region, live.location(), &live).unwrap().is_clean());
                 in_invoke += t.elapsed();
                 n += 1;
             }
@@ -535,11 +386,7 @@ fn pin(cpu: usize) {
 }
 
 fn memory_mapped_after_the_first_call_is_mirrored_on_demand(faults: FaultHandling) {
-    for (pages, memory) in [
-        (1, MemoryAccess::Direct),
-        (16, MemoryAccess::Direct),
-        (256, MemoryAccess::ViaReplayer),
-    ] {
+    for (pages, memory) in [(1, MemoryAccess::Direct), (16, MemoryAccess::Direct), (256, MemoryAccess::ViaReplayer)] {
         let tag = format!("late-map-{pages}-{memory:?}");
         let mut live = Live::start(&["5"], &format!("{tag}-{faults:?}"));
         let (mut opts, out) = options_in(&tag, faults);
@@ -587,14 +434,7 @@ impl rdb_host::TraceeView for WithExtraMappings<'_> {
 }
 
 fn fake_mapping(start: u64, end: u64) -> rdb_host::Mapping {
-    rdb_host::Mapping {
-        start,
-        end,
-        readable: true,
-        writable: true,
-        executable: false,
-        name: "[fake]".into(),
-    }
+    rdb_host::Mapping { start, end, readable: true, writable: true, executable: false, name: "[fake]".into() }
 }
 
 #[test]
@@ -603,23 +443,13 @@ fn a_collision_at_start_up_gets_a_fresh_host() {
     let (opts, out) = options("collision-once");
     let mut host = spawn_c(&live, &[1], opts);
     // Pretend the program has memory exactly where this host has its stack.
-    let host_maps =
-        std::fs::read_to_string(format!("/proc/{}/maps", host.host_pid().unwrap())).unwrap();
-    let stack = rdb_host::parse_maps(&host_maps)
-        .into_iter()
-        .find(|m| m.name == "[stack]")
-        .unwrap();
-    let view = WithExtraMappings {
-        live: &live,
-        extra: vec![fake_mapping(stack.start, stack.end)],
-    };
+    let host_maps = std::fs::read_to_string(format!("/proc/{}/maps", host.host_pid().unwrap())).unwrap();
+    let stack = rdb_host::parse_maps(&host_maps).into_iter().find(|m| m.name == "[stack]").unwrap();
+    let view = WithExtraMappings { live: &live, extra: vec![fake_mapping(stack.start, stack.end)] };
     let report = host.invoke(1, live.location(), &view).unwrap();
     assert!(report.is_clean(), "{report}");
     assert_eq!(host.restarts(), 1);
-    assert_eq!(
-        std::fs::read_to_string(&out).unwrap(),
-        format!("{}\n", expected_line(1, 1))
-    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{}\n", expected_line(1, 1)));
     live.finish();
 }
 
@@ -630,19 +460,11 @@ fn a_lasting_collision_is_refused_with_an_explanation() {
     let mut host = spawn_c(&live, &[1], opts);
     // Where a randomised process keeps its shared libraries and (almost
     // always) its stack, below the program's own (ASLR off) libraries.
-    let view = WithExtraMappings {
-        live: &live,
-        extra: vec![fake_mapping(0x7e00_0000_0000, 0x7fff_0000_0000)],
-    };
+    let view = WithExtraMappings { live: &live, extra: vec![fake_mapping(0x7e00_0000_0000, 0x7fff_0000_0000)] };
     let err = host.invoke(1, live.location(), &view).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, HostError::Collision(_)), "{text}");
-    assert!(
-        text.contains(
-            "program range 0x7e0000000000-0x7fff00000000 overlaps the debug host's own 0x7"
-        ),
-        "{text}"
-    );
+    assert!(text.contains("program range 0x7e0000000000-0x7fff00000000 overlaps the debug host's own 0x7"), "{text}");
     assert!(text.contains("libc") || text.contains("[stack]"), "{text}");
     assert_eq!(host.restarts(), 3);
     // Without the made-up range, the same host works.
@@ -652,12 +474,7 @@ fn a_lasting_collision_is_refused_with_an_explanation() {
 
 /// Runs `region` at the three stops of `program 3`; it must print `line(k)`
 /// at the k-th, and never need a new host.
-fn region_prints_at_three_stops(
-    region: u32,
-    tag: &str,
-    faults: FaultHandling,
-    line: impl Fn(u64) -> String,
-) {
+fn region_prints_at_three_stops(region: u32, tag: &str, faults: FaultHandling, line: impl Fn(u64) -> String) {
     let mut live = Live::start(&["3"], &format!("{tag}-{faults:?}"));
     let (opts, out) = options_in(tag, faults);
     let mut host = spawn_c(&live, &[region], opts);
@@ -680,9 +497,7 @@ fn debug_code_reads_clocks_in_a_host_with_the_tsc_disabled() {
     let mut host = spawn_c(&live, &[15], opts);
     invoke_at_every_stop(&mut host, &mut live, 15);
     assert_eq!(live.finish(), plain_run(&["3"]));
-    let expected: String = (1..=3)
-        .map(|k| format!("[debug] hit={k} clocks ok=1 first={}\n", (k - 1) * 10))
-        .collect();
+    let expected: String = (1..=3).map(|k| format!("[debug] hit={k} clocks ok=1 first={}\n", (k - 1) * 10)).collect();
     assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
     assert_eq!(host.restarts(), 0);
 }
@@ -690,15 +505,11 @@ fn debug_code_reads_clocks_in_a_host_with_the_tsc_disabled() {
 /// The program is stopped at a breakpoint in `checkpoint`; debug code calls
 /// `checkpoint` through the program's pointer and runs its original code.
 fn debug_code_can_call_program_code_holding_a_breakpoint(faults: FaultHandling) {
-    region_prints_at_three_stops(14, "bp-call", faults, |k| {
-        format!("[debug] hit={k} called the program's checkpoint")
-    });
+    region_prints_at_three_stops(14, "bp-call", faults, |k| format!("[debug] hit={k} called the program's checkpoint"));
 }
 
 fn debug_code_can_run_program_code_on_program_data(faults: FaultHandling) {
-    region_prints_at_three_stops(8, "exec", faults, |k| {
-        format!("[debug] program's list_len says {k}, ours says {k}")
-    });
+    region_prints_at_three_stops(8, "exec", faults, |k| format!("[debug] program's list_len says {k}, ours says {k}"));
 }
 
 #[test]
@@ -714,15 +525,9 @@ fn a_host_for_the_artefacts_beside_a_binary() {
     rdb_descriptors::store(&paths.arguments, &arguments).unwrap();
     let (opts, out) = options("artefacts");
     let mut host = DebugHost::for_binary(&binary, opts).unwrap();
-    assert_eq!(
-        host.code_locations().into_iter().collect::<Vec<_>>(),
-        vec![(live.location(), vec![1, 5])]
-    );
+    assert_eq!(host.code_locations().into_iter().collect::<Vec<_>>(), vec![(live.location(), vec![1, 5])]);
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
-    assert_eq!(
-        std::fs::read_to_string(&out).unwrap(),
-        format!("{}\n", expected_line(1, 1))
-    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{}\n", expected_line(1, 1)));
     live.finish();
 
     std::fs::write(&paths.arguments, "{}").unwrap();
@@ -737,10 +542,7 @@ fn system_calls_on_program_memory(faults: FaultHandling) {
     let mut live = Live::start(&["3"], &format!("syscall-{faults:?}"));
     let (opts, out) = options_in("syscall", faults);
     let mut host = spawn_c(&live, &[12], opts);
-    assert_eq!(
-        host.uses_userfaultfd(),
-        faults == FaultHandling::Userfaultfd
-    );
+    assert_eq!(host.uses_userfaultfd(), faults == FaultHandling::Userfaultfd);
     assert!(live.resume() && live.resume()); // third stop: the block exists
     assert!(host.invoke(12, live.location(), &live).unwrap().is_clean());
     let printed = std::fs::read_to_string(&out).unwrap();
@@ -778,30 +580,14 @@ fn a_host_killed_from_outside_is_reported_and_replaced() {
     let mut host = spawn_c(&live, &[1], opts);
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
     let pid = host.host_pid().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
     let report = host.invoke(1, live.location(), &live).unwrap();
-    assert!(
-        matches!(
-            report.outcome,
-            InvokeOutcome::Crashed {
-                signal: libc::SIGKILL,
-                ..
-            }
-        ),
-        "{report}"
-    );
+    assert!(matches!(report.outcome, InvokeOutcome::Crashed { signal: libc::SIGKILL, .. }), "{report}");
     assert!(report.host_restarted);
     assert!(host.invoke(1, live.location(), &live).unwrap().is_clean());
     assert_ne!(host.host_pid(), Some(pid));
     live.finish();
-    assert_eq!(
-        std::fs::read_to_string(&out).unwrap(),
-        format!("{}\n{}\n", expected_line(1, 1), expected_line(1, 1))
-    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{}\n{}\n", expected_line(1, 1), expected_line(1, 1)));
 }
 
 #[test]
@@ -820,18 +606,12 @@ fn a_stopped_process_view_matches_the_tests_own() {
     let (opts, out) = options("stopped-process");
     let mut host = spawn_c(&live, &[1], opts);
     assert!(host.invoke(1, live.location(), &view).unwrap().is_clean());
-    assert_eq!(
-        std::fs::read_to_string(&out).unwrap(),
-        format!("{}\n", expected_line(1, 2))
-    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{}\n", expected_line(1, 2)));
     let err = view.read(0x10, &mut b).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EFAULT));
     live.finish();
     let err = rdb_host::StoppedProcess::new(1, 1).unwrap_err().to_string();
-    assert!(
-        err.contains("is it ptrace-stopped by this thread?"),
-        "{err}"
-    );
+    assert!(err.contains("is it ptrace-stopped by this thread?"), "{err}");
 }
 
 #[test]
@@ -850,8 +630,6 @@ fn busy_waiting_hosts_behave_the_same() {
         }
     }
     assert_eq!(live.finish(), plain_run(&["3"]));
-    let expected: String = (1..=k)
-        .map(|k| format!("{}\n", expected_line(k, k)))
-        .collect();
+    let expected: String = (1..=k).map(|k| format!("{}\n", expected_line(k, k))).collect();
     assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
 }

@@ -154,9 +154,9 @@ fn frame_base<M: Machine>(expression: Expression<R>, frame: &Frame<'_>, machine:
     let pieces = evaluate_inner(expression, frame, machine, false)?;
     match pieces.as_slice() {
         [piece] => match piece.location {
-            gimli::Location::Register { register } => machine
-                .register(register)
-                .ok_or_else(|| EvalError::Unavailable(format!("register {}", register.0))),
+            gimli::Location::Register { register } => {
+                machine.register(register).ok_or_else(|| EvalError::Unavailable(format!("register {}", register.0)))
+            }
             gimli::Location::Address { address } => Ok(address),
             gimli::Location::Value { value } => value.to_u64(!0).map_err(malformed),
             _ => Err(EvalError::Unavailable("a frame base of an unsupported kind".into())),

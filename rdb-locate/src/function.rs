@@ -122,7 +122,8 @@ pub fn demangle_legacy(symbol: &str) -> Option<Vec<String>> {
         rest = &rest[digits + len..];
         path.push(unescape(ident));
     }
-    if path.last().is_some_and(|h| h.len() == 17 && h.starts_with('h') && h[1..].chars().all(|c| c.is_ascii_hexdigit())) {
+    if path.last().is_some_and(|h| h.len() == 17 && h.starts_with('h') && h[1..].chars().all(|c| c.is_ascii_hexdigit()))
+    {
         path.pop();
     }
     (!path.is_empty()).then_some(path)
@@ -132,8 +133,18 @@ fn unescape(ident: &str) -> String {
     let ident = ident.strip_prefix("_$").map(|r| format!("${r}")).unwrap_or_else(|| ident.to_string());
     let mut out = ident.replace("..", "::");
     for (from, to) in [
-        ("$LT$", "<"), ("$GT$", ">"), ("$u20$", " "), ("$RF$", "&"), ("$BP$", "*"), ("$C$", ","),
-        ("$LP$", "("), ("$RP$", ")"), ("$u7b$", "{"), ("$u7d$", "}"), ("$u27$", "'"), ("$SP$", "@"),
+        ("$LT$", "<"),
+        ("$GT$", ">"),
+        ("$u20$", " "),
+        ("$RF$", "&"),
+        ("$BP$", "*"),
+        ("$C$", ","),
+        ("$LP$", "("),
+        ("$RP$", ")"),
+        ("$u7b$", "{"),
+        ("$u7d$", "}"),
+        ("$u27$", "'"),
+        ("$SP$", "@"),
     ] {
         out = out.replace(from, to);
     }
@@ -217,7 +228,11 @@ fn in_ranges(ranges: &[gimli::Range], address: u64) -> bool {
 /// first, at later columns than the statement's own start, so the exact
 /// column is often *not* the first instruction). Without rows on that line,
 /// the nearest following line with code.
-pub fn code_address(index: &Index<'_>, instance: &Instance, anchor: &SourceLocation) -> Result<Option<CodeAddress>, gimli::Error> {
+pub fn code_address(
+    index: &Index<'_>,
+    instance: &Instance,
+    anchor: &SourceLocation,
+) -> Result<Option<CodeAddress>, gimli::Error> {
     let lines = index.lines(instance.unit)?;
     let files: Vec<usize> =
         lines.files.iter().enumerate().filter(|(_, f)| same_file(f, &anchor.file)).map(|(i, _)| i).collect();
@@ -244,10 +259,7 @@ pub fn code_address(index: &Index<'_>, instance: &Instance, anchor: &SourceLocat
     } else {
         statements.iter().map(|r| r.address).min()
     };
-    Ok(address.map(|address| CodeAddress {
-        address,
-        fallback_line: (line != anchor.line).then_some(line),
-    }))
+    Ok(address.map(|address| CodeAddress { address, fallback_line: (line != anchor.line).then_some(line) }))
 }
 
 #[cfg(test)]
@@ -276,7 +288,8 @@ mod tests {
     fn legacy_symbols() {
         assert_eq!(super::demangle_legacy("_ZN2vm2Vm3run17h834a807d36d7f155E").unwrap(), ["vm", "Vm", "run"]);
         assert_eq!(
-            super::demangle_legacy("_ZN46_$LT$app..Vm$u20$as$u20$core..fmt..Display$GT$3fmt17h0123456789abcdefE").unwrap(),
+            super::demangle_legacy("_ZN46_$LT$app..Vm$u20$as$u20$core..fmt..Display$GT$3fmt17h0123456789abcdefE")
+                .unwrap(),
             ["<app::Vm as core::fmt::Display>", "fmt"]
         );
         assert_eq!(super::demangle_legacy("main"), None);

@@ -66,7 +66,13 @@ impl<'b> Index<'b> {
                     None => None,
                 }
             };
-            units.push(UnitData { unit, language, dies: OnceCell::new(), files: OnceCell::new(), lines: OnceCell::new() });
+            units.push(UnitData {
+                unit,
+                language,
+                dies: OnceCell::new(),
+                files: OnceCell::new(),
+                lines: OnceCell::new(),
+            });
         }
         Ok(Index { binary, units })
     }
@@ -323,7 +329,8 @@ pub fn same_file(dwarf_path: &Path, wanted: &Path) -> bool {
     if dwarf_path == wanted {
         return true;
     }
-    let normal = |p: &Path| -> PathBuf { p.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect() };
+    let normal =
+        |p: &Path| -> PathBuf { p.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect() };
     let (d, w) = (normal(dwarf_path), normal(wanted));
     if w.is_absolute() {
         d == w

@@ -185,7 +185,10 @@ pub fn locate_in(binary: &loader::Binary, sites: &[RegionSite]) -> Result<Locate
     let dwarf_error = |source| LocateError::Dwarf { path: binary.path.clone(), source };
     let index = index::Index::new(binary).map_err(dwarf_error)?;
     if index.units.is_empty() {
-        return Err(LocateError::NoDebugInfo { path: binary.path.clone(), detail: "its .debug_info has no units".into() });
+        return Err(LocateError::NoDebugInfo {
+            path: binary.path.clone(),
+            detail: "its .debug_info has no units".into(),
+        });
     }
     // Sites whose files no line table mentions: if that is all of them, the
     // program's own code has no DWARF (only the standard library's).
@@ -408,24 +411,23 @@ fn locate_local(
                 } else {
                     variable::variable_location(index, found.die, instance.frame_owner, *address, size)?
                 };
-                let location =
-                    match described {
-                        Ok(Location::OptimizedOut) => {
-                            warnings.push(format!(
-                                "region {region}: variable `{name}` is optimized out in `{}` at {address:#x}",
-                                instance.name
-                            ));
-                            Location::OptimizedOut
-                        }
-                        Ok(l) => l,
-                        Err(why) => {
-                            warnings.push(format!(
+                let location = match described {
+                    Ok(Location::OptimizedOut) => {
+                        warnings.push(format!(
+                            "region {region}: variable `{name}` is optimized out in `{}` at {address:#x}",
+                            instance.name
+                        ));
+                        Location::OptimizedOut
+                    }
+                    Ok(l) => l,
+                    Err(why) => {
+                        warnings.push(format!(
                                 "region {region}: variable `{name}` in `{}` at {address:#x}: {why}; it is passed as optimized out",
                                 instance.name
                             ));
-                            Location::OptimizedOut
-                        }
-                    };
+                        Location::OptimizedOut
+                    }
+                };
                 match &type_info {
                     None => type_info = Some((type_name, size)),
                     Some((first, first_size)) if *first != type_name || *first_size != size => warnings.push(format!(

@@ -187,7 +187,12 @@ impl Unwind {
 
     fn cfa_rule(&self, address: u64) -> Option<CfaRule> {
         let mut ctx = Box::new(gimli::UnwindContext::new());
-        let rule = match self.eh_frame.unwind_info_for_address(&self.bases, &mut ctx, address, gimli::EhFrame::cie_from_offset) {
+        let rule = match self.eh_frame.unwind_info_for_address(
+            &self.bases,
+            &mut ctx,
+            address,
+            gimli::EhFrame::cie_from_offset,
+        ) {
             Ok(row) => row.cfa().clone(),
             Err(_) => self
                 .debug_frame

@@ -201,7 +201,10 @@ mod tests {
         assert_eq!(describe_bytes(&[0x76, 0x10], &[0x57], 8), Ok(stack(6, 16)));
         // A register; a register's value (breg 0, stack_value).
         assert_eq!(describe_bytes(&[0x55], &[0x57], 8), Ok(Location::Register { register: Reg::x86_64(5) }));
-        assert_eq!(describe_bytes(&[0x73, 0x00, 0x9f], &[0x57], 8), Ok(Location::Register { register: Reg::x86_64(3) }));
+        assert_eq!(
+            describe_bytes(&[0x73, 0x00, 0x9f], &[0x57], 8),
+            Ok(Location::Register { register: Reg::x86_64(3) })
+        );
         // DW_OP_addr 0x4010: symbol + offset.
         let addr = [0x03, 0x10, 0x40, 0, 0, 0, 0, 0, 0];
         assert_eq!(
@@ -210,7 +213,10 @@ mod tests {
         );
         // Constants: lit5 stack_value, implicit_value.
         assert_eq!(describe_bytes(&[0x35, 0x9f], &[0x57], 4), Ok(Location::Implicit { bytes: "05000000".into() }));
-        assert_eq!(describe_bytes(&[0x9e, 0x02, 0x34, 0x12], &[0x57], 2), Ok(Location::Implicit { bytes: "3412".into() }));
+        assert_eq!(
+            describe_bytes(&[0x9e, 0x02, 0x34, 0x12], &[0x57], 2),
+            Ok(Location::Implicit { bytes: "3412".into() })
+        );
         // Pieces: rax (8 bytes) then rbp - 8 (8 bytes); an empty piece.
         assert_eq!(
             describe_bytes(&[0x50, 0x93, 0x08, 0x76, 0x78, 0x93, 0x08, 0x93, 0x04], &[0x57], 20),

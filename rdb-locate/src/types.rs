@@ -52,24 +52,22 @@ fn name_inner(index: &Index<'_>, r: Option<DieRef>, depth: u32) -> Result<String
                 (None, _) => format!("{keyword} <anonymous>"),
             }
         }
-        gimli::DW_TAG_pointer_type | gimli::DW_TAG_reference_type | gimli::DW_TAG_rvalue_reference_type => {
-            match name {
-                Some(n) => n,
-                None => {
-                    let inner = name_inner(index, target()?, depth + 1)?;
-                    let sigil = match tag {
-                        gimli::DW_TAG_pointer_type => "*",
-                        gimli::DW_TAG_reference_type => "&",
-                        _ => "&&",
-                    };
-                    if inner.ends_with('*') {
-                        format!("{inner}{sigil}")
-                    } else {
-                        format!("{inner} {sigil}")
-                    }
+        gimli::DW_TAG_pointer_type | gimli::DW_TAG_reference_type | gimli::DW_TAG_rvalue_reference_type => match name {
+            Some(n) => n,
+            None => {
+                let inner = name_inner(index, target()?, depth + 1)?;
+                let sigil = match tag {
+                    gimli::DW_TAG_pointer_type => "*",
+                    gimli::DW_TAG_reference_type => "&",
+                    _ => "&&",
+                };
+                if inner.ends_with('*') {
+                    format!("{inner}{sigil}")
+                } else {
+                    format!("{inner} {sigil}")
                 }
             }
-        }
+        },
         gimli::DW_TAG_const_type | gimli::DW_TAG_volatile_type | gimli::DW_TAG_restrict_type => {
             let qualifier = match tag {
                 gimli::DW_TAG_const_type => "const",

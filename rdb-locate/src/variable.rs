@@ -78,7 +78,11 @@ pub fn find_local(
     let Some(origin) = index.reference(top, gimli::DW_AT_abstract_origin)? else { return Ok(None) };
     let mut all = Vec::new();
     collect_own(index, origin, &mut all)?;
-    Ok(best_declaration(index, all, name, line)?.map(|die| FoundLocal { die, outside_scope: false, only_in_origin: true }))
+    Ok(best_declaration(index, all, name, line)?.map(|die| FoundLocal {
+        die,
+        outside_scope: false,
+        only_in_origin: true,
+    }))
 }
 
 fn collect_own(index: &Index<'_>, scope: DieRef, out: &mut Vec<DieRef>) -> Result<(), gimli::Error> {
@@ -93,7 +97,12 @@ fn collect_own(index: &Index<'_>, scope: DieRef, out: &mut Vec<DieRef>) -> Resul
     Ok(())
 }
 
-fn best_declaration(index: &Index<'_>, candidates: Vec<DieRef>, name: &str, line: u32) -> Result<Option<DieRef>, gimli::Error> {
+fn best_declaration(
+    index: &Index<'_>,
+    candidates: Vec<DieRef>,
+    name: &str,
+    line: u32,
+) -> Result<Option<DieRef>, gimli::Error> {
     let mut best: Option<(DieRef, u64)> = None;
     for c in candidates {
         if !is_variable(index.die(c)?.tag) || index.name(c)?.as_deref() != Some(name) {
@@ -139,10 +148,15 @@ pub fn variable_location(
         },
         None => None,
     };
-    let frame = Frame { encoding: unit.encoding(), unit: Some((dwarf, unit)), frame_base, cfa: index.binary.cfa_rule(address) };
+    let frame =
+        Frame { encoding: unit.encoding(), unit: Some((dwarf, unit)), frame_base, cfa: index.binary.cfa_rule(address) };
     let expression = match index.attr(die, gimli::DW_AT_location)? {
         Some(AttributeValue::Exprloc(e)) => e,
-        Some(value @ (AttributeValue::LocationListsRef(_) | AttributeValue::DebugLocListsIndex(_) | AttributeValue::SecOffset(_))) => {
+        Some(
+            value @ (AttributeValue::LocationListsRef(_)
+            | AttributeValue::DebugLocListsIndex(_)
+            | AttributeValue::SecOffset(_)),
+        ) => {
             let Some(mut list) = dwarf.attr_locations(unit, value)? else {
                 return Ok(Err("its location list is missing".into()));
             };
@@ -230,7 +244,9 @@ pub fn find_static(index: &Index<'_>, path: &str, preferred: &[usize]) -> Result
                     continue;
                 }
                 let scope_path = index.scope_path(declaration)?;
-                if scopes.len() > scope_path.len() || !scopes.iter().rev().zip(scope_path.iter().rev()).all(|(a, b)| a == b) {
+                if scopes.len() > scope_path.len()
+                    || !scopes.iter().rev().zip(scope_path.iter().rev()).all(|(a, b)| a == b)
+                {
                     continue;
                 }
                 let Some(AttributeValue::Exprloc(expression)) = index.attr(r, gimli::DW_AT_location)? else { continue };

@@ -7,7 +7,13 @@ use support::*;
 
 fn list_sites() -> Vec<rdb_locate::RegionSite> {
     vec![
-        site(1, "list.c", "insert-head", "insert", vec![local("n"), local("value"), global("head", "head"), global("inserted", "inserted")]),
+        site(
+            1,
+            "list.c",
+            "insert-head",
+            "insert",
+            vec![local("n"), local("value"), global("head", "head"), global("inserted", "inserted")],
+        ),
         site(2, "list.c", "len-next", "list_len", vec![local("len"), local("n"), global("calls", "calls")]),
         site(3, "list.c", "twice-ret", "twice", vec![local("v"), local("t")]),
         site(4, "list.c", "main-print", "main", vec![local("total"), local("argc")]),
@@ -43,9 +49,15 @@ fn o0_stack_locals_and_globals() {
     assert_eq!((argc.type_name.as_str(), argc.size), ("int", 4));
     // A function-local static is a symbol too (clang names it `list_len.calls`).
     let calls = argument(&located, 2, "calls");
-    assert!(matches!(&calls.locations[0].location, Location::Symbol { symbol, .. } if symbol.contains("calls")), "{calls:#?}");
+    assert!(
+        matches!(&calls.locations[0].location, Location::Symbol { symbol, .. } if symbol.contains("calls")),
+        "{calls:#?}"
+    );
     let head = argument(&located, 1, "head");
-    assert!(matches!(&head.locations[0].location, Location::Symbol { symbol, offset: 0, .. } if symbol == "head"), "{head:#?}");
+    assert!(
+        matches!(&head.locations[0].location, Location::Symbol { symbol, offset: 0, .. } if symbol == "head"),
+        "{head:#?}"
+    );
     for region in 1..=4 {
         let checked = check_against_gdb(&built.binary, &sites, &located, region);
         assert!(checked.iter().all(|c| c.ours.is_some()), "{checked:#?}");
@@ -71,7 +83,11 @@ fn o2_registers_inlined_copies_and_entry_values() {
     assert!(registers >= 4, "expected register-allocated locals at -O2");
     // argc survives only as an entry value: not expressible, reported.
     assert_eq!(argument(&located, 4, "argc").locations[0].location, Location::OptimizedOut);
-    assert!(located.warnings.iter().any(|w| w.contains("`argc`") && w.contains("DW_OP_entry_value")), "{:#?}", located.warnings);
+    assert!(
+        located.warnings.iter().any(|w| w.contains("`argc`") && w.contains("DW_OP_entry_value")),
+        "{:#?}",
+        located.warnings
+    );
 }
 
 #[test]

@@ -11,12 +11,13 @@ fn sites() -> Vec<rdb_locate::RegionSite> {
         let a = anchor(&format!("cargo-app/{file}"), marker);
         SourceLocation { file: file.into(), ..a }
     };
-    let mut record = site(1, "cargo-app/src/stats.rs", "record-push", "Stats::record", vec![
-        local("self"),
-        local("value"),
-        local("bigger"),
-        global("HITS", "app::stats::HITS"),
-    ]);
+    let mut record = site(
+        1,
+        "cargo-app/src/stats.rs",
+        "record-push",
+        "Stats::record",
+        vec![local("self"), local("value"), local("bigger"), global("HITS", "app::stats::HITS")],
+    );
     record.anchor = at("src/stats.rs", "record-push");
     let mut main = site(2, "cargo-app/src/main.rs", "main-print", "main", vec![local("n"), local("mean")]);
     main.anchor = at("src/main.rs", "main-print");
@@ -33,7 +34,10 @@ fn dev_and_release_profiles() {
         assert_eq!(record.function.name, "app::stats::Stats::record", "{flags:?}");
         assert_eq!(record.locations.len(), 1, "{flags:?} {record:#?}");
         let hits = located.arguments.iter().find(|a| a.name == "HITS").unwrap();
-        assert!(matches!(&hits.locations[0].location, Location::Symbol { symbol, .. } if symbol.contains("4HITS")), "{hits:#?}");
+        assert!(
+            matches!(&hits.locations[0].location, Location::Symbol { symbol, .. } if symbol.contains("4HITS")),
+            "{hits:#?}"
+        );
         let mut checked = check_against_gdb(&built.binary, &sites, &located, 1);
         checked.extend(check_against_gdb(&built.binary, &sites, &located, 2));
         let value = |name: &str| checked.iter().find(|c| c.name == name).and_then(|c| c.ours);

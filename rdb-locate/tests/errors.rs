@@ -63,7 +63,13 @@ fn unknown_function_variable_and_file_are_warnings() {
     let built = clang("list.c", &["-O0"]);
     let sites = vec![
         site(1, "list.c", "insert-head", "no_such_function", vec![local("n")]),
-        site(2, "list.c", "insert-head", "insert", vec![local("no_such_var"), global("nowhere", "nowhere"), global("tls_hits", "tls_hits")]),
+        site(
+            2,
+            "list.c",
+            "insert-head",
+            "insert",
+            vec![local("no_such_var"), global("nowhere", "nowhere"), global("tls_hits", "tls_hits")],
+        ),
         rdb_locate::RegionSite {
             anchor: rdb_descriptors::SourceLocation { file: "other.c".into(), line: 3, column: 1 },
             ..site(3, "list.c", "insert-head", "insert", vec![])
@@ -77,9 +83,17 @@ fn unknown_function_variable_and_file_are_warnings() {
     let var = &located.arguments[1];
     assert_eq!(var.locations[0].location, Location::OptimizedOut);
     assert_eq!(located.arguments[3].locations[0].location, Location::OptimizedOut);
-    assert!(located.warnings.iter().any(|w| w.contains("`tls_hits`") && w.contains("thread-local")), "{:#?}", located.warnings);
+    assert!(
+        located.warnings.iter().any(|w| w.contains("`tls_hits`") && w.contains("thread-local")),
+        "{:#?}",
+        located.warnings
+    );
     for needle in ["no_such_function", "`no_such_var`", "`nowhere`", "other.c"] {
-        assert!(located.warnings.iter().any(|w| w.contains(needle)), "no warning about {needle}: {:#?}", located.warnings);
+        assert!(
+            located.warnings.iter().any(|w| w.contains(needle)),
+            "no warning about {needle}: {:#?}",
+            located.warnings
+        );
     }
 }
 
@@ -92,7 +106,17 @@ fn corrupt_dwarf_never_panics() {
     let original = std::fs::read(&built.binary).unwrap();
     let file = object::File::parse(&*original).unwrap();
     let mut ranges = Vec::new();
-    for name in [".debug_info", ".debug_abbrev", ".debug_line", ".debug_loclists", ".debug_rnglists", ".debug_str_offsets", ".debug_addr", ".eh_frame", ".symtab"] {
+    for name in [
+        ".debug_info",
+        ".debug_abbrev",
+        ".debug_line",
+        ".debug_loclists",
+        ".debug_rnglists",
+        ".debug_str_offsets",
+        ".debug_addr",
+        ".eh_frame",
+        ".symtab",
+    ] {
         if let Some((offset, size)) = file.section_by_name(name).and_then(|s| s.file_range()) {
             ranges.push((name, offset as usize, size as usize));
         }

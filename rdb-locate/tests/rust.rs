@@ -7,7 +7,13 @@ use support::*;
 
 fn vm_sites() -> Vec<rdb_locate::RegionSite> {
     vec![
-        site(1, "vm.rs", "run-acc", "Vm::run", vec![local("total"), local("self"), local("i"), global("COUNTER", "vm::COUNTER")]),
+        site(
+            1,
+            "vm.rs",
+            "run-acc",
+            "Vm::run",
+            vec![local("total"), local("self"), local("i"), global("COUNTER", "vm::COUNTER")],
+        ),
         site(2, "vm.rs", "scale-ret", "scale", vec![local("x"), local("k"), local("y")]),
         site(3, "vm.rs", "largest-ret", "largest", vec![local("best")]),
         site(4, "vm.rs", "shadow-sum", "shadow", vec![local("x"), local("keep"), local("seed")]),
@@ -33,7 +39,11 @@ fn dev_build_locals_self_static_and_inlined() {
     let built = dev_build();
     let sites = vm_sites();
     let located = rdb_locate::locate(&built.binary, &sites).expect("locate");
-    assert!(!located.warnings.iter().any(|w| w.starts_with("region 1") || w.starts_with("region 2")), "{:#?}", located.warnings);
+    assert!(
+        !located.warnings.iter().any(|w| w.starts_with("region 1") || w.starts_with("region 2")),
+        "{:#?}",
+        located.warnings
+    );
 
     let run = &located.functions[0];
     assert_eq!(run.function.name, "vm::Vm::run");
@@ -128,7 +138,11 @@ fn release_build_registers_and_optimized_out() {
     check_against_gdb(&built.binary, &sites, &located, 5);
     // `x` is `seed * 3 + 100`, computed from a register: reported as not expressible.
     check_against_gdb(&built.binary, &sites, &located, 4);
-    assert!(located.warnings.iter().any(|w| w.contains("`x`") && w.contains("cannot express")), "{:#?}", located.warnings);
+    assert!(
+        located.warnings.iter().any(|w| w.contains("`x`") && w.contains("cannot express")),
+        "{:#?}",
+        located.warnings
+    );
 }
 
 #[test]

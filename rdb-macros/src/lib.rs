@@ -64,9 +64,7 @@ pub fn rdb_end(_input: TokenStream) -> TokenStream {
 /// binary; a plain build keeps it, unchanged but for silenced unused lints.
 #[proc_macro_attribute]
 pub fn debug_only(_attr: TokenStream, item: TokenStream) -> TokenStream {
-    let mut out: TokenStream = "#[allow(dead_code, unused)]"
-        .parse()
-        .expect("static attribute parses");
+    let mut out: TokenStream = "#[allow(dead_code, unused)]".parse().expect("static attribute parses");
     out.extend(item);
     out
 }

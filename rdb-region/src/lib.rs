@@ -118,7 +118,9 @@ tuple_from_argv!(24; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6, T7 7, T8 8, T9 9,
 /// every program variable through `A`); this is checked at compile time.
 #[inline(never)]
 pub fn region<const ID: u64, A: FromArgv, F: Fn(A)>(args: A, body: F) {
-    const { assert!(core::mem::size_of::<F>() == 0, "an rdb region's closure captured a variable; cargo rdb should have passed it as an argument (please report this)") };
+    const {
+        assert!(core::mem::size_of::<F>() == 0, "an rdb region's closure captured a variable; cargo rdb should have passed it as an argument (please report this)")
+    };
     // SAFETY: the asm only emits data into a separate section; it executes
     // no instructions, touches no registers, memory or flags.
     unsafe {
@@ -218,8 +220,11 @@ mod tests {
         };
         let f = trampoline_of(&body);
         let (n, s, v) = (42i64, String::from("hi"), vec![1u8, 2]);
-        let argv: [*const c_void; 3] =
-            [&n as *const i64 as *const c_void, &s as *const String as *const c_void, &v as *const Vec<u8> as *const c_void];
+        let argv: [*const c_void; 3] = [
+            &n as *const i64 as *const c_void,
+            &s as *const String as *const c_void,
+            &v as *const Vec<u8> as *const c_void,
+        ];
         // SAFETY: argv holds pointers to live values of the closure's argument types.
         unsafe { f(argv.as_ptr()) };
         assert_eq!(SEEN.lock().unwrap().last().map(String::as_str), Some("42 hi [1, 2]"));

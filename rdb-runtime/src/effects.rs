@@ -75,9 +75,7 @@ pub fn written_ranges(
             Out::Fixed(a, n) => ranges.push((args[a as usize], n as u64)),
             Out::Ret(a) => ranges.push((args[a as usize], uret)),
             Out::RetCount(a, size) => ranges.push((args[a as usize], uret.saturating_mul(size as u64))),
-            Out::ArgCount(a, c, size) => {
-                ranges.push((args[a as usize], args[c as usize].saturating_mul(size as u64)))
-            }
+            Out::ArgCount(a, c, size) => ranges.push((args[a as usize], args[c as usize].saturating_mul(size as u64))),
             Out::LenPtr(buf, lenp) => {
                 if args[lenp as usize] != 0 {
                     if let Some(len) = read_u32(mem, args[lenp as usize]) {
@@ -124,10 +122,20 @@ fn special(nr: u64, args: &[u64; 6], _ret: i64, ranges: &mut Vec<(u64, u64)>) ->
             let dir = req >> 30;
             let size = ((req >> 16) & 0x3fff) as u64;
             let legacy = match req {
-                0x5401 => Some(36), // TCGETS: struct termios
-                0x5413 => Some(8),  // TIOCGWINSZ
+                0x5401 => Some(36),                  // TCGETS: struct termios
+                0x5413 => Some(8),                   // TIOCGWINSZ
                 0x540f | 0x5429 | 0x541b => Some(4), // TIOCGPGRP, TIOCGSID, FIONREAD
-                0x5402..=0x5404 | 0x5410 | 0x5414 | 0x540b | 0x5421 | 0x5450 | 0x5451 | 0x5409 | 0x540a | 0x540e | 0x5422 => Some(0),
+                0x5402..=0x5404
+                | 0x5410
+                | 0x5414
+                | 0x540b
+                | 0x5421
+                | 0x5450
+                | 0x5451
+                | 0x5409
+                | 0x540a
+                | 0x540e
+                | 0x5422 => Some(0),
                 _ => None,
             };
             match (legacy, dir) {
@@ -147,9 +155,9 @@ fn special(nr: u64, args: &[u64; 6], _ret: i64, ranges: &mut Vec<(u64, u64)>) ->
         },
         // prctl
         157 => match args[0] {
-            16 => ranges.push((args[1], 16)),            // PR_GET_NAME
+            16 => ranges.push((args[1], 16)),                  // PR_GET_NAME
             2 | 25 | 3 | 10 | 12 => ranges.push((args[1], 4)), // PR_GET_PDEATHSIG, PR_GET_TSC, ...
-            40 => ranges.push((args[1], 8)),            // PR_GET_TID_ADDRESS
+            40 => ranges.push((args[1], 8)),                   // PR_GET_TID_ADDRESS
             26 => return Err(UnknownEffect("prctl(PR_SET_TSC) (rdb traps rdtsc itself)".into())),
             _ => {}
         },

@@ -39,7 +39,8 @@ fn symbolize(exe: &Path, probe: u64) -> Option<String> {
     while let Ok(Some(f)) = frames.next() {
         let func = f.function.as_ref().and_then(|n| n.demangle().ok().map(|s| s.into_owned()));
         let loc = f.location.as_ref().map(|l| {
-            let file = l.file.map(|f| Path::new(f).file_name().map_or(f.to_string(), |n| n.to_string_lossy().into_owned()));
+            let file =
+                l.file.map(|f| Path::new(f).file_name().map_or(f.to_string(), |n| n.to_string_lossy().into_owned()));
             format!("{}:{}", file.unwrap_or_else(|| "?".into()), l.line.unwrap_or(0))
         });
         out.push(format!("{} at {}", func.unwrap_or_else(|| "?".into()), loc.unwrap_or_else(|| "?".into())));

@@ -269,7 +269,20 @@ mod tests {
     use super::*;
 
     fn stack_image() -> Vec<u8> {
-        let words: [u64; 12] = [1, 0x7fff_0000, 0, 0x7fff_0010, 0, AT_SYSINFO_EHDR, 0x7fff_f000, AT_ENTRY, 0x5555_5555_6040, AT_NULL, 0, 0];
+        let words: [u64; 12] = [
+            1,
+            0x7fff_0000,
+            0,
+            0x7fff_0010,
+            0,
+            AT_SYSINFO_EHDR,
+            0x7fff_f000,
+            AT_ENTRY,
+            0x5555_5555_6040,
+            AT_NULL,
+            0,
+            0,
+        ];
         words.iter().flat_map(|w| w.to_le_bytes()).collect()
     }
 

@@ -103,7 +103,8 @@ pub fn resolve_program(program: &std::ffi::OsStr) -> Option<PathBuf> {
 }
 
 /// Files under these prefixes are verified by hash rather than copied into the trace.
-const SYSTEM_PREFIXES: &[&str] = &["/usr/", "/lib/", "/lib64/", "/lib32/", "/bin/", "/sbin/", "/opt/", "/etc/", "/nix/", "/snap/"];
+const SYSTEM_PREFIXES: &[&str] =
+    &["/usr/", "/lib/", "/lib64/", "/lib32/", "/bin/", "/sbin/", "/opt/", "/etc/", "/nix/", "/snap/"];
 /// Largest data-file mapping whose bytes go into the trace.
 const MAX_DATA_SNAPSHOT: u64 = 4 << 20;
 
@@ -289,9 +290,8 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         source: std::io::Error::new(std::io::ErrorKind::NotFound, "not found (or not executable)"),
     })?;
     let mut hashes = FileHashes::default();
-    let (exe_hash, _) = hashes
-        .hash(&exe)
-        .map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
+    let (exe_hash, _) =
+        hashes.hash(&exe).map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
     let cwd = std::env::current_dir().unwrap_or_default();
     // What execve is given (as the user typed it) and the absolute path replay will use.
     let exec_name = exe;
@@ -510,15 +510,44 @@ impl Waiter {
 /// up at entry and the call runs in the kernel while another thread runs user code.
 fn gives_turn_up(nr: u64, args: &[u64; 6]) -> bool {
     use ::syscalls::Sysno as S;
-    const FUTEX_WAITS: [u64; 5] = [0 /* WAIT */, 6 /* LOCK_PI */, 9 /* WAIT_BITSET */, 11 /* WAIT_REQUEUE_PI */, 13 /* LOCK_PI2 */];
+    const FUTEX_WAITS: [u64; 5] = [
+        0,  /* WAIT */
+        6,  /* LOCK_PI */
+        9,  /* WAIT_BITSET */
+        11, /* WAIT_REQUEUE_PI */
+        13, /* LOCK_PI2 */
+    ];
     if nr == S::futex as u64 {
         return FUTEX_WAITS.contains(&(args[1] & 0x7f));
     }
     [
-        S::read, S::readv, S::recvfrom, S::recvmsg, S::recvmmsg, S::accept, S::accept4, S::connect,
-        S::poll, S::ppoll, S::select, S::pselect6, S::epoll_wait, S::epoll_pwait, S::epoll_pwait2,
-        S::nanosleep, S::clock_nanosleep, S::wait4, S::waitid, S::pause, S::rt_sigsuspend,
-        S::rt_sigtimedwait, S::sched_yield, S::flock, S::msgrcv, S::semop, S::semtimedop,
+        S::read,
+        S::readv,
+        S::recvfrom,
+        S::recvmsg,
+        S::recvmmsg,
+        S::accept,
+        S::accept4,
+        S::connect,
+        S::poll,
+        S::ppoll,
+        S::select,
+        S::pselect6,
+        S::epoll_wait,
+        S::epoll_pwait,
+        S::epoll_pwait2,
+        S::nanosleep,
+        S::clock_nanosleep,
+        S::wait4,
+        S::waitid,
+        S::pause,
+        S::rt_sigsuspend,
+        S::rt_sigtimedwait,
+        S::sched_yield,
+        S::flock,
+        S::msgrcv,
+        S::semop,
+        S::semtimedop,
         S::futex_waitv,
     ]
     .iter()
@@ -577,7 +606,8 @@ impl Recorder {
                 (None, Some(t)) if p.probing.is_none() && now >= t + self.schedule.watchdog => {
                     // Learn where it spins: SIGSTOP it (the stop is swallowed in `on_signal`).
                     p.probing = Some(now);
-                    sys::tgkill(tgid, pid, libc::SIGSTOP).map_err(Error::ptrace(pid, "interrupting a spinning thread"))?;
+                    sys::tgkill(tgid, pid, libc::SIGSTOP)
+                        .map_err(Error::ptrace(pid, "interrupting a spinning thread"))?;
                 }
                 _ => {}
             }
@@ -742,17 +772,18 @@ impl Recorder {
     fn after_exec(&mut self, pid: i32, path: PathBuf) -> Result<(), Error> {
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
         let regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
-        let mut stack = process::read_initial_stack(pid, regs.rsp).map_err(Error::ptrace(pid, "reading the initial stack"))?;
+        let mut stack =
+            process::read_initial_stack(pid, regs.rsp).map_err(Error::ptrace(pid, "reading the initial stack"))?;
         if let Some(off) = process::hide_vdso(&mut stack) {
             sys::write_mem(pid, regs.rsp + off as u64, &stack[off..off + 8])
                 .map_err(Error::ptrace(pid, "hiding the vDSO"))?;
         }
-        let image = std::fs::read_link(format!("/proc/{pid}/exe")).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?;
-        let (image_blake3, _) = self
-            .hashes
-            .hash(&image)
-            .map_err(|source| Error::FileMissing { path: image.clone(), source })?;
-        let (blake3, _) = self.hashes.hash(&path).map_err(|source| Error::FileMissing { path: path.clone(), source })?;
+        let image =
+            std::fs::read_link(format!("/proc/{pid}/exe")).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?;
+        let (image_blake3, _) =
+            self.hashes.hash(&image).map_err(|source| Error::FileMissing { path: image.clone(), source })?;
+        let (blake3, _) =
+            self.hashes.hash(&path).map_err(|source| Error::FileMissing { path: path.clone(), source })?;
         let stack_copy = stack.clone();
         self.w.push(&Event::Exec {
             tid: Tid(pid as u32),
@@ -797,7 +828,10 @@ impl Recorder {
         if let Some(flags) = clone_flags {
             let thread = flags & libc::CLONE_THREAD as u64 != 0;
             if !thread && flags & libc::CLONE_VM as u64 != 0 && flags & libc::CLONE_VFORK as u64 == 0 {
-                return Err(Error::Unsupported { pid, what: "clone with CLONE_VM but without CLONE_VFORK (shared memory)".into() });
+                return Err(Error::Unsupported {
+                    pid,
+                    what: "clone with CLONE_VM but without CLONE_VFORK (shared memory)".into(),
+                });
             }
         }
         if nr == nr::PRCTL && args[0] == process::PR_SET_TSC {
@@ -819,8 +853,8 @@ impl Recorder {
         // threads are gone, so it gives its turn up. `restart_syscall` goes on with an
         // interrupted call, and gives the turn up when that call would have.
         let tgid = self.procs[&pid].tgid;
-        let resumes_blocking = nr == nr::RESTART_SYSCALL
-            && self.procs[&pid].restart_block.is_some_and(|(n, a)| gives_turn_up(n, &a));
+        let resumes_blocking =
+            nr == nr::RESTART_SYSCALL && self.procs[&pid].restart_block.is_some_and(|(n, a)| gives_turn_up(n, &a));
         let release = gives_turn_up(nr, &args) || resumes_blocking || (nr == nr::EXIT && pid == tgid);
         // Read only for a call that neither gives its turn up nor keeps it (2 ms deadline).
         let now = self.stamp(!release && syscalls::policy(nr) != Policy::ReExecute);
@@ -888,7 +922,8 @@ impl Recorder {
         if std::mem::take(&mut p.exec_pending) && ret == 0 {
             let path = match exec_path {
                 Some(path) => path,
-                None => std::fs::read_link(format!("/proc/{pid}/exe")).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?,
+                None => std::fs::read_link(format!("/proc/{pid}/exe"))
+                    .map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?,
             };
             self.after_exec(pid, path)?;
         }
@@ -1010,10 +1045,8 @@ impl Recorder {
             let blake3 = *blake3::hash(&snap).as_bytes();
             return Ok(Some(MappedFile { path: bytes, blake3, size: n as u64, snapshot: Some(snap) }));
         }
-        let (blake3, size) = self
-            .hashes
-            .hash(&path)
-            .map_err(|source| Error::FileMissing { path: path.clone(), source })?;
+        let (blake3, size) =
+            self.hashes.hash(&path).map_err(|source| Error::FileMissing { path: path.clone(), source })?;
         self.mapped.insert(bytes.clone(), blake3);
         Ok(Some(MappedFile { path: bytes, blake3, size, snapshot: None }))
     }

@@ -65,7 +65,11 @@ pub struct Divergence {
 
 impl fmt::Display for Divergence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "replay diverged from the recording at event {} (thread {}, pid {} now)", self.index, self.tid, self.pid)?;
+        writeln!(
+            f,
+            "replay diverged from the recording at event {} (thread {}, pid {} now)",
+            self.index, self.tid, self.pid
+        )?;
         writeln!(f, "  expected: {}", self.expected)?;
         writeln!(f, "  actual:   {}", self.actual)?;
         write!(f, "  at pc {:#x}", self.pc)?;
@@ -302,17 +306,20 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
         steps: 0,
         debug: std::env::var_os("RDB_DEBUG").is_some(),
     };
-    r.procs.insert(tid, Proc {
-        pid,
-        group: tid,
-        user: true,
-        unstarted: false,
-        entry: None,
-        injecting: None,
-        breakpoints: Rc::new(RefCell::new(BTreeMap::new())),
-        image: None,
-        killed: false,
-    });
+    r.procs.insert(
+        tid,
+        Proc {
+            pid,
+            group: tid,
+            user: true,
+            unstarted: false,
+            entry: None,
+            injecting: None,
+            breakpoints: Rc::new(RefCell::new(BTreeMap::new())),
+            image: None,
+            killed: false,
+        },
+    );
     r.by_pid.insert(pid, tid);
     // The replayer's thread runs with the TSC disabled like the program (see
     // `sys::disable_tsc_for_this_thread`): switching between the two at every stop then needs no
@@ -336,7 +343,12 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
     if ends_early {
         return Err(Error::EndsEarly { events: r.ev.index });
     }
-    Ok(ReplayOutcome { events: r.ev.index, exit_status: r.root_status, breakpoint_hits: r.hits, breakpoint_steps: r.steps })
+    Ok(ReplayOutcome {
+        events: r.ev.index,
+        exit_status: r.root_status,
+        breakpoint_hits: r.hits,
+        breakpoint_steps: r.steps,
+    })
 }
 
 /// Handling the stop lets the thread run user code.
@@ -357,7 +369,8 @@ impl Replayer<'_> {
     fn divergence_at(&mut self, index: u64, tid: Tid, expected: String, actual: String) -> Error {
         let pid = self.procs.get(&tid).map_or(-1, |p| p.pid);
         let (pc, sp) = sys::get_regs(pid).map(|r| (r.rip, r.rsp)).unwrap_or((0, 0));
-        let location = self.procs.get(&tid).and_then(|p| p.image.as_ref()).and_then(|img| crate::location::describe(img, pc, sp));
+        let location =
+            self.procs.get(&tid).and_then(|p| p.image.as_ref()).and_then(|img| crate::location::describe(img, pc, sp));
         Error::Divergence(Box::new(Divergence { index, tid, pid, expected, actual, pc, location }))
     }
 
@@ -587,7 +600,12 @@ impl Replayer<'_> {
             Event::Syscall { nr: rnr, args: rargs, ret, file, .. } => {
                 let n = syscalls::nargs(nr);
                 if *rnr != nr || rargs[..n] != args[..n] {
-                    return Err(self.divergence_at(index, tid, format!("syscall {}", head.describe()), format!("syscall {} at pc {pc:#x}", actual())));
+                    return Err(self.divergence_at(
+                        index,
+                        tid,
+                        format!("syscall {}", head.describe()),
+                        format!("syscall {} at pc {pc:#x}", actual()),
+                    ));
                 }
                 let interrupted = matches!(*ret, -4 | -512 | -513 | -514);
                 match syscalls::policy(nr) {
@@ -751,7 +769,11 @@ impl Replayer<'_> {
             Mode::ReExecuted => {
                 let must_match = matches!(nr, nr::MMAP | nr::MUNMAP | nr::MPROTECT | nr::BRK | nr::MREMAP);
                 if must_match && real_ret != ret {
-                    return Err(self.divergence(tid, ev.describe(), format!("re-executed {} returned {real_ret:#x}", syscalls::name(nr))));
+                    return Err(self.divergence(
+                        tid,
+                        ev.describe(),
+                        format!("re-executed {} returned {real_ret:#x}", syscalls::name(nr)),
+                    ));
                 }
             }
             Mode::Exec | Mode::Leaving => {}
@@ -769,9 +791,12 @@ impl Replayer<'_> {
         let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         regs.rax = ret as u64;
         regs.orig_rax = nr;
-        if matches!(mode, Mode::MappedFile(_) | Mode::Suspended) || (nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0) {
+        if matches!(mode, Mode::MappedFile(_) | Mode::Suspended)
+            || (nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0)
+        {
             // The argument registers were rewritten at entry; the program keeps its own.
-            (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) = (args[0], args[1], args[2], args[3], args[4], args[5]);
+            (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) =
+                (args[0], args[1], args[2], args[3], args[4], args[5]);
         }
         // A call interrupted by a signal that another thread then took (a process-directed
         // signal wakes one thread, any thread may dequeue it): the kernel restarted it without
@@ -850,7 +875,11 @@ impl Replayer<'_> {
         let top = process::stack_top(pid).map_err(Error::ptrace(pid, "finding the stack"))?;
         let end = sp.checked_add(stack.len() as u64).unwrap_or(0);
         if end != top {
-            return Err(self.divergence(tid, format!("initial stack ending at {end:#x}"), format!("stack ending at {top:#x}")));
+            return Err(self.divergence(
+                tid,
+                format!("initial stack ending at {end:#x}"),
+                format!("stack ending at {top:#x}"),
+            ));
         }
         sys::write_mem(pid, sp, &stack).map_err(Error::ptrace(pid, "writing the initial stack"))?;
         let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
@@ -875,15 +904,24 @@ impl Replayer<'_> {
         // Slots for displaced instructions (see `displace`), in the executable segments' tails.
         // RDB_SINGLE_STEP=1: step over every breakpoint the classic way (a check on `displace`).
         let single_step = std::env::var_os("RDB_SINGLE_STEP").is_some_and(|v| v == "1");
-        let mut slots = if single_step { displace::Slots::default() } else { displace::Slots::for_image(&image.exe, image.load_bias) };
+        let mut slots = if single_step {
+            displace::Slots::default()
+        } else {
+            displace::Slots::for_image(&image.exe, image.load_bias)
+        };
         for addr in bps {
             let mut code = [0u8; 16];
             let n = sys::read_mem(pid, addr, &mut code).map_err(Error::ptrace(pid, "reading breakpoint address"))?;
             if n == 0 {
-                return Err(Error::Observer(format!("breakpoint address {addr:#x} is not mapped in {}", image.exe.display())));
+                return Err(Error::Observer(format!(
+                    "breakpoint address {addr:#x} is not mapped in {}",
+                    image.exe.display()
+                )));
             }
             if code[..2] == [0x0f, 0x05] || code[..2] == [0x0f, 0x31] || code[..3] == [0x0f, 0x01, 0xf9] {
-                return Err(Error::Observer(format!("cannot break at {addr:#x}: it is a syscall or rdtsc instruction")));
+                return Err(Error::Observer(format!(
+                    "cannot break at {addr:#x}: it is a syscall or rdtsc instruction"
+                )));
             }
             if table.borrow().contains_key(&addr) {
                 continue;
@@ -897,7 +935,8 @@ impl Replayer<'_> {
                 prepared.over = StepOver::Step;
             }
             if let StepOver::Displaced(at) = prepared.over {
-                sys::write_mem(pid, at, &prepared.slot_code).map_err(Error::ptrace(pid, "writing a displaced instruction"))?;
+                sys::write_mem(pid, at, &prepared.slot_code)
+                    .map_err(Error::ptrace(pid, "writing a displaced instruction"))?;
                 slots.take(prepared.slot_code.len() as u64);
             }
             sys::write_mem(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "planting a breakpoint"))?;
@@ -912,7 +951,8 @@ impl Replayer<'_> {
         let pid = self.proc(tid).pid;
         regs.rip = addr;
         self.hits += 1;
-        let image = self.proc(tid).image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
+        let image =
+            self.proc(tid).image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
         let stop = BreakpointStop { tid, pid, addr, regs, image: &image, mem: Mem(pid) };
         self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
         let bp = self.proc(tid).breakpoints.borrow()[&addr].clone();
@@ -988,17 +1028,20 @@ impl Replayer<'_> {
         });
         let group = if thread { parent.group } else { child };
         let entry = parent.entry.as_ref().map(|(nr, args, _)| (*nr, *args));
-        self.procs.insert(child, Proc {
-            pid: child_pid,
-            group,
-            user: !thread,
-            unstarted: thread,
-            entry: None,
-            injecting: None,
-            breakpoints,
-            image,
-            killed: false,
-        });
+        self.procs.insert(
+            child,
+            Proc {
+                pid: child_pid,
+                group,
+                user: !thread,
+                unstarted: thread,
+                entry: None,
+                injecting: None,
+                breakpoints,
+                image,
+                killed: false,
+            },
+        );
         self.by_pid.insert(child_pid, child);
         self.ev.pop()?;
         let started = self.early_children.remove(&child_pid);
@@ -1008,7 +1051,9 @@ impl Replayer<'_> {
             if !started {
                 match sys::wait_pid(child_pid).map_err(Error::ptrace(child_pid, "waiting for a new thread"))? {
                     Wait::Stopped { .. } => {}
-                    w => return Err(self.divergence(child, "a new thread".into(), describe_status(w.raw_exit_status()))),
+                    w => {
+                        return Err(self.divergence(child, "a new thread".into(), describe_status(w.raw_exit_status())))
+                    }
                 }
             }
             if let Some((nr, args)) = entry {
@@ -1073,7 +1118,11 @@ impl Replayer<'_> {
                 sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
             }
             _ => {
-                let actual = if tsc.is_some() { "rdtsc".to_string() } else { format!("signal {}", trace::event::signal_name(sig)) };
+                let actual = if tsc.is_some() {
+                    "rdtsc".to_string()
+                } else {
+                    format!("signal {}", trace::event::signal_name(sig))
+                };
                 Err(self.divergence(tid, ev.describe(), actual))
             }
         }

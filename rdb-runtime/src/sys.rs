@@ -115,18 +115,14 @@ pub fn get_regs(pid: i32) -> io::Result<Regs> {
     // SAFETY: user_regs_struct is plain integers; all-zero is a valid value.
     let mut regs: Regs = unsafe { std::mem::zeroed() };
     // SAFETY: the kernel writes exactly sizeof(user_regs_struct) bytes into `regs`.
-    check(unsafe {
-        libc::ptrace(libc::PTRACE_GETREGS, pid, 0usize, &mut regs as *mut Regs as *mut c_void)
-    })?;
+    check(unsafe { libc::ptrace(libc::PTRACE_GETREGS, pid, 0usize, &mut regs as *mut Regs as *mut c_void) })?;
     Ok(regs)
 }
 
 /// `PTRACE_SETREGS`.
 pub fn set_regs(pid: i32, regs: &Regs) -> io::Result<()> {
     // SAFETY: the kernel only reads sizeof(user_regs_struct) bytes from `regs`.
-    check(unsafe {
-        libc::ptrace(libc::PTRACE_SETREGS, pid, 0usize, regs as *const Regs as *mut c_void)
-    })?;
+    check(unsafe { libc::ptrace(libc::PTRACE_SETREGS, pid, 0usize, regs as *const Regs as *mut c_void) })?;
     Ok(())
 }
 
@@ -147,18 +143,14 @@ pub const SIGINFO_SIZE: usize = 128;
 pub fn get_siginfo(pid: i32) -> io::Result<[u8; SIGINFO_SIZE]> {
     let mut buf = [0u8; SIGINFO_SIZE];
     // SAFETY: siginfo_t is 128 bytes; the kernel writes at most that into `buf`.
-    check(unsafe {
-        libc::ptrace(libc::PTRACE_GETSIGINFO, pid, 0usize, buf.as_mut_ptr() as *mut c_void)
-    })?;
+    check(unsafe { libc::ptrace(libc::PTRACE_GETSIGINFO, pid, 0usize, buf.as_mut_ptr() as *mut c_void) })?;
     Ok(buf)
 }
 
 /// `PTRACE_SETSIGINFO` from raw bytes.
 pub fn set_siginfo(pid: i32, info: &[u8; SIGINFO_SIZE]) -> io::Result<()> {
     // SAFETY: the kernel reads 128 bytes from `info`.
-    check(unsafe {
-        libc::ptrace(libc::PTRACE_SETSIGINFO, pid, 0usize, info.as_ptr() as *mut c_void)
-    })?;
+    check(unsafe { libc::ptrace(libc::PTRACE_SETSIGINFO, pid, 0usize, info.as_ptr() as *mut c_void) })?;
     Ok(())
 }
 
@@ -166,22 +158,14 @@ pub fn set_siginfo(pid: i32, info: &[u8; SIGINFO_SIZE]) -> io::Result<()> {
 pub fn get_event_msg(pid: i32) -> io::Result<u64> {
     let mut msg: libc::c_ulong = 0;
     // SAFETY: the kernel writes one unsigned long into `msg`.
-    check(unsafe {
-        libc::ptrace(libc::PTRACE_GETEVENTMSG, pid, 0usize, &mut msg as *mut libc::c_ulong)
-    })?;
+    check(unsafe { libc::ptrace(libc::PTRACE_GETEVENTMSG, pid, 0usize, &mut msg as *mut libc::c_ulong) })?;
     Ok(msg as u64)
 }
 
 /// `PTRACE_GET_SYSCALL_INFO`: entry or exit, with number/arguments or return value.
 pub fn syscall_info(pid: i32) -> io::Result<SyscallInfo> {
-    let mut raw = RawSyscallInfo {
-        op: 0,
-        pad: [0; 3],
-        arch: 0,
-        instruction_pointer: 0,
-        stack_pointer: 0,
-        data: [0; 8],
-    };
+    let mut raw =
+        RawSyscallInfo { op: 0, pad: [0; 3], arch: 0, instruction_pointer: 0, stack_pointer: 0, data: [0; 8] };
     // SAFETY: the kernel writes at most the size we pass into `raw`.
     check(unsafe {
         libc::ptrace(
@@ -398,7 +382,10 @@ fn poke_bytes(pid: i32, addr: u64, data: &[u8]) -> io::Result<()> {
         bytes[offset..offset + take].copy_from_slice(&data[done..done + take]);
         let new = u64::from_le_bytes(bytes);
         // SAFETY: POKEDATA writes one word of the stopped tracee; the data is passed by value.
-        if unsafe { libc::ptrace(libc::PTRACE_POKEDATA, pid, word_addr as usize as *mut c_void, new as usize as *mut c_void) } == -1 {
+        if unsafe {
+            libc::ptrace(libc::PTRACE_POKEDATA, pid, word_addr as usize as *mut c_void, new as usize as *mut c_void)
+        } == -1
+        {
             return Err(io::Error::last_os_error());
         }
         done += take;
@@ -682,7 +669,7 @@ mod tests {
     /// the child ended.
     fn child_with_tsc_disabled(fault: fn()) -> Wait {
         drop(disable_tsc_for_this_thread().expect("install")); // installed before forking
-        // SAFETY: the child only makes raw syscalls and executes `fault`, then exits.
+                                                               // SAFETY: the child only makes raw syscalls and executes `fault`, then exits.
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0);
         if pid == 0 {

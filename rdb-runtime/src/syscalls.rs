@@ -385,10 +385,7 @@ pub fn nargs(nr: u64) -> usize {
 
 /// Syscalls after which a process's file-descriptor table may name different files.
 pub fn changes_fds(nr: u64) -> bool {
-    matches!(
-        nr,
-        nr::CLOSE | nr::DUP | nr::DUP2 | nr::DUP3 | nr::FCNTL | nr::CLOSE_RANGE | nr::EXECVE | nr::EXECVEAT
-    )
+    matches!(nr, nr::CLOSE | nr::DUP | nr::DUP2 | nr::DUP3 | nr::FCNTL | nr::CLOSE_RANGE | nr::EXECVE | nr::EXECVEAT)
 }
 
 #[cfg(test)]

@@ -28,8 +28,6 @@ int main(void) {
 }
 "#;
 
-
-
 struct Watch {
     exe: PathBuf,
     work: u64,
@@ -78,7 +76,8 @@ fn breakpoints_and_divergence_reports() {
 
     // Breakpoint observer: right pc, registers and memory; replay still completes unchanged.
     let exe = std::fs::canonicalize(&exe).unwrap();
-    let mut watch = Watch { work: symbol(&exe, "work"), counter: symbol(&exe, "counter"), exe, images: vec![], hits: vec![] };
+    let mut watch =
+        Watch { work: symbol(&exe, "work"), counter: symbol(&exe, "counter"), exe, images: vec![], hits: vec![] };
     let out = replay(&opts(&trace), &mut watch).unwrap();
     assert_eq!(out.exit_status, Some(0));
     assert_eq!(out.breakpoint_hits, 3);

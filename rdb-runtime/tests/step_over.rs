@@ -89,7 +89,6 @@ int main(int argc, char **argv) {
 
 const FUNCTIONS: [&str; 5] = ["step", "add", "mul", "rec", "touch"];
 
-
 /// Link-time address of every instruction of `FUNCTIONS` in `exe`.
 fn instructions(exe: &Path) -> Vec<u64> {
     let data = std::fs::read(exe).unwrap();
@@ -125,7 +124,22 @@ impl ReplayObserver for Everywhere {
     fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
         let r = &stop.regs;
         self.hits.push([
-            r.rip, r.rsp, r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp, r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14,
+            r.rip,
+            r.rsp,
+            r.rax,
+            r.rbx,
+            r.rcx,
+            r.rdx,
+            r.rsi,
+            r.rdi,
+            r.rbp,
+            r.r8,
+            r.r9,
+            r.r10,
+            r.r11,
+            r.r12,
+            r.r13,
+            r.r14,
             r.r15,
             r.eflags & 0x8d5,
         ]);
@@ -139,8 +153,13 @@ fn a_breakpoint_at_every_instruction_leaves_the_replay_exact() {
     for opt in ["-O0", "-O2"] {
         let exe = compile_c(dir.path(), &format!("prog{opt}"), PROGRAM, &[opt, "-g", "-fPIE", "-pie"], &[]);
         let trace = dir.path().join(format!("trace{opt}"));
-        let rec = record(&RecordOptions { program: exe.clone().into_os_string(), args: vec![], trace_dir: trace.clone(), pin_cpu: true })
-            .unwrap();
+        let rec = record(&RecordOptions {
+            program: exe.clone().into_os_string(),
+            args: vec![],
+            trace_dir: trace.clone(),
+            pin_cpu: true,
+        })
+        .unwrap();
         let at = instructions(&exe);
         let mut runs = Vec::new();
         for mode in ["displace", "displace", "single-step"] {
@@ -157,7 +176,12 @@ fn a_breakpoint_at_every_instruction_leaves_the_replay_exact() {
             let outcome = replay(&opts, &mut observer).unwrap_or_else(|e| panic!("{opt}: {e}"));
             assert_eq!(outcome.exit_status, Some(rec.exit_status), "{opt}");
             assert_eq!(outcome.breakpoint_hits, observer.hits.len() as u64);
-            eprintln!("{opt}, {mode}: {} breakpoints, {} hits, {} single-stepped", at.len(), outcome.breakpoint_hits, outcome.breakpoint_steps);
+            eprintln!(
+                "{opt}, {mode}: {} breakpoints, {} hits, {} single-stepped",
+                at.len(),
+                outcome.breakpoint_hits,
+                outcome.breakpoint_steps
+            );
             if mode == "single-step" {
                 assert_eq!(outcome.breakpoint_steps, outcome.breakpoint_hits);
             } else {

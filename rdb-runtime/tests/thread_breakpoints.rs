@@ -8,9 +8,11 @@ use std::path::PathBuf;
 
 use common::{compile_c, symbol};
 
-use rdb_runtime::trace::{Event, TraceReader};
 use rdb_runtime::trace::event::Tid;
-use rdb_runtime::{record_with, replay, BreakpointStop, ProcessImage, RecordOptions, ReplayObserver, ReplayOptions, Schedule};
+use rdb_runtime::trace::{Event, TraceReader};
+use rdb_runtime::{
+    record_with, replay, BreakpointStop, ProcessImage, RecordOptions, ReplayObserver, ReplayOptions, Schedule,
+};
 
 const PROGRAM: &str = r#"#include <pthread.h>
 #include <stdio.h>
@@ -35,8 +37,6 @@ int main(void) {
 }
 "#;
 
-
-
 /// Debug-side state shared by all threads' hits: every hit's thread, argument and the value of
 /// `counter` then, plus the lost updates it detects (a hit seeing a value already seen).
 struct Watch {
@@ -48,7 +48,11 @@ struct Watch {
 
 impl ReplayObserver for Watch {
     fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
-        if image.exe == self.exe { vec![image.load_bias + self.work] } else { vec![] }
+        if image.exe == self.exe {
+            vec![image.load_bias + self.work]
+        } else {
+            vec![]
+        }
     }
     fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
         let mut b = [0u8; 4];
@@ -64,7 +68,8 @@ fn breakpoints_in_every_thread_follow_the_recorded_schedule() {
     let exe = compile_c(tmp.path(), "thr", PROGRAM, &["-O1", "-g", "-fPIE", "-pie"], &["-lpthread"]);
     let trace = tmp.path().join("trace");
     let schedule = Schedule { chaos: Some(5), ..Schedule::default() };
-    let opts = RecordOptions { program: exe.clone().into_os_string(), args: vec![], trace_dir: trace.clone(), pin_cpu: false };
+    let opts =
+        RecordOptions { program: exe.clone().into_os_string(), args: vec![], trace_dir: trace.clone(), pin_cpu: false };
     let rec = record_with(&opts, &schedule).unwrap();
     assert_eq!(rec.exit_status, 0);
 
@@ -82,8 +87,10 @@ fn breakpoints_in_every_thread_follow_the_recorded_schedule() {
     let exe = std::fs::canonicalize(&exe).unwrap();
     let mut runs = Vec::new();
     for _ in 0..2 {
-        let mut watch = Watch { exe: exe.clone(), work: symbol(&exe, "work"), counter: symbol(&exe, "counter"), hits: vec![] };
-        let out = replay(&ReplayOptions { trace_dir: trace.clone(), pin_cpu: false, echo_output: false }, &mut watch).unwrap();
+        let mut watch =
+            Watch { exe: exe.clone(), work: symbol(&exe, "work"), counter: symbol(&exe, "counter"), hits: vec![] };
+        let out = replay(&ReplayOptions { trace_dir: trace.clone(), pin_cpu: false, echo_output: false }, &mut watch)
+            .unwrap();
         assert_eq!(out.exit_status, Some(0));
         assert_eq!(out.breakpoint_hits, 60);
         runs.push(watch.hits);

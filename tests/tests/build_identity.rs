@@ -42,7 +42,11 @@ fn identity(app: &str, release: bool) {
     // dev build every argument has a size and a location there.
     assert!(functions.functions.iter().all(|f| !f.locations.is_empty()), "{:#?}", functions.functions);
     if !release {
-        assert!(arguments.arguments.iter().all(|a| a.size > 0 && !a.locations.is_empty()), "{:#?}", arguments.arguments);
+        assert!(
+            arguments.arguments.iter().all(|a| a.size > 0 && !a.locations.is_empty()),
+            "{:#?}",
+            arguments.arguments
+        );
     }
 }
 
@@ -98,7 +102,8 @@ fn user_rustflags_are_kept() {
     let tmp = tempfile::tempdir().unwrap();
     let sample = SampleApp::plain("jobq", tmp.path());
     std::fs::create_dir_all(sample.dir.join(".cargo")).unwrap();
-    std::fs::write(sample.dir.join(".cargo/config.toml"), "[build]\nrustflags = [\"-C\", \"target-cpu=x86-64-v2\"]\n").unwrap();
+    std::fs::write(sample.dir.join(".cargo/config.toml"), "[build]\nrustflags = [\"-C\", \"target-cpu=x86-64-v2\"]\n")
+        .unwrap();
     assert_success("plain cargo build", &run_cargo(&sample.dir, &["build"]));
     let plain = hash_file(&sample.dir.join("target/debug/jobq"));
     sample.instrument();

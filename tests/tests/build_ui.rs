@@ -7,7 +7,8 @@ use rdb_tests::{repo_root, run_cargo_rdb};
 use std::path::Path;
 
 fn diagnostics_of(text: &str) -> Option<String> {
-    let input = SourceInput { path: "src/main.rs".into(), text: text.into(), module_path: vec![], crate_name: "app".into() };
+    let input =
+        SourceInput { path: "src/main.rs".into(), text: text.into(), module_path: vec![], crate_name: "app".into() };
     extract(&[input], 1).err().map(|d| format!("{d}\n"))
 }
 

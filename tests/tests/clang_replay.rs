@@ -19,7 +19,8 @@ fn tools() -> &'static Path {
             .status()
             .expect("cargo runs");
         assert!(st.success(), "building rdb failed");
-        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"));
+        let target =
+            std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"));
         target.join("debug")
     })
 }
@@ -143,7 +144,11 @@ fn lua_region_in_the_hot_loop_runs_on_replay() {
     let instrumented = std::fs::read(dir.join("lvm.c")).unwrap();
     std::fs::copy(root.join("plain-lvm.c"), dir.join("lvm.c")).unwrap();
     build("clang-14");
-    std::fs::write(dir.join("calls.lua"), "local function f(x) return x + 1 end\nlocal s = 0\nfor i = 1, 200000 do s = f(s) end\nprint(s)\n").unwrap();
+    std::fs::write(
+        dir.join("calls.lua"),
+        "local function f(x) return x + 1 end\nlocal s = 0\nfor i = 1, 200000 do s = f(s) end\nprint(s)\n",
+    )
+    .unwrap();
     let recorded = record(&dir, &["./lua", "calls.lua"]);
     assert_eq!(text(&recorded.stdout), "200000\n");
     std::fs::write(dir.join("lvm.c"), instrumented).unwrap();

@@ -76,11 +76,7 @@ fn round_trip(name: &str, prog: &[&str]) -> Vec<u8> {
     let trace = dir.join("trace");
     let rec = record(&trace, prog);
     assert!(rec.status.code().is_some(), "{name}: recorder killed: {}", text(&rec.stderr));
-    assert!(
-        text(&rec.stderr).contains("rdb: recorded"),
-        "{name}: recording failed: {}",
-        text(&rec.stderr)
-    );
+    assert!(text(&rec.stderr).contains("rdb: recorded"), "{name}: recording failed: {}", text(&rec.stderr));
     let rep = replay(&trace);
     assert_eq!(rep.status.code(), Some(0), "{name}: replay failed: {}", text(&rep.stderr));
     assert_eq!(text(&rep.stdout), text(&rec.stdout), "{name}: replayed stdout differs");
@@ -117,7 +113,14 @@ fn deterministic_corpus_replays_identically() {
         ("git", vec!["git", "--version"]),
         ("git-hash", vec!["git", "hash-object", "/etc/services"]),
         ("perl", vec!["perl", "-e", "print join(',', map { $_ * 2 } 1..10), qq(\n)"]),
-        ("python-subprocess", vec!["/usr/bin/python3", "-c", "import subprocess; print(subprocess.run(['echo','child'],capture_output=True).stdout)"]),
+        (
+            "python-subprocess",
+            vec![
+                "/usr/bin/python3",
+                "-c",
+                "import subprocess; print(subprocess.run(['echo','child'],capture_output=True).stdout)",
+            ],
+        ),
         ("env", vec!["env"]),
     ];
     for (name, prog) in &cases {
@@ -134,7 +137,10 @@ fn nondeterministic_corpus_replays_the_recorded_run() {
     );
     round_trip_nondeterministic("perl-rand", &["perl", "-e", "print rand(), qq( ), $$, qq(\n)"]);
     round_trip_nondeterministic("urandom", &sh("head -c 16 /dev/urandom | od -An -tx1"));
-    round_trip_nondeterministic("sqlite3", &["sqlite3", ":memory:", "create table t(x); insert into t values(random()); select x from t;"]);
+    round_trip_nondeterministic(
+        "sqlite3",
+        &["sqlite3", ":memory:", "create table t(x); insert into t values(random()); select x from t;"],
+    );
     round_trip_nondeterministic("awk-srand", &sh("awk 'BEGIN { srand(); print srand(), rand() }'; date +%N"));
 }
 
@@ -424,7 +430,12 @@ fn changed_shared_library_is_refused_by_name() {
     build_lib(42);
     let rpath = format!("-Wl,-rpath,{}", dir.display());
     let libdir = format!("-L{}", dir.display());
-    let exe = compile_c(&dir, "usefoo", "#include <stdio.h>\nint foo(void);\nint main(void) { printf(\"%d\\n\", foo()); return 0; }\n", &[&libdir, "-lfoo", &rpath]);
+    let exe = compile_c(
+        &dir,
+        "usefoo",
+        "#include <stdio.h>\nint foo(void);\nint main(void) { printf(\"%d\\n\", foo()); return 0; }\n",
+        &[&libdir, "-lfoo", &rpath],
+    );
     let trace = dir.join("trace");
     let rec = record(&trace, &[exe.to_str().unwrap()]);
     assert_eq!(rec.stdout, b"42\n", "{}", text(&rec.stderr));

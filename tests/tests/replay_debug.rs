@@ -23,7 +23,8 @@ fn tools() -> &'static Path {
             .status()
             .expect("cargo runs");
         assert!(st.success(), "building rdb failed");
-        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"));
+        let target =
+            std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"));
         target.join("debug")
     })
 }
@@ -90,8 +91,12 @@ fn minibc_regions_show_branch_popping_an_empty_stack() {
     }
     // Region lines interleave with the program's output in program order; removing them
     // leaves exactly the recorded output.
-    assert_eq!(without(&stdout, |l| l.starts_with('[') || l.starts_with("rdb: ") || l.starts_with("compiling ")), rec_out);
-    let program_err = without(&stderr, |l| l.starts_with("rdb: ") || l.starts_with("for loop at") || l.starts_with("compiling"));
+    assert_eq!(
+        without(&stdout, |l| l.starts_with('[') || l.starts_with("rdb: ") || l.starts_with("compiling ")),
+        rec_out
+    );
+    let program_err =
+        without(&stderr, |l| l.starts_with("rdb: ") || l.starts_with("for loop at") || l.starts_with("compiling"));
     assert_eq!(program_err, rec_err, "stderr:\n{stderr}");
 }
 
@@ -215,7 +220,10 @@ fn misbehaving_debug_code_is_reported_and_never_changes_the_replay() {
         let warning = match *mode {
             "none" => {
                 assert_eq!(stdout.lines().filter(|l| l.starts_with("rdb: step")).count(), 4, "{ctx}");
-                assert!(stdout.lines().any(|l| l.starts_with("rdb: step 3 values [") && l.ends_with("total 6")), "{ctx}");
+                assert!(
+                    stdout.lines().any(|l| l.starts_with("rdb: step 3 values [") && l.ends_with("total 6")),
+                    "{ctx}"
+                );
                 continue;
             }
             "write" => "debug code wrote program memory",
@@ -263,10 +271,8 @@ fn a_region_in_threads_finds_every_lost_update() {
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert_eq!(without(&stdout, |l| l.starts_with("rdb: ")), rec_out);
     let reports: Vec<&str> = stdout.lines().filter(|l| l.starts_with("rdb: thread")).collect();
-    let total = reports
-        .last()
-        .map(|l| l.rsplit(", net ").next().unwrap().trim_end_matches(" lost so far"))
-        .unwrap_or("0");
+    let total =
+        reports.last().map(|l| l.rsplit(", net ").next().unwrap().trim_end_matches(" lost so far")).unwrap_or("0");
     assert_eq!(total.parse::<u64>().unwrap(), lost, "regions saw a different loss than the program:\n{stdout}");
     if lost > 0 {
         // Several threads reported (their hits share the debug-only total).
@@ -291,8 +297,11 @@ fn a_region_ending_a_loop_body_never_runs_after_the_loop() {
     let (rec_out, _) = record(&dir, &trace, &["target/debug/guarded", "none"]);
 
     let macros = repo_root().join("rdb-macros");
-    std::fs::write(dir.join("Cargo.toml"), format!("{manifest}rdb-macros = {{ path = {:?} }}\n", macros.display().to_string()))
-        .unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!("{manifest}rdb-macros = {{ path = {:?} }}\n", macros.display().to_string()),
+    )
+    .unwrap();
     let anchor = "        println!(\"step {i} total {} mode {mode}\", TOTAL.load(Ordering::Relaxed));\n";
     let region = "        rdb_begin!();\n        println!(\"rdb: end of step {i}\");\n        rdb_end!();\n";
     let instrumented = GUARDED_PLAIN

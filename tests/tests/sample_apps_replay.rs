@@ -9,7 +9,10 @@ use rdb_tests::{assert_success, cargo, repo_root, run_cargo, SampleApp};
 fn rdb() -> PathBuf {
     let st = cargo().current_dir(repo_root()).args(["build", "-q", "-p", "rdb-cli", "--bin", "rdb"]).status().unwrap();
     assert!(st.success(), "building rdb failed");
-    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target")).join("debug/rdb")
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
+        .join("debug/rdb")
 }
 
 fn run(dir: &Path, args: &[&str]) -> Output {
@@ -21,7 +24,11 @@ fn record_and_replay(dir: &Path, trace: &Path, prog: &[&str]) -> String {
     let mut args = vec!["record", "-o", trace.to_str().unwrap(), "--"];
     args.extend_from_slice(prog);
     let rec = run(dir, &args);
-    let rec_err: String = String::from_utf8_lossy(&rec.stderr).lines().filter(|l| !l.starts_with("rdb: ")).map(|l| format!("{l}\n")).collect();
+    let rec_err: String = String::from_utf8_lossy(&rec.stderr)
+        .lines()
+        .filter(|l| !l.starts_with("rdb: "))
+        .map(|l| format!("{l}\n"))
+        .collect();
     for _ in 0..2 {
         let rep = run(dir, &["replay", trace.to_str().unwrap()]);
         assert_eq!(rep.status.code(), Some(0), "replay failed: {}", String::from_utf8_lossy(&rep.stderr));
@@ -36,7 +43,8 @@ fn sample_apps_replay_exactly() {
     let tmp = tempfile::tempdir().unwrap();
     let minibc = SampleApp::plain("minibc", tmp.path());
     assert_success("cargo build minibc", &run_cargo(&minibc.dir, &["build", "-q"]));
-    let out = record_and_replay(&minibc.dir, &tmp.path().join("minibc-trace"), &["target/debug/minibc", "examples/loops.bc"]);
+    let out =
+        record_and_replay(&minibc.dir, &tmp.path().join("minibc-trace"), &["target/debug/minibc", "examples/loops.bc"]);
     assert_eq!(out, "55\n");
 
     let jobq = SampleApp::plain("jobq", tmp.path());

@@ -29,7 +29,12 @@ fn rdb() -> PathBuf {
 
 fn scratch(name: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!("rdb-thr-{}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst), name));
+    let d = std::env::temp_dir().join(format!(
+        "rdb-thr-{}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst),
+        name
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -89,7 +94,12 @@ fn round_trip(dir: &Path, name: &str, extra: &[&str], prog: &[&str], times: usiz
     for i in 0..times {
         let rep = replay(&trace, dir);
         assert_eq!(rep.status.code(), Some(0), "{name}: replay {i} failed: {}", text(&rep.stderr));
-        assert!(rep.stdout == rec.stdout, "{name}: replay {i} printed\n{}\nbut the recording printed\n{}", text(&rep.stdout), text(&rec.stdout));
+        assert!(
+            rep.stdout == rec.stdout,
+            "{name}: replay {i} printed\n{}\nbut the recording printed\n{}",
+            text(&rep.stdout),
+            text(&rec.stdout)
+        );
     }
     rec.stdout
 }
@@ -182,7 +192,13 @@ fn a_poll_resumed_by_restart_syscall_replays_its_revents() {
 fn compile_c(dir: &Path, source: &str, name: &str) -> std::path::PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/{source}.c"));
     let exe = dir.join(name);
-    let st = Command::new("clang-14").args(["-O0", "-g", "-o"]).arg(&exe).arg(&src).arg("-lpthread").status().expect("clang-14 runs");
+    let st = Command::new("clang-14")
+        .args(["-O0", "-g", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-lpthread")
+        .status()
+        .expect("clang-14 runs");
     assert!(st.success(), "clang-14 failed for {source}.c");
     exe
 }
@@ -196,7 +212,8 @@ fn have(prog: &str) -> bool {
 #[test]
 fn parallel_compressors_replay_identically() {
     let dir = scratch("zip");
-    let data: Vec<u8> = (0..600_000u32).flat_map(|i| format!("{} {}\n", i, i.wrapping_mul(2654435761) % 9973).into_bytes()).collect();
+    let data: Vec<u8> =
+        (0..600_000u32).flat_map(|i| format!("{} {}\n", i, i.wrapping_mul(2654435761) % 9973).into_bytes()).collect();
     std::fs::write(dir.join("data.txt"), &data).unwrap();
     let mut ran = 0;
     for (prog, args) in [("pigz", &["-p", "2", "-c", "data.txt"][..]), ("pbzip2", &["-p2", "-c", "data.txt"][..])] {
@@ -225,7 +242,13 @@ fn a_spinning_thread_is_reported() {
     )
     .unwrap();
     let exe = dir.join("spin");
-    let st = Command::new("clang-14").args(["-O0", "-g", "-o"]).arg(&exe).arg(&src).arg("-lpthread").status().expect("clang-14 runs");
+    let st = Command::new("clang-14")
+        .args(["-O0", "-g", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-lpthread")
+        .status()
+        .expect("clang-14 runs");
     assert!(st.success(), "clang-14 failed");
     let rec = record(&dir.join("t"), &["--watchdog", "1"], &[exe.to_str().unwrap()], &dir);
     let err = text(&rec.stderr);

@@ -46,15 +46,7 @@ struct Range {
     written: bool,
 }
 
-const EMPTY: Range = Range {
-    start: 0,
-    end: 0,
-    prot: 0,
-    touched: false,
-    collided: false,
-    uffd: false,
-    written: false,
-};
+const EMPTY: Range = Range { start: 0, end: 0, prot: 0, touched: false, collided: false, uffd: false, written: false };
 
 pub(crate) struct Mirror {
     pub fd: i32,
@@ -106,19 +98,11 @@ static STATE: Global = Global(UnsafeCell::new(Mirror {
     tables: [[EMPTY; MAX_RANGES]; 2],
     lens: [0; 2],
     current: 0,
-    incoming: [RangeSpec {
-        start: 0,
-        end: 0,
-        prot: 0,
-    }; MAX_RANGES],
+    incoming: [RangeSpec { start: 0, end: 0, prot: 0 }; MAX_RANGES],
     writes: [0; MAX_WRITES],
     nwrites: 0,
     wrote: false,
-    collisions: [RangeSpec {
-        start: 0,
-        end: 0,
-        prot: 0,
-    }; 16],
+    collisions: [RangeSpec { start: 0, end: 0, prot: 0 }; 16],
     ncollisions: 0,
     maps_buf: [0; protocol::MAX_MESSAGE],
     patches: [(0, 0); MAX_PATCHES],
@@ -203,11 +187,7 @@ impl Mirror {
                 let r = self.tables[cur][i];
                 let block = (page & !(self.chunk - 1)).max(r.start);
                 let end = (block + self.chunk).min(r.end);
-                if untouched[i]
-                    && !r.collided
-                    && r.prot & libc::PROT_READ as u32 != 0
-                    && !done.contains(&block)
-                {
+                if untouched[i] && !r.collided && r.prot & libc::PROT_READ as u32 != 0 && !done.contains(&block) {
                     done.push(block);
                     let ok = if r.uffd {
                         bounce.resize((end - block) as usize, 0);
@@ -329,21 +309,14 @@ enum Reserved {
 /// fault handler. `Collision` when the host already has memory there.
 fn reserve(spec: RangeSpec, uffd: i32) -> Reserved {
     let len = (spec.end - spec.start) as usize;
-    let prot = if uffd >= 0 {
-        spec.prot as i32
-    } else {
-        libc::PROT_NONE
-    };
+    let prot = if uffd >= 0 { spec.prot as i32 } else { libc::PROT_NONE };
     // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
     let p = unsafe {
         libc::mmap(
             spec.start as *mut libc::c_void,
             len,
             prot,
-            libc::MAP_PRIVATE
-                | libc::MAP_ANONYMOUS
-                | libc::MAP_NORESERVE
-                | libc::MAP_FIXED_NOREPLACE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE,
             -1,
             0,
         )
@@ -360,12 +333,7 @@ fn reserve(spec: RangeSpec, uffd: i32) -> Reserved {
     if uffd < 0 {
         return Reserved::Signal;
     }
-    let mut reg = uffd::Register {
-        start: spec.start,
-        len: len as u64,
-        mode: uffd::REGISTER_MODE_MISSING,
-        ioctls: 0,
-    };
+    let mut reg = uffd::Register { start: spec.start, len: len as u64, mode: uffd::REGISTER_MODE_MISSING, ioctls: 0 };
     // SAFETY: registers our own fresh mapping.
     if unsafe { libc::ioctl(uffd, uffd::REGISTER, &mut reg) } == 0 {
         return Reserved::Uffd;
@@ -431,11 +399,7 @@ pub(crate) fn open_userfaultfd() -> i32 {
         if fd < 0 {
             return -1;
         }
-        let mut api = uffd::Api {
-            api: uffd::API,
-            features: 0,
-            ioctls: 0,
-        };
+        let mut api = uffd::Api { api: uffd::API, features: 0, ioctls: 0 };
         if libc::ioctl(fd, uffd::IOC_API, &mut api) != 0 {
             libc::close(fd);
             return -1;
@@ -452,21 +416,9 @@ pub(crate) fn serve_userfaultfd() {
     let fd = unsafe { state() }.uffd;
     let mut bounce = vec![0u8; 256 * PAGE as usize];
     loop {
-        let mut msg = uffd::Msg {
-            event: 0,
-            reserved: [0; 7],
-            flags: 0,
-            address: 0,
-            rest: 0,
-        };
+        let mut msg = uffd::Msg { event: 0, reserved: [0; 7], flags: 0, address: 0, rest: 0 };
         // SAFETY: reads one uffd_msg into msg.
-        let n = unsafe {
-            libc::read(
-                fd,
-                (&mut msg as *mut uffd::Msg).cast(),
-                std::mem::size_of::<uffd::Msg>(),
-            )
-        };
+        let n = unsafe { libc::read(fd, (&mut msg as *mut uffd::Msg).cast(), std::mem::size_of::<uffd::Msg>()) };
         if n != std::mem::size_of::<uffd::Msg>() as isize {
             if n < 0 && errno() == libc::EINTR {
                 continue;
@@ -480,9 +432,7 @@ pub(crate) fn serve_userfaultfd() {
         let st = unsafe { state() };
         let addr = msg.address;
         let page = addr & !(PAGE - 1);
-        let Some(i) = st.find(addr) else {
-            crash(st, libc::SIGSEGV, addr, reason::UNMAPPED)
-        };
+        let Some(i) = st.find(addr) else { crash(st, libc::SIGSEGV, addr, reason::UNMAPPED) };
         let range = st.ranges()[i];
         let block = (addr & !(st.chunk - 1)).max(range.start);
         let end = (block + st.chunk).min(range.end);
@@ -491,8 +441,7 @@ pub(crate) fn serve_userfaultfd() {
         let cur = st.current;
         st.tables[cur][i].touched = true;
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        let copied = (read_program(st, &mut bounce, block, end - block)
-            && copy_in(fd, &bounce, block, end - block))
+        let copied = (read_program(st, &mut bounce, block, end - block) && copy_in(fd, &bounce, block, end - block))
             || (read_program(st, &mut bounce, page, PAGE) && copy_in(fd, &bounce, page, PAGE));
         if !copied {
             crash(st, libc::SIGSEGV, addr, reason::UNREADABLE);
@@ -503,13 +452,7 @@ pub(crate) fn serve_userfaultfd() {
 /// Installs `len` bytes of `bounce` at `dst`; true once the page at `dst`
 /// is present (pages already present are kept, and the waiter woken).
 fn copy_in(fd: i32, bounce: &[u8], dst: u64, len: u64) -> bool {
-    let mut copy = uffd::Copy {
-        dst,
-        src: bounce.as_ptr() as u64,
-        len,
-        mode: 0,
-        copy: 0,
-    };
+    let mut copy = uffd::Copy { dst, src: bounce.as_ptr() as u64, len, mode: 0, copy: 0 };
     // SAFETY: copies from our bounce buffer into our registered range.
     if unsafe { libc::ioctl(fd, uffd::COPY, &mut copy) } == 0 {
         return true;
@@ -530,14 +473,8 @@ fn read_program(st: &mut Mirror, bounce: &mut [u8], start: u64, len: u64) -> boo
     let buf = &mut bounce[..len as usize];
     let ok = loop {
         if st.fill == protocol::FILL_DIRECT {
-            let local = libc::iovec {
-                iov_base: buf.as_mut_ptr().cast(),
-                iov_len: buf.len(),
-            };
-            let remote = libc::iovec {
-                iov_base: start as *mut libc::c_void,
-                iov_len: buf.len(),
-            };
+            let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+            let remote = libc::iovec { iov_base: start as *mut libc::c_void, iov_len: buf.len() };
             // SAFETY: local points at our buffer.
             let n = unsafe { libc::process_vm_readv(st.pid, &local, 1, &remote, 1, 0) };
             if n < 0 && matches!(errno(), libc::EPERM | libc::ENOSYS) {
@@ -563,14 +500,8 @@ fn fill(st: &mut Mirror, start: u64, len: u64, prot: i32) -> bool {
     unsafe { libc::mprotect(addr, len as usize, libc::PROT_READ | libc::PROT_WRITE) };
     let ok = loop {
         if st.fill == protocol::FILL_DIRECT {
-            let local = libc::iovec {
-                iov_base: addr,
-                iov_len: len as usize,
-            };
-            let remote = libc::iovec {
-                iov_base: addr,
-                iov_len: len as usize,
-            };
+            let local = libc::iovec { iov_base: addr, iov_len: len as usize };
+            let remote = libc::iovec { iov_base: addr, iov_len: len as usize };
             // SAFETY: local points at len writable bytes of our own mirror.
             let n = unsafe { libc::process_vm_readv(st.pid, &local, 1, &remote, 1, 0) };
             if n < 0 && matches!(errno(), libc::EPERM | libc::ENOSYS) {
@@ -585,9 +516,7 @@ fn fill(st: &mut Mirror, start: u64, len: u64, prot: i32) -> bool {
     };
     if ok {
         // SAFETY: the pages are ours and writable until the mprotect below.
-        st.restore_code(start, unsafe {
-            std::slice::from_raw_parts_mut(addr.cast::<u8>(), len as usize)
-        });
+        st.restore_code(start, unsafe { std::slice::from_raw_parts_mut(addr.cast::<u8>(), len as usize) });
     }
     let prot = if ok { prot } else { libc::PROT_NONE };
     // SAFETY: as above.
@@ -620,14 +549,8 @@ fn request_part(fd: i32, dst: u64, start: u64, len: u64) -> bool {
     }
     let mut header = [0u8; protocol::PAGE_DATA_HEADER];
     let mut iov = [
-        libc::iovec {
-            iov_base: header.as_mut_ptr().cast(),
-            iov_len: header.len(),
-        },
-        libc::iovec {
-            iov_base: dst as *mut libc::c_void,
-            iov_len: len as usize,
-        },
+        libc::iovec { iov_base: header.as_mut_ptr().cast(), iov_len: header.len() },
+        libc::iovec { iov_base: dst as *mut libc::c_void, iov_len: len as usize },
     ];
     // SAFETY: msghdr is plain data; zero is a valid empty header.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -665,10 +588,7 @@ fn refresh_maps(st: &mut Mirror) -> bool {
 
 fn send_all(fd: i32, bytes: &[u8]) -> bool {
     // SAFETY: bytes is a valid buffer; SEQPACKET sends it as one message.
-    unsafe {
-        libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL)
-            == bytes.len() as isize
-    }
+    unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) == bytes.len() as isize }
 }
 
 fn errno() -> i32 {
@@ -731,20 +651,12 @@ pub(crate) fn disable_tsc() -> std::io::Result<()> {
     Ok(())
 }
 
-extern "C" fn on_fault(
-    signal: libc::c_int,
-    info: *mut libc::siginfo_t,
-    context: *mut libc::c_void,
-) {
+extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     // SAFETY: the kernel passes valid siginfo/ucontext pointers for SA_SIGINFO handlers.
     let (addr, error_code, sp) = unsafe {
         let uc = &*(context as *const libc::ucontext_t);
         let gregs = &uc.uc_mcontext.gregs;
-        (
-            (*info).si_addr() as u64,
-            gregs[libc::REG_ERR as usize] as u64,
-            gregs[libc::REG_RSP as usize] as u64,
-        )
+        ((*info).si_addr() as u64, gregs[libc::REG_ERR as usize] as u64, gregs[libc::REG_RSP as usize] as u64)
     };
     // SAFETY: the handler interrupts the host's only thread while it runs debug code.
     let st = unsafe { state() };
@@ -765,20 +677,14 @@ extern "C" fn on_fault(
     let Some(i) = index else {
         // A fault within a few pages around the stack pointer is the host's
         // stack guard page, not a bad pointer.
-        let why = if addr.abs_diff(sp) < 16 * PAGE {
-            reason::STACK_OVERFLOW
-        } else {
-            reason::UNMAPPED
-        };
+        let why = if addr.abs_diff(sp) < 16 * PAGE { reason::STACK_OVERFLOW } else { reason::UNMAPPED };
         crash(st, signal, addr, why)
     };
     let range = st.ranges()[i];
     if range.collided {
         crash(st, signal, addr, reason::COLLISION);
     }
-    if range.prot & libc::PROT_READ as u32 == 0
-        || (fetch && range.prot & libc::PROT_EXEC as u32 == 0)
-    {
+    if range.prot & libc::PROT_READ as u32 == 0 || (fetch && range.prot & libc::PROT_EXEC as u32 == 0) {
         crash(st, signal, addr, reason::NOT_READABLE);
     }
     let page = addr & !(PAGE - 1);
@@ -788,13 +694,7 @@ extern "C" fn on_fault(
         // Let the write land in a private copy (filled by the server thread
         // if the page is missing); it is discarded after the call.
         // SAFETY: a page of our own mirror mapping.
-        unsafe {
-            libc::mprotect(
-                page as *mut libc::c_void,
-                PAGE as usize,
-                range.prot as i32 | libc::PROT_WRITE,
-            )
-        };
+        unsafe { libc::mprotect(page as *mut libc::c_void, PAGE as usize, range.prot as i32 | libc::PROT_WRITE) };
         st.tables[cur][i].touched = true;
         st.tables[cur][i].written = true;
         return;
@@ -807,12 +707,7 @@ extern "C" fn on_fault(
     if write {
         note_write(st, signal, addr);
         // Let the write land in a private copy; it is discarded after the call.
-        if !fill(
-            st,
-            page,
-            PAGE,
-            libc::PROT_READ | libc::PROT_WRITE | (range.prot as i32 & libc::PROT_EXEC),
-        ) {
+        if !fill(st, page, PAGE, libc::PROT_READ | libc::PROT_WRITE | (range.prot as i32 & libc::PROT_EXEC)) {
             crash(st, signal, addr, reason::UNREADABLE);
         }
         st.tables[cur][i].touched = true;
@@ -820,25 +715,16 @@ extern "C" fn on_fault(
     }
     let block = (addr & !(st.chunk - 1)).max(range.start);
     let end = (block + st.chunk).min(range.end);
-    if !(fill(st, block, end - block, range.prot as i32) || fill(st, page, PAGE, range.prot as i32))
-    {
+    if !(fill(st, block, end - block, range.prot as i32) || fill(st, page, PAGE, range.prot as i32)) {
         crash(st, signal, addr, reason::UNREADABLE);
     }
     st.tables[cur][i].touched = true;
 }
 
-extern "C" fn on_fatal(
-    signal: libc::c_int,
-    info: *mut libc::siginfo_t,
-    _context: *mut libc::c_void,
-) {
+extern "C" fn on_fatal(signal: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
     // SAFETY: valid siginfo from the kernel; single-threaded host.
     let (addr, st) = unsafe { ((*info).si_addr() as u64, state()) };
-    let addr = if matches!(signal, libc::SIGILL | libc::SIGFPE | libc::SIGBUS) {
-        addr
-    } else {
-        0
-    };
+    let addr = if matches!(signal, libc::SIGILL | libc::SIGFPE | libc::SIGBUS) { addr } else { 0 };
     crash(st, signal, addr, reason::SIGNAL);
 }
 
@@ -857,11 +743,7 @@ pub(crate) fn install_handlers() {
             0,
         );
         if stack != libc::MAP_FAILED {
-            let ss = libc::stack_t {
-                ss_sp: stack,
-                ss_flags: 0,
-                ss_size: ALT_STACK,
-            };
+            let ss = libc::stack_t { ss_sp: stack, ss_flags: 0, ss_size: ALT_STACK };
             libc::sigaltstack(&ss, std::ptr::null_mut());
         }
         for (signal, handler) in [

@@ -28,17 +28,10 @@ pub fn run_if_host() {
 /// that re-executes itself with these arguments). Never returns.
 pub fn host_main() -> ! {
     let args: Vec<String> = std::env::args().collect();
-    let fd = match args
-        .iter()
-        .position(|a| a == "--fd")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-    {
+    let fd = match args.iter().position(|a| a == "--fd").and_then(|i| args.get(i + 1)).and_then(|s| s.parse().ok()) {
         Some(fd) => fd,
         None => {
-            eprintln!(
-                "rdb-debug-host: this program is started by rdb (usage: rdb-debug-host --fd N)"
-            );
+            eprintln!("rdb-debug-host: this program is started by rdb (usage: rdb-debug-host --fd N)");
             std::process::exit(2)
         }
     };
@@ -88,10 +81,9 @@ fn serve(fd: i32) -> Result<(), String> {
     let spin = SPIN.get().copied().unwrap_or_default();
     let mailbox = match MAILBOX.get().copied().flatten() {
         // SAFETY: the replayer passed this descriptor for us alone.
-        Some(mfd) => Some(
-            Mailbox::map(unsafe { OwnedFd::from_raw_fd(mfd) })
-                .map_err(|e| format!("mapping the mailbox: {e}"))?,
-        ),
+        Some(mfd) => {
+            Some(Mailbox::map(unsafe { OwnedFd::from_raw_fd(mfd) }).map_err(|e| format!("mapping the mailbox: {e}"))?)
+        }
         None => None,
     };
     let mut channel = Channel::new(fd, Side::Host, mailbox, spin);
@@ -115,9 +107,7 @@ fn serve(fd: i32) -> Result<(), String> {
                         .bytes(format!("malformed request: {e}").as_bytes());
                     w
                 });
-                channel
-                    .send(&reply.0)
-                    .map_err(|e| format!("sending to rdb: {e}"))?;
+                channel.send(&reply.0).map_err(|e| format!("sending to rdb: {e}"))?;
             }
             other => return Err(format!("unexpected message {other:?}")),
         }
@@ -151,14 +141,7 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
         let region = r.u32().ok_or_else(bad)?;
         let kind = r.u32().ok_or_else(bad)?;
         let name = String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned();
-        wants.push((
-            region,
-            if kind == 0 {
-                Want::Symbol(name)
-            } else {
-                Want::RegionTable
-            },
-        ));
+        wants.push((region, if kind == 0 { Want::Symbol(name) } else { Want::RegionTable }));
     }
     let npatches = r.u32().ok_or_else(bad)? as usize;
     let mut patches = Vec::with_capacity(npatches.min(mirror::MAX_PATCHES));
@@ -187,9 +170,7 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     st.patches[..patches.len()].copy_from_slice(&patches);
     st.npatches = patches.len();
     SPIN.set(spin).ok();
-    MAILBOX
-        .set((mailbox != u32::MAX).then_some(mailbox as i32))
-        .ok();
+    MAILBOX.set((mailbox != u32::MAX).then_some(mailbox as i32)).ok();
     if faults != protocol::FAULTS_SIGNAL {
         st.uffd = mirror::open_userfaultfd();
         if st.uffd < 0 && faults == protocol::FAULTS_USERFAULTFD {
@@ -262,13 +243,7 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
                 let bytes = r.bytes().ok_or("argument")?;
                 let mut cell = vec![0u128; bytes.len().div_ceil(16).max(1)];
                 // SAFETY: cell has at least bytes.len() bytes.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        bytes.as_ptr(),
-                        cell.as_mut_ptr().cast::<u8>(),
-                        bytes.len(),
-                    )
-                };
+                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), cell.as_mut_ptr().cast::<u8>(), bytes.len()) };
                 argv.push(cell.as_ptr().cast());
                 storage.push(cell);
             }
@@ -281,11 +256,7 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     if st.ncollisions > 0 {
         let text = collision_report(&st.collisions[..st.ncollisions]);
         st.ncollisions = 0;
-        reply
-            .u32(protocol::STATUS_COLLISION)
-            .u32(0)
-            .bytes(b"")
-            .bytes(text.as_bytes());
+        reply.u32(protocol::STATUS_COLLISION).u32(0).bytes(b"").bytes(text.as_bytes());
         return Ok(reply);
     }
     let Some(&function) = module.functions.get(&region) else {
@@ -316,20 +287,12 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
         st.invalidate();
     }
     drop(storage);
-    let status = if st.ncollisions > 0 {
-        protocol::STATUS_RAN_WITH_COLLISION
-    } else {
-        protocol::STATUS_RAN
-    };
+    let status = if st.ncollisions > 0 { protocol::STATUS_RAN_WITH_COLLISION } else { protocol::STATUS_RAN };
     reply.u32(status).u32(st.nwrites as u32);
     for &w in &st.writes[..st.nwrites] {
         reply.u64(w);
     }
-    let panic = module::PANIC
-        .lock()
-        .ok()
-        .and_then(|mut p| p.take())
-        .unwrap_or_default();
+    let panic = module::PANIC.lock().ok().and_then(|mut p| p.take()).unwrap_or_default();
     reply.bytes(panic.as_bytes());
     let collisions = if st.ncollisions > 0 {
         let text = collision_report(&st.collisions[..st.ncollisions]);
@@ -352,28 +315,13 @@ fn collision_report(ranges: &[protocol::RangeSpec]) -> String {
         let hits: Vec<String> = own
             .iter()
             .filter(|m| m.start < r.end && r.start < m.end)
-            .map(|m| {
-                format!(
-                    "{:#x}-{:#x} {}",
-                    m.start,
-                    m.end,
-                    if m.name.is_empty() {
-                        "(anonymous)"
-                    } else {
-                        &m.name
-                    }
-                )
-            })
+            .map(|m| format!("{:#x}-{:#x} {}", m.start, m.end, if m.name.is_empty() { "(anonymous)" } else { &m.name }))
             .collect();
         parts.push(format!(
             "program range {:#x}-{:#x} overlaps the debug host's own {}",
             r.start,
             r.end,
-            if hits.is_empty() {
-                "memory".to_string()
-            } else {
-                hits.join(", ")
-            }
+            if hits.is_empty() { "memory".to_string() } else { hits.join(", ") }
         ));
     }
     format!(

@@ -58,8 +58,8 @@ struct LinkMapHead {
 /// Loads `path` and resolves every wanted region function; the error text
 /// names every region that cannot be found.
 pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String> {
-    let c_path = CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| "path contains a NUL byte".to_string())?;
+    let c_path =
+        CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| "path contains a NUL byte".to_string())?;
     // SAFETY: dlopen runs the module's initialisers; the module is the user's debug code.
     let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     if handle.is_null() {
@@ -67,13 +67,7 @@ pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String>
     }
     let mut base: *mut LinkMapHead = std::ptr::null_mut();
     // SAFETY: RTLD_DI_LINKMAP stores a `struct link_map *`, whose first field is l_addr.
-    if unsafe {
-        libc::dlinfo(
-            handle,
-            libc::RTLD_DI_LINKMAP,
-            (&mut base as *mut *mut LinkMapHead).cast(),
-        )
-    } != 0
+    if unsafe { libc::dlinfo(handle, libc::RTLD_DI_LINKMAP, (&mut base as *mut *mut LinkMapHead).cast()) } != 0
         || base.is_null()
     {
         return Err(dlerror());
@@ -86,9 +80,7 @@ pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String>
     let slot = unsafe { libc::dlsym(handle, hook.as_ptr()) };
     if !slot.is_null() {
         // SAFETY: the module declares the slot as an `Option<unsafe extern "C" fn(*const u8, usize)>`.
-        unsafe {
-            *(slot as *mut Option<unsafe extern "C" fn(*const u8, usize)>) = Some(report_panic)
-        };
+        unsafe { *(slot as *mut Option<unsafe extern "C" fn(*const u8, usize)>) = Some(report_panic) };
     }
 
     let mut table: Option<HashMap<u32, u64>> = None;
@@ -98,9 +90,7 @@ pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String>
         let address = match want {
             Want::Symbol(name) => {
                 let Ok(c_name) = CString::new(name.as_str()) else {
-                    missing.push(format!(
-                        "region {region}: symbol name `{name}` contains a NUL byte"
-                    ));
+                    missing.push(format!("region {region}: symbol name `{name}` contains a NUL byte"));
                     continue;
                 };
                 // SAFETY: dlsym on our handle.
@@ -118,30 +108,21 @@ pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String>
                 match table.as_ref().and_then(|t| t.get(region)) {
                     Some(&a) => a,
                     None => {
-                        missing.push(format!(
-                            "region {region}: no entry in section `{REGION_TABLE_SECTION}`"
-                        ));
+                        missing.push(format!("region {region}: no entry in section `{REGION_TABLE_SECTION}`"));
                         continue;
                     }
                 }
             }
         };
         if !inside_module(address, load_bias) {
-            missing.push(format!(
-                "region {region}: function address {address:#x} is outside the module"
-            ));
+            missing.push(format!("region {region}: function address {address:#x} is outside the module"));
             continue;
         }
         // SAFETY: the address is code of the module, with the documented calling convention.
-        functions.insert(*region, unsafe {
-            std::mem::transmute::<usize, DebugFn>(address as usize)
-        });
+        functions.insert(*region, unsafe { std::mem::transmute::<usize, DebugFn>(address as usize) });
     }
     if !missing.is_empty() {
-        return Err(format!(
-            "{} (was the module built from the same source as the descriptors?)",
-            missing.join("; ")
-        ));
+        return Err(format!("{} (was the module built from the same source as the descriptors?)", missing.join("; ")));
     }
     Ok(Module { functions })
 }
@@ -162,22 +143,22 @@ fn inside_module(address: u64, load_bias: u64) -> bool {
 fn read_region_table(path: &Path, load_bias: u64) -> Result<HashMap<u32, u64>, String> {
     use object::{Object, ObjectSection};
     let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let file = object::File::parse(&*data)
-        .map_err(|e| format!("{} is not an ELF object: {e}", path.display()))?;
-    let section = file.section_by_name(REGION_TABLE_SECTION).ok_or_else(|| {
-        format!("no section `{REGION_TABLE_SECTION}` (is this an rdb debug module?)")
-    })?;
+    let file = object::File::parse(&*data).map_err(|e| format!("{} is not an ELF object: {e}", path.display()))?;
+    let section = file
+        .section_by_name(REGION_TABLE_SECTION)
+        .ok_or_else(|| format!("no section `{REGION_TABLE_SECTION}` (is this an rdb debug module?)"))?;
     let (address, size) = (section.address(), section.size());
     if address == 0 || size % 16 != 0 {
-        return Err(format!("section `{REGION_TABLE_SECTION}` is not loaded or has a size ({size}) that is not a multiple of 16"));
+        return Err(format!(
+            "section `{REGION_TABLE_SECTION}` is not loaded or has a size ({size}) that is not a multiple of 16"
+        ));
     }
     let mut table = HashMap::new();
     for k in 0..size / 16 {
         let at = (load_bias + address + k * 16) as *const u64;
         // SAFETY: the section is allocated (SHF_ALLOC) and mapped with the module.
         let (id, function) = unsafe { (at.read_unaligned(), at.add(1).read_unaligned()) };
-        let id = u32::try_from(id)
-            .map_err(|_| format!("region id {id} in `{REGION_TABLE_SECTION}` is too large"))?;
+        let id = u32::try_from(id).map_err(|_| format!("region id {id} in `{REGION_TABLE_SECTION}` is too large"))?;
         table.insert(id, function);
     }
     Ok(table)

@@ -28,74 +28,40 @@ pub struct Fixtures {
 pub fn fixtures() -> &'static Fixtures {
     static F: OnceLock<Fixtures> = OnceLock::new();
     F.get_or_init(|| {
-        let dir = tempfile::Builder::new()
-            .prefix("rdb-host-test")
-            .tempdir()
-            .unwrap()
-            .keep();
+        let dir = tempfile::Builder::new().prefix("rdb-host-test").tempdir().unwrap().keep();
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         let program = dir.join("program");
-        run(Command::new("clang-14")
-            .args(["-O0", "-g", "-o"])
-            .arg(&program)
-            .arg(src.join("program.c")));
+        run(Command::new("clang-14").args(["-O0", "-g", "-o"]).arg(&program).arg(src.join("program.c")));
         let c_module = dir.join("module.so");
         run(Command::new("clang-14")
             .args(["-O1", "-g", "-shared", "-fPIC", "-o"])
             .arg(&c_module)
             .arg(src.join("module.c")));
         let rust_module = dir.join("rust_module.so");
-        run(
-            Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
-                .args([
-                    "--edition",
-                    "2021",
-                    "--crate-type",
-                    "cdylib",
-                    "-C",
-                    "link-dead-code",
-                    "-o",
-                ])
-                .arg(&rust_module)
-                .arg(src.join("module.rs")),
-        );
-        Fixtures {
-            dir,
-            program,
-            c_module,
-            rust_module,
-        }
+        run(Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+            .args(["--edition", "2021", "--crate-type", "cdylib", "-C", "link-dead-code", "-o"])
+            .arg(&rust_module)
+            .arg(src.join("module.rs")));
+        Fixtures { dir, program, c_module, rust_module }
     })
 }
 
 fn run(cmd: &mut Command) {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// Module-relative address of a symbol of `binary`, and whether it is PIE.
 pub fn symbol(binary: &Path, name: &str) -> (u64, bool) {
     let data = std::fs::read(binary).unwrap();
     let file = object::File::parse(&*data).unwrap();
-    let sym = file
-        .symbols()
-        .find(|s| s.name() == Ok(name))
-        .unwrap_or_else(|| panic!("no symbol {name}"));
+    let sym = file.symbols().find(|s| s.name() == Ok(name)).unwrap_or_else(|| panic!("no symbol {name}"));
     (sym.address(), file.kind() == ObjectKind::Dynamic)
 }
 
 /// The program's output when run without any tracing.
 pub fn plain_run(args: &[&str]) -> String {
-    let out = Command::new(&fixtures().program)
-        .args(args)
-        .output()
-        .unwrap();
+    let out = Command::new(&fixtures().program).args(args).output().unwrap();
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap()
 }
@@ -118,9 +84,7 @@ impl Live {
         let f = fixtures();
         let output = f.dir.join(format!("program-{tag}.out"));
         let mut cmd = Command::new(&f.program);
-        cmd.args(args)
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&output).unwrap());
+        cmd.args(args).stdin(Stdio::null()).stdout(std::fs::File::create(&output).unwrap());
         // SAFETY: personality and ptrace(TRACEME) are async-signal-safe.
         unsafe {
             cmd.pre_exec(|| {
@@ -138,30 +102,15 @@ impl Live {
         }
         ptrace::setoptions(pid, ptrace::Options::PTRACE_O_EXITKILL).unwrap();
         let (address, pie) = symbol(&f.program, "checkpoint");
-        let bias = if pie {
-            load_bias(pid.as_raw(), &f.program)
-        } else {
-            0
-        };
+        let bias = if pie { load_bias(pid.as_raw(), &f.program) } else { 0 };
         let breakpoint = address + bias;
         let original = ptrace::read(pid, breakpoint as ptrace::AddressType).unwrap();
         let patched = (original & !0xff) | 0xcc;
         ptrace::write(pid, breakpoint as ptrace::AddressType, patched).unwrap();
         // SAFETY: zeroed registers, overwritten at the first stop.
         let regs = unsafe { std::mem::zeroed() };
-        let mut live = Live {
-            pid,
-            regs,
-            bias,
-            breakpoint,
-            original,
-            output,
-            exited: false,
-        };
-        assert!(
-            live.resume(),
-            "the program exited before its first checkpoint"
-        );
+        let mut live = Live { pid, regs, bias, breakpoint, original, output, exited: false };
+        assert!(live.resume(), "the program exited before its first checkpoint");
         live
     }
 
@@ -172,17 +121,9 @@ impl Live {
         }
         if self.regs.rip == self.breakpoint {
             // Step over the breakpoint with the original instruction in place.
-            ptrace::write(
-                self.pid,
-                self.breakpoint as ptrace::AddressType,
-                self.original,
-            )
-            .unwrap();
+            ptrace::write(self.pid, self.breakpoint as ptrace::AddressType, self.original).unwrap();
             ptrace::step(self.pid, None).unwrap();
-            assert!(matches!(
-                waitpid(self.pid, None).unwrap(),
-                WaitStatus::Stopped(_, Signal::SIGTRAP)
-            ));
+            assert!(matches!(waitpid(self.pid, None).unwrap(), WaitStatus::Stopped(_, Signal::SIGTRAP)));
             let patched = (self.original & !0xff) | 0xcc;
             ptrace::write(self.pid, self.breakpoint as ptrace::AddressType, patched).unwrap();
         }
@@ -234,14 +175,7 @@ impl TraceeView for Live {
     }
     fn read(&self, addr: u64, buf: &mut [u8]) -> io::Result<()> {
         let len = buf.len();
-        let n = process_vm_readv(
-            self.pid,
-            &mut [IoSliceMut::new(buf)],
-            &[RemoteIoVec {
-                base: addr as usize,
-                len,
-            }],
-        )?;
+        let n = process_vm_readv(self.pid, &mut [IoSliceMut::new(buf)], &[RemoteIoVec { base: addr as usize, len }])?;
         if n != len {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "short read"));
         }
@@ -252,10 +186,7 @@ impl TraceeView for Live {
 fn load_bias(pid: i32, program: &Path) -> u64 {
     let maps = rdb_host::parse_maps(&std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap());
     let canonical = program.canonicalize().unwrap();
-    maps.iter()
-        .find(|m| Path::new(&m.name) == canonical)
-        .expect("program mapping")
-        .start
+    maps.iter().find(|m| Path::new(&m.name) == canonical).expect("program mapping").start
 }
 
 /// Descriptors for the fixture: regions 1-6 of the C module (symbols
@@ -267,24 +198,15 @@ pub fn descriptors(
     entry: fn(u32) -> DebugEntry,
 ) -> (FunctionDescriptors, ArgumentDescriptors) {
     let f = fixtures();
-    let identity = BinaryIdentity {
-        path: f.program.clone(),
-        size: 0,
-        blake3: String::new(),
-    };
-    let mut functions =
-        FunctionDescriptors::new(Language::C, "clang-14".into(), identity, "module.so".into());
+    let identity = BinaryIdentity { path: f.program.clone(), size: 0, blake3: String::new() };
+    let mut functions = FunctionDescriptors::new(Language::C, "clang-14".into(), identity, "module.so".into());
     let mut arguments = ArgumentDescriptors::new();
     let (counter, _) = symbol(&f.program, "counter");
     let (message, _) = symbol(&f.program, "message");
     let (big, _) = symbol(&f.program, "big");
     let (len_fn, _) = symbol(&f.program, "len_fn");
     let (checkpoint_fn, _) = symbol(&f.program, "checkpoint_fn");
-    let src = |line| SourceLocation {
-        file: "program.c".into(),
-        line,
-        column: 5,
-    };
+    let src = |line| SourceLocation { file: "program.c".into(), line, column: 5 };
     for &region in regions {
         functions.functions.push(FunctionDescriptor {
             region,
@@ -292,91 +214,23 @@ pub fn descriptors(
             begin: src(region * 10),
             end: src(region * 10 + 2),
             anchor: src(region * 10 + 3),
-            function: EnclosingFunction {
-                name: "checkpoint".into(),
-                linkage_name: None,
-            },
-            locations: vec![CodeLocation {
-                address: location,
-                symbol: "checkpoint".into(),
-                offset: 0,
-            }],
+            function: EnclosingFunction { name: "checkpoint".into(), linkage_name: None },
+            locations: vec![CodeLocation { address: location, symbol: "checkpoint".into(), offset: 0 }],
             note: None,
         });
         let args = [
-            (
-                "head",
-                8,
-                Location::Register {
-                    register: Register::x86_64(5),
-                },
-            ),
-            (
-                "i",
-                8,
-                Location::Register {
-                    register: Register::x86_64(4),
-                },
-            ),
-            (
-                "counter",
-                8,
-                Location::Symbol {
-                    symbol: "counter".into(),
-                    offset: 0,
-                    address: counter,
-                },
-            ),
-            (
-                "local",
-                8,
-                Location::Stack {
-                    base: Register::x86_64(1),
-                    offset: 0,
-                },
-            ),
-            (
-                "message",
-                64,
-                Location::Symbol {
-                    symbol: "message".into(),
-                    offset: 0,
-                    address: message,
-                },
-            ),
-            (
-                "big",
-                8,
-                Location::Symbol {
-                    symbol: "big".into(),
-                    offset: 0,
-                    address: big,
-                },
-            ),
-            (
-                "len_fn",
-                8,
-                Location::Symbol {
-                    symbol: "len_fn".into(),
-                    offset: 0,
-                    address: len_fn,
-                },
-            ),
-            (
-                "ratio",
-                8,
-                Location::Register {
-                    register: Register::x86_64(17),
-                },
-            ),
+            ("head", 8, Location::Register { register: Register::x86_64(5) }),
+            ("i", 8, Location::Register { register: Register::x86_64(4) }),
+            ("counter", 8, Location::Symbol { symbol: "counter".into(), offset: 0, address: counter }),
+            ("local", 8, Location::Stack { base: Register::x86_64(1), offset: 0 }),
+            ("message", 64, Location::Symbol { symbol: "message".into(), offset: 0, address: message }),
+            ("big", 8, Location::Symbol { symbol: "big".into(), offset: 0, address: big }),
+            ("len_fn", 8, Location::Symbol { symbol: "len_fn".into(), offset: 0, address: len_fn }),
+            ("ratio", 8, Location::Register { register: Register::x86_64(17) }),
             (
                 "checkpoint_fn",
                 8,
-                Location::Symbol {
-                    symbol: "checkpoint_fn".into(),
-                    offset: 0,
-                    address: checkpoint_fn,
-                },
+                Location::Symbol { symbol: "checkpoint_fn".into(), offset: 0, address: checkpoint_fn },
             ),
         ];
         for (position, (name, size, place)) in args.into_iter().enumerate() {
@@ -387,10 +241,7 @@ pub fn descriptors(
                 kind: ArgumentKind::Local,
                 type_name: "long".into(),
                 size,
-                locations: vec![PlacedLocation {
-                    address: location,
-                    location: place,
-                }],
+                locations: vec![PlacedLocation { address: location, location: place }],
             });
         }
     }
@@ -398,9 +249,7 @@ pub fn descriptors(
 }
 
 pub fn c_entry(region: u32) -> DebugEntry {
-    DebugEntry::Symbol {
-        name: format!("__rdb_entry_{region}"),
-    }
+    DebugEntry::Symbol { name: format!("__rdb_entry_{region}") }
 }
 
 pub fn table_entry(_region: u32) -> DebugEntry {

@@ -28,7 +28,8 @@ fn output_path(file: &str, flags: &[&str]) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rdb-locate").join(exe.unwrap_or_default());
     std::fs::create_dir_all(&dir).expect("target tmp dir");
     let stem = file.rsplit_once('.').map_or(file, |(s, _)| s);
-    let flags: String = flags.iter().map(|f| f.replace(|c: char| !c.is_ascii_alphanumeric(), "")).collect::<Vec<_>>().join("-");
+    let flags: String =
+        flags.iter().map(|f| f.replace(|c: char| !c.is_ascii_alphanumeric(), "")).collect::<Vec<_>>().join("-");
     dir.join(format!("{stem}-{flags}"))
 }
 
@@ -67,7 +68,10 @@ pub fn rustc(file: &str, flags: &[&str]) -> Built {
 /// `rustc <flags> FILE`, no `-g` added.
 pub fn rustc_exactly(file: &str, flags: &[&str]) -> Built {
     let binary = output_path(file, flags);
-    build_once(&binary, timed("rustc").current_dir(fixtures()).args(["--edition", "2021"]).args(flags).arg("-o").arg(&binary).arg(file));
+    build_once(
+        &binary,
+        timed("rustc").current_dir(fixtures()).args(["--edition", "2021"]).args(flags).arg("-o").arg(&binary).arg(file),
+    );
     Built { binary }
 }
 
@@ -91,7 +95,12 @@ pub fn cargo(dir: &str, flags: &[&str], name: &str) -> Built {
     let target = output_path(dir, flags);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = timed(&cargo);
-    command.current_dir(fixtures().join(dir)).args(["build", "--quiet", "--offline"]).args(flags).arg("--target-dir").arg(&target);
+    command
+        .current_dir(fixtures().join(dir))
+        .args(["build", "--quiet", "--offline"])
+        .args(flags)
+        .arg("--target-dir")
+        .arg(&target);
     // The package must build as users build it, whatever this test run sets.
     command.env_remove("RUSTFLAGS").env_remove("CARGO_ENCODED_RUSTFLAGS");
     let marker = target.join("built");
@@ -185,7 +194,11 @@ fn all_hex(text: &str) -> Vec<u64> {
 }
 
 fn mask(value: u64, size: u64) -> u64 {
-    if size >= 8 { value } else { value & ((1u64 << (size * 8)) - 1) }
+    if size >= 8 {
+        value
+    } else {
+        value & ((1u64 << (size * 8)) - 1)
+    }
 }
 
 /// gdb expression reading the value a descriptor location designates
@@ -237,7 +250,11 @@ pub fn check_against_gdb(binary: &Path, sites: &[RegionSite], located: &Located,
                 Location::Pieces { pieces } => {
                     let parts: Vec<String> = pieces
                         .iter()
-                        .map(|p| read_expression(&p.location, bias).map(|e| e.trim_start_matches("p/x ").to_string()).unwrap_or_else(|| "0".into()))
+                        .map(|p| {
+                            read_expression(&p.location, bias)
+                                .map(|e| e.trim_start_matches("p/x ").to_string())
+                                .unwrap_or_else(|| "0".into())
+                        })
                         .collect();
                     let parts: Vec<String> = parts.iter().map(|p| format!("(unsigned long long)({p})")).collect();
                     format!("p/x {{{}}}", parts.join(", "))
@@ -253,7 +270,10 @@ pub fn check_against_gdb(binary: &Path, sites: &[RegionSite], located: &Located,
             // At the start of an inlined callee gdb's innermost frame is the
             // callee's: print from the innermost frame that knows the name.
             prints.push("echo".into());
-            prints.push(format!("frame apply all -s -q p/x {}", argument_site.static_path.as_deref().unwrap_or(&argument.name)));
+            prints.push(format!(
+                "frame apply all -s -q p/x {}",
+                argument_site.static_path.as_deref().unwrap_or(&argument.name)
+            ));
         }
         let values = gdb(binary, code.address + bias, &prints);
         for (i, argument) in arguments.iter().enumerate() {

@@ -56,15 +56,7 @@ pub enum Event {
     /// absolute path) and its hash, the executable the kernel loaded (differs for `#!` scripts:
     /// the interpreter) and its hash, and the initial stack from `sp` to the top of the stack
     /// mapping (argv, envp, auxv as the program saw them, vDSO entry already removed).
-    Exec {
-        tid: Tid,
-        exe: Vec<u8>,
-        blake3: [u8; 32],
-        image: Vec<u8>,
-        image_blake3: [u8; 32],
-        sp: u64,
-        stack: Vec<u8>,
-    },
+    Exec { tid: Tid, exe: Vec<u8>, blake3: [u8; 32], image: Vec<u8>, image_blake3: [u8; 32], sp: u64, stack: Vec<u8> },
     /// A completed syscall.
     Syscall {
         tid: Tid,
@@ -121,13 +113,15 @@ impl Event {
                 format!("new {what} {child} (clone flags {flags:#x})")
             }
             Event::ThreadStart { .. } => "thread starts".into(),
-            Event::Signal { sig, asynchronous, .. } => format!(
-                "{} signal {}",
-                if *asynchronous { "asynchronous" } else { "synchronous" },
-                signal_name(*sig)
-            ),
+            Event::Signal { sig, asynchronous, .. } => {
+                format!("{} signal {}", if *asynchronous { "asynchronous" } else { "synchronous" }, signal_name(*sig))
+            }
             Event::Rdtsc { rcx, .. } => {
-                if rcx.is_some() { "rdtscp".into() } else { "rdtsc".into() }
+                if rcx.is_some() {
+                    "rdtscp".into()
+                } else {
+                    "rdtsc".into()
+                }
             }
             Event::Exit { status, .. } => describe_status(*status),
         }
@@ -146,10 +140,38 @@ pub fn describe_status(status: i32) -> String {
 /// `SIGSEGV` for 11, and so on.
 pub fn signal_name(sig: i32) -> String {
     const NAMES: [&str; 32] = [
-        "0", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE",
-        "SIGKILL", "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM", "SIGSTKFLT",
-        "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG", "SIGXCPU",
-        "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS",
+        "0",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
     ];
     match NAMES.get(sig as usize) {
         Some(n) if sig > 0 => n.to_string(),
@@ -398,15 +420,10 @@ impl<'a> Decoder<'a> {
                 };
                 Event::Syscall { tid, nr, args, ret, writes, output, file }
             }
-            TAG_NEW_PROCESS => {
-                Event::NewProcess { tid, child: Tid(self.u32()?), flags: self.u64()? }
+            TAG_NEW_PROCESS => Event::NewProcess { tid, child: Tid(self.u32()?), flags: self.u64()? },
+            TAG_SIGNAL => {
+                Event::Signal { tid, sig: self.u32()? as i32, asynchronous: self.flag()?, siginfo: self.bytes()? }
             }
-            TAG_SIGNAL => Event::Signal {
-                tid,
-                sig: self.u32()? as i32,
-                asynchronous: self.flag()?,
-                siginfo: self.bytes()?,
-            },
             TAG_RDTSC => {
                 let rax = self.u64()?;
                 let rdx = self.u64()?;
@@ -449,7 +466,12 @@ mod tests {
                 ret: -2,
                 writes: vec![MemWrite { addr: 0x1000, bytes: b"hi".to_vec() }],
                 output: Some((Stream::Stderr, b"out".to_vec())),
-                file: Some(MappedFile { path: b"/lib/x".to_vec(), blake3: [9; 32], size: 10, snapshot: Some(vec![0; 4]) }),
+                file: Some(MappedFile {
+                    path: b"/lib/x".to_vec(),
+                    blake3: [9; 32],
+                    size: 10,
+                    snapshot: Some(vec![0; 4]),
+                }),
             },
             Event::NewProcess { tid: Tid(7), child: Tid(8), flags: 0x11 },
             Event::Signal { tid: Tid(8), sig: 17, asynchronous: true, siginfo: vec![0; 128] },

@@ -171,7 +171,9 @@ impl TraceWriter {
         event::encode(ev, &mut self.buf);
         self.buf_events += 1;
         self.events_written += 1;
-        if self.buf.len() >= CHUNK_TARGET || crate::sys::monotonic_coarse_ns().saturating_sub(self.opened_ns) >= CHUNK_MAX_AGE_NS {
+        if self.buf.len() >= CHUNK_TARGET
+            || crate::sys::monotonic_coarse_ns().saturating_sub(self.opened_ns) >= CHUNK_MAX_AGE_NS
+        {
             self.flush()?;
         }
         Ok(())
@@ -246,8 +248,8 @@ impl TraceReader {
             return Err(not_trace("no such directory".into()));
         }
         let raw = fs::read(&hp).map_err(|e| not_trace(format!("cannot read {HEADER_FILE}: {e}")))?;
-        let value: serde_json::Value = serde_json::from_slice(&raw)
-            .map_err(|e| not_trace(format!("{HEADER_FILE} is not JSON: {e}")))?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&raw).map_err(|e| not_trace(format!("{HEADER_FILE} is not JSON: {e}")))?;
         if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
             return Err(not_trace(format!("{HEADER_FILE} does not say format \"{FORMAT_NAME}\"")));
         }
@@ -255,8 +257,8 @@ impl TraceReader {
         if version != FORMAT_VERSION {
             return Err(TraceError::Version { path: dir.to_path_buf(), found: version });
         }
-        let header: Header = serde_json::from_value(value)
-            .map_err(|e| not_trace(format!("{HEADER_FILE} is malformed: {e}")))?;
+        let header: Header =
+            serde_json::from_value(value).map_err(|e| not_trace(format!("{HEADER_FILE} is malformed: {e}")))?;
         let sp = dir.join(SUMMARY_FILE);
         let summary = match fs::read(&sp) {
             Ok(raw) => Some(serde_json::from_slice(&raw).map_err(|e| TraceError::Corrupt {
@@ -318,11 +320,8 @@ impl TraceReader {
         }
         let mut d = event::Decoder::new(&self.current[self.current_pos..]);
         let offset = self.chunks[self.next_chunk - 1].offset;
-        let ev = d.next_event().map_err(|e| TraceError::Corrupt {
-            path: self.dir.clone(),
-            offset,
-            why: e.to_string(),
-        })?;
+        let ev =
+            d.next_event().map_err(|e| TraceError::Corrupt { path: self.dir.clone(), offset, why: e.to_string() })?;
         self.current_pos += d.position();
         self.current_left -= 1;
         Ok(Some(ev))

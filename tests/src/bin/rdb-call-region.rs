@@ -55,7 +55,8 @@ fn main() {
 
     let data = std::fs::read(&module).unwrap();
     let file = object::File::parse(&*data).unwrap();
-    let section = file.section_by_name(rdb_descriptors::REGION_TABLE_SECTION).expect("module has no rdb_regions section");
+    let section =
+        file.section_by_name(rdb_descriptors::REGION_TABLE_SECTION).expect("module has no rdb_regions section");
     let table = (found.bias + section.address()) as *const [u64; 2];
     let entries = (section.size() / 16) as usize;
     let mut function = None;
