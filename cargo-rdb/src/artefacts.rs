@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use object::{Object, ObjectSection};
-use rdb_descriptors::{BinaryIdentity, Language, SourceLocation};
+use rdb_descriptors::{Language, SourceLocation};
 use rdb_extract::{LineCol, Region};
 use rdb_locate::{ArgumentSite, RegionSite};
 use std::path::{Path, PathBuf};
@@ -47,6 +47,7 @@ pub fn write_descriptors(
                 anchor: location(&file, r.anchor),
                 function: r.function.clone(),
                 ends_block: r.ends_block,
+                block_end: None,
                 arguments: r
                     .arguments
                     .iter()
@@ -57,7 +58,7 @@ pub fn write_descriptors(
         .collect();
     // Same binary, same sites, same toolchain: the descriptors on disk are
     // current (a region edited within its lines changes none of these).
-    let identity = identity(binary)?;
+    let identity = rdb_locate::binary_identity(binary)?;
     let key = format!("{toolchain}\n{}\n{sites:?}", identity.blake3);
     let key_path = binary.with_file_name(format!(".{}.rdb-key", binary.file_name().expect("named").to_string_lossy()));
     if paths.functions.is_file() && paths.arguments.is_file() {
@@ -81,13 +82,4 @@ pub fn write_descriptors(
     let saved = format!("{key}\0{}", warnings.join("\n"));
     crate::shadow::write_atomic(&key_path, saved.as_bytes())?;
     Ok((paths.functions, paths.arguments, warnings))
-}
-
-pub fn identity(path: &Path) -> Result<BinaryIdentity> {
-    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(BinaryIdentity {
-        path: path.to_path_buf(),
-        size: data.len() as u64,
-        blake3: blake3::hash(&data).to_hex().to_string(),
-    })
 }

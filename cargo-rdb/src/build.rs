@@ -206,9 +206,12 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
         } else if rel.file_name().is_some_and(|n| n == "Cargo.toml") {
             let text = std::fs::read_to_string(ws_root.join(&rel))
                 .with_context(|| format!("cannot read {}", rel.display()))?;
-            let stripped = rdb_extract::strip_manifest(&text);
-            let debug = if stripped.contains("[package]") {
-                debug_package::add_region_dependency(&stripped, &region_crate)
+            let bad = || format!("cannot read {} as TOML", rel.display());
+            let stripped = rdb_extract::strip_manifest(&text).with_context(bad)?;
+            let debug = if text.parse::<toml_edit::DocumentMut>().with_context(bad)?.contains_key("package") {
+                // The package's debug code calls `::rdb_region::region`.
+                rdb_extract::add_path_dependency(&stripped, "rdb-region", &region_crate.to_string_lossy())
+                    .with_context(bad)?
             } else {
                 stripped.clone()
             };
@@ -225,8 +228,8 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
     let synced = shadow::sync(&shadow_main, &main_files)?;
     shadow::sync(&shadow_debug, &debug_files)?;
     for shadow in [&shadow_main, &shadow_debug] {
-        if let Ok(lock) = std::fs::read(ws_root.join("Cargo.lock")) {
-            shadow::write_atomic(&lock_stamp(shadow), blake3::hash(&lock).to_hex().as_bytes())?;
+        if let Ok(hash) = rdb_descriptors::hash_file(&ws_root.join("Cargo.lock")) {
+            shadow::write_atomic(&lock_stamp(shadow), hash.as_bytes())?;
         }
     }
     timing(args, "shadow sync", started);
@@ -398,9 +401,9 @@ fn lock_stamp(shadow: &Path) -> PathBuf {
 /// keep that version while the user's lock file is unchanged, so that a
 /// rebuild without changes writes nothing.
 fn keep_shadow_lock(ws_root: &Path, shadow: &Path, files: &mut BTreeMap<PathBuf, Vec<u8>>) -> Result<()> {
-    let Ok(user_lock) = std::fs::read(ws_root.join("Cargo.lock")) else { return Ok(()) };
+    let Ok(user_lock) = rdb_descriptors::hash_file(&ws_root.join("Cargo.lock")) else { return Ok(()) };
     let stamp = std::fs::read(lock_stamp(shadow)).unwrap_or_default();
-    if stamp == blake3::hash(&user_lock).to_hex().as_bytes() {
+    if stamp == user_lock.as_bytes() {
         if let Ok(current) = std::fs::read(shadow.join("Cargo.lock")) {
             files.insert(PathBuf::from("Cargo.lock"), current);
         }

@@ -65,6 +65,26 @@ pub struct BinaryIdentity {
     pub blake3: String,
 }
 
+impl BinaryIdentity {
+    /// The identity of the file at `path` as it is now. This is the one place
+    /// rdb hashes a binary: producers write it into the descriptors, consumers
+    /// compare it with a trace's recorded executable.
+    pub fn of(path: &Path) -> std::io::Result<BinaryIdentity> {
+        let data = std::fs::read(path)?;
+        Ok(BinaryIdentity { path: path.to_path_buf(), size: data.len() as u64, blake3: hash_bytes(&data) })
+    }
+}
+
+/// BLAKE3 of a file's bytes, lowercase hex (the `blake3` of [`BinaryIdentity`]).
+pub fn hash_file(path: &Path) -> std::io::Result<String> {
+    Ok(hash_bytes(&std::fs::read(path)?))
+}
+
+/// BLAKE3 of bytes, lowercase hex.
+pub fn hash_bytes(data: &[u8]) -> String {
+    blake3::hash(data).to_hex().to_string()
+}
+
 /// Source language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

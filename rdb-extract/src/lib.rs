@@ -9,7 +9,7 @@
 //! a call of `rdb_region::region`), plus one [`Region`] per region with the
 //! program variables it reads. Malformed regions come back as rustc-style
 //! [`Diagnostics`]. [`strip_manifest`] removes the `rdb-macros` dependency
-//! from a `Cargo.toml`.
+//! from a `Cargo.toml` (edited with `toml_edit`).
 //!
 //! Stripping rule: a removed piece of code that sits alone on its lines takes
 //! those whole lines with it (indentation and line break); one that shares a
@@ -26,7 +26,7 @@ mod text;
 mod walk;
 
 pub use diag::{Diagnostic, Diagnostics};
-pub use manifest::strip_manifest;
+pub use manifest::{add_path_dependency, profile_tables, strip_manifest, ManifestError};
 pub use rdb_descriptors::ArgumentKind;
 
 use std::path::{Path, PathBuf};

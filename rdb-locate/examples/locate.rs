@@ -45,6 +45,7 @@ fn main() -> ExitCode {
         function: args[2].clone(),
         arguments,
         ends_block: false,
+        block_end: None,
     };
     let start = std::time::Instant::now();
     match rdb_locate::locate(args[0].as_ref(), &[site]) {

@@ -71,8 +71,10 @@
 
 pub mod eval;
 mod function;
+mod identity;
 mod index;
 pub mod loader;
+mod reader;
 mod symbolic;
 mod types;
 mod variable;
@@ -85,6 +87,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub use function::matches_function;
+pub use identity::{binary_identity, check_same_code, debug_info, DebugInfo, TwinError};
 
 /// What the source side knows about one debug region.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +111,12 @@ pub struct RegionSite {
     /// place: the code after a block runs after the loop, or also when the
     /// branch was not taken, so the region would run at the wrong place.
     pub ends_block: bool,
+    /// When the anchor lies after the region's block (a C region that ends a
+    /// loop body runs before the loop's step): the closing brace of that
+    /// block in the stripped source. Variables the anchor's line does not see
+    /// yet (the step's line precedes the body's declarations) are looked up
+    /// there; only frame slots, which hold for the whole function, are taken.
+    pub block_end: Option<SourceLocation>,
 }
 
 /// One argument of a region.
@@ -116,7 +125,9 @@ pub struct ArgumentSite {
     pub name: String,
     pub kind: ArgumentKind,
     /// For statics: the path (Rust `app::COUNTER`; C: the global's name).
-    /// `None` means `name`.
+    /// `None` means `name`. A static no variable matches but a function
+    /// symbol of that name does is passed by the function's address (C
+    /// regions may call the program's functions through their arguments).
     pub static_path: Option<String>,
 }
 
@@ -166,12 +177,6 @@ pub enum LocateError {
     NoDebugInfo { path: PathBuf, detail: String },
     #[error("malformed DWARF in {path}: {source}")]
     Dwarf { path: PathBuf, source: gimli::Error },
-}
-
-/// The identity (path, size, BLAKE3) of a file.
-pub fn binary_identity(path: &Path) -> Result<BinaryIdentity, LocateError> {
-    let data = std::fs::read(path).map_err(|source| LocateError::Io { path: path.into(), source })?;
-    Ok(BinaryIdentity { path: path.into(), size: data.len() as u64, blake3: blake3::hash(&data).to_hex().to_string() })
 }
 
 /// Computes the descriptors of `sites` from the DWARF of `binary`.
@@ -389,7 +394,13 @@ fn locate_local(
         if !full {
             return Err(SiteError::LineTablesOnly);
         }
-        let location = match variable::find_local(index, instance, *address, name, site.anchor.line)? {
+        let mut found = variable::find_local(index, instance, *address, name, site.anchor.line)?;
+        if found.is_none() {
+            if let Some(block_end) = &site.block_end {
+                found = frame_slot_at_block_end(index, instance, *address, name, block_end.line)?;
+            }
+        }
+        let location = match found {
             None => {
                 warnings.push(format!(
                     "region {region}: no variable `{name}` is visible in `{}` at {} ({address:#x}); it is passed as optimized out",
@@ -446,6 +457,29 @@ fn locate_local(
     Ok((type_name, size, locations, warnings))
 }
 
+/// A variable declared in the region's block, which the anchor's line does
+/// not see: taken when it lives in a frame slot (`rbp`-based), the same all
+/// through the function.
+fn frame_slot_at_block_end(
+    index: &index::Index<'_>,
+    instance: &function::Instance,
+    address: u64,
+    name: &str,
+    line: u32,
+) -> Result<Option<variable::FoundLocal>, gimli::Error> {
+    let Some(found) = variable::find_local(index, instance, address, name, line)? else { return Ok(None) };
+    if found.only_in_origin {
+        return Ok(None);
+    }
+    let (_, size) = variable::variable_type(index, found.die)?;
+    Ok(match variable::variable_location(index, found.die, instance.frame_owner, address, size)? {
+        Ok(Location::Stack { base, .. }) if base.dwarf == 6 => {
+            Some(variable::FoundLocal { outside_scope: false, ..found })
+        }
+        _ => None,
+    })
+}
+
 fn locate_static(
     index: &index::Index<'_>,
     site: &RegionSite,
@@ -468,6 +502,10 @@ fn locate_static(
             }
             let (type_name, size) = variable::variable_type(index, found.die)?;
             (type_name, size, found.location.clone())
+        }
+        None if search.rejected.is_none() && index.binary.symbols.function_address(path).is_some() => {
+            let address = index.binary.symbols.function_address(path).unwrap_or(0);
+            ("function".into(), 0, Location::Symbol { symbol: path.to_string(), offset: 0, address })
         }
         None => {
             let why = match &search.rejected {

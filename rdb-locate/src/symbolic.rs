@@ -10,7 +10,8 @@
 //! registers) is reported as not expressible.
 
 use crate::eval::{evaluate, EvalError, Frame, Machine};
-use crate::loader::R;
+use crate::loader::SymbolTable;
+use crate::reader::R;
 use gimli::{Reader, Register};
 use rdb_descriptors::{Location, Piece as DescriptorPiece, Register as DescriptorRegister};
 
@@ -62,6 +63,12 @@ fn decode(first: u64, second: u64) -> Option<Symbol> {
 pub trait Symbolizer {
     /// The symbol covering module-relative `address`, with the offset into it.
     fn symbolize(&self, address: u64) -> (String, i64);
+}
+
+impl Symbolizer for SymbolTable {
+    fn symbolize(&self, address: u64) -> (String, i64) {
+        self.lookup(address)
+    }
 }
 
 /// The descriptor location of a variable whose location expression is
