@@ -3,8 +3,8 @@
 use anyhow::{Context, Result};
 use object::{Object, ObjectSection};
 use rdb_descriptors::{Language, SourceLocation};
-use rdb_extract::{LineCol, Region};
-use rdb_locate::{ArgumentSite, RegionSite};
+use rdb_extract::{LineCol, NestKind, Region};
+use rdb_locate::{ArgumentSite, Body, BodyKind, RegionSite};
 use std::path::{Path, PathBuf};
 
 /// Whether the binary carries DWARF with variable information.
@@ -48,6 +48,18 @@ pub fn write_descriptors(
                 function: r.function.clone(),
                 ends_block: r.ends_block,
                 block_end: None,
+                bodies: r
+                    .nesting
+                    .iter()
+                    .map(|n| Body {
+                        kind: match n.kind {
+                            NestKind::Closure => BodyKind::Closure,
+                            NestKind::AsyncBlock => BodyKind::AsyncBlock,
+                            NestKind::AsyncFn => BodyKind::AsyncFn,
+                        },
+                        line: n.at.line,
+                    })
+                    .collect(),
                 arguments: r
                     .arguments
                     .iter()

@@ -27,7 +27,7 @@ pub const FUNCTIONS_FORMAT: &str = "rdb-functions";
 /// Value of the `format` field of an argument descriptor file.
 pub const ARGUMENTS_FORMAT: &str = "rdb-arguments";
 /// The descriptor format version this crate reads and writes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// Name of the ELF section of a Rust debug module that maps region ids to
 /// debug functions: pairs of little-endian `u64` (region id, function address).
@@ -166,6 +166,12 @@ pub struct CodeLocation {
     /// Symbol (function) containing the address, and the offset into it.
     pub symbol: String,
     pub offset: u64,
+    /// For [`DebugEntry::RegionTable`]: the id of the table entry to call at
+    /// this location, when it is not the region id. A region in a generic
+    /// function has one debug function per instantiation; each location
+    /// (the code of one instantiation) names the entry of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_id: Option<u32>,
 }
 
 /// `<bin>.rdb-arguments.json`.
@@ -226,6 +232,12 @@ pub enum Location {
     Symbol { symbol: String, offset: i64, address: u64 },
     /// The value is split: each piece gives `size` bytes, in order.
     Pieces { pieces: Vec<Piece> },
+    /// The value is in memory at `P + offset`, where `P` is the 8-byte
+    /// pointer held at `pointer` (a register's value, or the 8 bytes in
+    /// memory at a `stack`, `symbol` or `indirect` location). Captured
+    /// variables of closures and locals of `async` bodies live behind the
+    /// closure's or future's `self` pointer.
+    Indirect { pointer: Box<Location>, offset: i64 },
     /// The value is a constant known at compile time (little-endian bytes, hex).
     Implicit { bytes: String },
     /// The compiler kept no location for the variable here.

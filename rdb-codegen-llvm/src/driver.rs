@@ -856,6 +856,7 @@ fn c_region(info: &ObjectInfo, region: &RegionInfo, at_block_end: (u32, u32), ou
         // `source.rs`), never at the brace; the brace says which variables they see.
         ends_block: false,
         block_end: (at_block_end != region.anchor).then(|| loc(&info.source, at_block_end)),
+        bodies: Vec::new(),
         function: outlined.function.clone(),
         arguments: outlined
             .arguments

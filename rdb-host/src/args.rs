@@ -70,6 +70,10 @@ pub fn compute(
                 copied(tracee, at, arg.size).unwrap_or(ArgValue::Address(at))
             }
             Location::Symbol { address, .. } => ArgValue::Address(tracee.load_bias().wrapping_add(*address)),
+            Location::Indirect { .. } => {
+                let at = address_of(tracee, &placed.location).map_err(unavailable)?;
+                copied(tracee, at, arg.size).unwrap_or(ArgValue::Address(at))
+            }
             Location::Register { register } => {
                 let bytes = register_bytes(tracee, register).map_err(unavailable)?;
                 ArgValue::Bytes(fit(bytes, arg.size).map_err(unavailable)?)
@@ -119,6 +123,7 @@ fn piece_bytes(tracee: &dyn TraceeView, location: &Location, size: u64) -> Resul
             read(register_u64(tracee, base).map_err(PieceError::Unavailable)?.wrapping_add(*offset as u64))
         }
         Location::Symbol { address, .. } => read(tracee.load_bias().wrapping_add(*address)),
+        Location::Indirect { .. } => read(address_of(tracee, location).map_err(PieceError::Unavailable)?),
         Location::Implicit { bytes } => {
             let bytes = decode_hex(bytes).map_err(PieceError::Unavailable)?;
             fit(bytes, size).map_err(PieceError::Unavailable)
@@ -128,6 +133,30 @@ fn piece_bytes(tracee: &dyn TraceeView, location: &Location, size: u64) -> Resul
             Err(PieceError::Unavailable("described by nested pieces (malformed descriptor)".into()))
         }
     }
+}
+
+/// The program address of a memory-resident location (`stack`, `symbol`,
+/// `indirect`).
+fn address_of(tracee: &dyn TraceeView, location: &Location) -> Result<u64, String> {
+    Ok(match location {
+        Location::Stack { base, offset } => register_u64(tracee, base)?.wrapping_add(*offset as u64),
+        Location::Symbol { address, .. } => tracee.load_bias().wrapping_add(*address),
+        Location::Indirect { pointer, offset } => {
+            let p = match &**pointer {
+                Location::Register { register } => register_u64(tracee, register)?,
+                memory => {
+                    let at = address_of(tracee, memory)?;
+                    let mut word = [0u8; 8];
+                    tracee
+                        .read(at, &mut word)
+                        .map_err(|e| format!("behind a pointer at {at:#x} that cannot be read: {e}"))?;
+                    u64::from_le_bytes(word)
+                }
+            };
+            p.wrapping_add(*offset as u64)
+        }
+        _ => return Err("described as a pointer held where no pointer can be".into()),
+    })
 }
 
 /// `bytes` truncated or zero-extended to `size`.
@@ -265,6 +294,27 @@ mod tests {
                 ArgValue::Bytes(vec![0xff, 0x01]),
             ]
         );
+    }
+
+    #[test]
+    fn indirect_locations_follow_pointers() {
+        // SAFETY: user_regs_struct is plain integers.
+        let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        regs.rsp = 0x6ff0;
+        // At rsp + 8 a pointer to 0x7000 + 16, where the value is.
+        let mut memory = vec![0u8; 64];
+        memory[8..16].copy_from_slice(&0x7000u64.to_le_bytes());
+        memory[32..36].copy_from_slice(&[9, 8, 7, 6]);
+        let fake = Fake { regs, memory: (0x6ff0, memory) };
+        let pointer = Box::new(Location::Stack { base: Register::x86_64(7), offset: 8 });
+        let a = arg(0, 4, Location::Indirect { pointer, offset: 16 });
+        let b = arg(
+            1,
+            2,
+            Location::Indirect { pointer: Box::new(Location::Register { register: Register::x86_64(7) }), offset: 34 },
+        );
+        let values = compute(7, 0x40, &[&a, &b], &fake, &loc()).unwrap();
+        assert_eq!(values, vec![ArgValue::Bytes(vec![9, 8, 7, 6]), ArgValue::Bytes(vec![7, 6])]);
     }
 
     #[test]

@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         arguments,
         ends_block: false,
         block_end: None,
+        bodies: Vec::new(),
     };
     let start = std::time::Instant::now();
     match rdb_locate::locate(args[0].as_ref(), &[site]) {

@@ -117,6 +117,29 @@ pub struct RegionSite {
     /// yet (the step's line precedes the body's declarations) are looked up
     /// there; only frame slots, which hold for the whole function, are taken.
     pub block_end: Option<SourceLocation>,
+    /// The closures and `async` bodies the region is written in, outermost
+    /// first (Rust; empty for a region in a function's own body). Their code
+    /// is a function of its own (`{closure#N}`, `{async_block#N}`,
+    /// `{async_fn#N}`): the region runs in the copies of the innermost one
+    /// declared at that line, never in the enclosing function's code that
+    /// happens to share the anchor's line.
+    pub bodies: Vec<Body>,
+}
+
+/// A closure or `async` body around a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Body {
+    pub kind: BodyKind,
+    /// Line (in the stripped source) where it starts: its `DW_AT_decl_line`.
+    pub line: u32,
+}
+
+/// What kind of body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    Closure,
+    AsyncBlock,
+    AsyncFn,
 }
 
 /// One argument of a region.
@@ -267,6 +290,7 @@ fn locate_site(
         ));
     } else {
         let instances = function::instances(index, &units, &site.function)?;
+        let instances = function::in_body(index, instances, site.bodies.last())?;
         let mut found = Vec::new();
         for instance in instances {
             if let Some(code) = function::code_address(index, &instance, &site.anchor)? {
@@ -323,7 +347,7 @@ fn locate_site(
         .iter()
         .map(|(_, address)| {
             let (symbol, offset) = index.binary.symbols.lookup(*address);
-            CodeLocation { address: *address, symbol, offset: offset as u64 }
+            CodeLocation { address: *address, symbol, offset: offset as u64, entry_id: None }
         })
         .collect();
     located.functions.push(FunctionDescriptor {
