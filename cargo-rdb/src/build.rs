@@ -371,7 +371,8 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
             .filter(|r| region_in_binary(&r.file, &pkg_rel, pkg, bin, &file_pkg))
             .collect();
         // Descriptors come from the binary as copied (its identity is recorded).
-        let (functions, arguments, warnings) = artefacts::write_descriptors(&out_bin, &toolchain, &regions, &ws_root)?;
+        let (functions, arguments, warnings) =
+            artefacts::write_descriptors(&out_bin, &out_bin, &toolchain, &regions, &ws_root)?;
         for w in warnings {
             term::warn(format!("`{}`: {w}", bin.name));
         }

@@ -217,6 +217,13 @@ pub struct PlacedLocation {
     /// The code address (a `CodeLocation::address` of the region).
     pub address: u64,
     pub location: Location,
+    /// The variable's type and size at this address when they differ from
+    /// the argument's `type_name` and `size`: the code of another
+    /// instantiation of a generic function.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub type_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
 }
 
 /// Where a variable's value is, at one code address.

@@ -34,6 +34,8 @@ fn round_trip_and_version_check() {
                     Piece { size: 16, location: Location::Stack { base: Register::x86_64(7), offset: -24 } },
                 ],
             },
+            type_name: None,
+            size: None,
         }],
     });
     let path = dir.path().join("a.rdb-arguments.json");

@@ -64,23 +64,25 @@ pub fn compute(
             .iter()
             .find(|p| p.address == address)
             .ok_or_else(|| unavailable(format!("not described at address {address:#x}")))?;
+        // Another instantiation of generic code may give the variable another size here.
+        let size = placed.size.unwrap_or(arg.size);
         let value = match &placed.location {
             Location::Stack { base, offset } => {
                 let at = register_u64(tracee, base).map_err(unavailable)?.wrapping_add(*offset as u64);
-                copied(tracee, at, arg.size).unwrap_or(ArgValue::Address(at))
+                copied(tracee, at, size).unwrap_or(ArgValue::Address(at))
             }
             Location::Symbol { address, .. } => ArgValue::Address(tracee.load_bias().wrapping_add(*address)),
             Location::Indirect { .. } => {
                 let at = address_of(tracee, &placed.location).map_err(unavailable)?;
-                copied(tracee, at, arg.size).unwrap_or(ArgValue::Address(at))
+                copied(tracee, at, size).unwrap_or(ArgValue::Address(at))
             }
             Location::Register { register } => {
                 let bytes = register_bytes(tracee, register).map_err(unavailable)?;
-                ArgValue::Bytes(fit(bytes, arg.size).map_err(unavailable)?)
+                ArgValue::Bytes(fit(bytes, size).map_err(unavailable)?)
             }
             Location::Implicit { bytes } => ArgValue::Bytes(decode_hex(bytes).map_err(unavailable)?),
             Location::Pieces { pieces } => {
-                let mut value = Vec::with_capacity(arg.size as usize);
+                let mut value = Vec::with_capacity(size as usize);
                 for piece in pieces {
                     let part = piece_bytes(tracee, &piece.location, piece.size).map_err(|e| match e {
                         PieceError::Unavailable(reason) => unavailable(reason),
@@ -251,7 +253,7 @@ mod tests {
             kind: ArgumentKind::Local,
             type_name: "T".into(),
             size,
-            locations: vec![PlacedLocation { address: 0x40, location }],
+            locations: vec![PlacedLocation { address: 0x40, location, type_name: None, size: None }],
         }
     }
 

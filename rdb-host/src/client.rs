@@ -255,7 +255,10 @@ impl DebugHost {
         let mut refs: Vec<&ArgumentDescriptor> = entry.arguments.iter().collect();
         refs.sort_by_key(|a| a.position);
         let values = args::compute(region, address, &refs, tracee, &source_location)?;
-        let sizes: Vec<u64> = refs.iter().map(|a| a.size).collect();
+        let sizes: Vec<u64> = refs
+            .iter()
+            .map(|a| a.locations.iter().find(|p| p.address == address).and_then(|p| p.size).unwrap_or(a.size))
+            .collect();
         if tracee.process_id() != self.last_pid {
             // Another process of the trace: its own address space.
             self.invalidate_mappings();
@@ -541,10 +544,18 @@ impl DebugHost {
         // table entry of its own (an instantiation of a generic region).
         let mut wants: std::collections::BTreeMap<u32, &DebugEntry> = Default::default();
         for (id, region) in &self.regions {
-            wants.insert(*id, &region.function.entry);
-            for l in &region.function.locations {
-                if let (DebugEntry::RegionTable, Some(entry)) = (&region.function.entry, l.entry_id) {
-                    wants.insert(entry, &region.function.entry);
+            let locations = &region.function.locations;
+            match &region.function.entry {
+                DebugEntry::RegionTable if !locations.is_empty() && locations.iter().all(|l| l.entry_id.is_some()) => {
+                    for l in locations {
+                        wants.insert(l.entry_id.unwrap_or(*id), &region.function.entry);
+                    }
+                }
+                entry => {
+                    wants.insert(*id, entry);
+                    for l in locations.iter().filter(|_| matches!(entry, DebugEntry::RegionTable)) {
+                        wants.insert(l.entry_id.unwrap_or(*id), entry);
+                    }
                 }
             }
         }

@@ -74,6 +74,7 @@ mod function;
 mod identity;
 mod index;
 pub mod loader;
+mod module;
 mod reader;
 mod symbolic;
 mod types;
@@ -88,6 +89,7 @@ use std::path::{Path, PathBuf};
 
 pub use function::matches_function;
 pub use identity::{binary_identity, check_same_code, debug_info, DebugInfo, TwinError};
+pub use module::{patch_entry_ids, region_table, TableEntry};
 
 /// What the source side knows about one debug region.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,6 +167,12 @@ pub struct Located {
     /// Things the user should know (variables optimised out, regions without
     /// code, ...), one sentence each.
     pub warnings: Vec<String>,
+    /// Per function, per code location: the generic arguments of the
+    /// instantiation whose code it is, as the DWARF writes them after the
+    /// function's name (`<u8>`, `<app::Sq>`; empty when not generic). A
+    /// Rust debug module has one debug function per instantiation, found by
+    /// the same arguments ([`region_table`]).
+    pub instantiations: Vec<Vec<String>>,
 }
 
 impl Located {
@@ -238,7 +246,8 @@ pub fn locate_in(binary: &loader::Binary, sites: &[RegionSite]) -> Result<Locate
             ),
         });
     }
-    let mut located = Located { functions: Vec::new(), arguments: Vec::new(), warnings: Vec::new() };
+    let mut located =
+        Located { functions: Vec::new(), arguments: Vec::new(), warnings: Vec::new(), instantiations: Vec::new() };
     let mut has_variables: HashMap<usize, bool> = HashMap::new();
     for site in sites {
         locate_site(&index, site, &mut located, &mut has_variables).map_err(|e| match e {
@@ -265,6 +274,26 @@ impl From<gimli::Error> for SiteError {
     fn from(e: gimli::Error) -> Self {
         SiteError::Dwarf(e)
     }
+}
+
+/// `<u8>` of `app::show<u8>` (the generic arguments after the last path
+/// segment's name), empty when there are none.
+pub fn generic_arguments(name: &str) -> String {
+    // `::` may sit inside the arguments (`show<app::Sq>`): the last segment
+    // starts after the last `::` outside angle brackets.
+    let mut depth = 0i32;
+    let mut start = 0;
+    let bytes = name.as_bytes();
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            ':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => start = i + 2,
+            _ => {}
+        }
+    }
+    let segment = &name[start.min(name.len())..];
+    segment.find('<').map(|i| segment[i..].to_string()).unwrap_or_default()
 }
 
 fn show(location: &SourceLocation) -> String {
@@ -350,6 +379,7 @@ fn locate_site(
             CodeLocation { address: *address, symbol, offset: offset as u64, entry_id: None }
         })
         .collect();
+    located.instantiations.push(placed.iter().map(|(instance, _)| generic_arguments(&instance.name)).collect());
     located.functions.push(FunctionDescriptor {
         region,
         entry: DebugEntry::RegionTable,
@@ -431,7 +461,7 @@ fn locate_local(
                     instance.name,
                     show(&site.anchor)
                 ));
-                Location::OptimizedOut
+                (Location::OptimizedOut, None)
             }
             Some(found) => {
                 if found.outside_scope {
@@ -463,19 +493,22 @@ fn locate_local(
                         Location::OptimizedOut
                     }
                 };
-                match &type_info {
-                    None => type_info = Some((type_name, size)),
-                    Some((first, first_size)) if *first != type_name || *first_size != size => warnings.push(format!(
-                        "region {region}: the type of `{name}` differs between copies of `{}` ({first}, {type_name}); \
-                         the descriptor gives the first",
-                        site.function
-                    )),
-                    Some(_) => {}
-                }
-                location
+                // Instantiations of generic code give the variable other
+                // types: each location says its own when it differs.
+                let own = match &type_info {
+                    None => {
+                        type_info = Some((type_name, size));
+                        None
+                    }
+                    Some((first, first_size)) if *first != type_name || *first_size != size => Some((type_name, size)),
+                    Some(_) => None,
+                };
+                (location, own)
             }
         };
-        locations.push(PlacedLocation { address: *address, location });
+        let (location, own) = location;
+        let (type_name, size) = own.map_or((None, None), |(t, s)| (Some(t), Some(s)));
+        locations.push(PlacedLocation { address: *address, location, type_name, size });
     }
     let (type_name, size) = type_info.unwrap_or_else(|| ("<unknown>".into(), 0));
     Ok((type_name, size, locations, warnings))
@@ -540,7 +573,14 @@ fn locate_static(
             ("<unknown>".into(), 0, Location::OptimizedOut)
         }
     };
-    let locations =
-        placed.iter().map(|(_, address)| PlacedLocation { address: *address, location: location.clone() }).collect();
+    let locations = placed
+        .iter()
+        .map(|(_, address)| PlacedLocation {
+            address: *address,
+            location: location.clone(),
+            type_name: None,
+            size: None,
+        })
+        .collect();
     Ok((type_name, size, locations, warnings))
 }

@@ -241,7 +241,7 @@ pub fn descriptors(
                 kind: ArgumentKind::Local,
                 type_name: "long".into(),
                 size,
-                locations: vec![PlacedLocation { address: location, location: place }],
+                locations: vec![PlacedLocation { address: location, location: place, type_name: None, size: None }],
             });
         }
     }
