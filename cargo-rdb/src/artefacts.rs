@@ -1,23 +1,10 @@
 //! The files `cargo rdb build` leaves in `target/rdb/<profile>/`.
 
 use anyhow::{Context, Result};
-use object::{Object, ObjectSection};
 use rdb_descriptors::{Language, SourceLocation};
 use rdb_extract::{LineCol, NestKind, Region};
 use rdb_locate::{ArgumentSite, Body, BodyKind, RegionSite};
 use std::path::{Path, PathBuf};
-
-/// Whether the binary carries DWARF with variable information.
-pub fn has_debug_info(binary: &Path) -> Result<bool> {
-    let data = std::fs::read(binary).with_context(|| format!("cannot read {}", binary.display()))?;
-    let file = object::File::parse(&*data).with_context(|| format!("{} is not an object file", binary.display()))?;
-    // `debug = "line-tables-only"` still has .debug_info, but no variables;
-    // a size check cannot tell them apart, so look for a variable entry tag
-    // cheaply: full debug info has a .debug_loclists or many abbrevs. Keep
-    // it simple and robust: require .debug_info and .debug_line.
-    Ok(file.section_by_name(".debug_info").is_some_and(|s| s.size() > 0)
-        && file.section_by_name(".debug_line").is_some())
-}
 
 fn location(file: &Path, lc: LineCol) -> SourceLocation {
     SourceLocation { file: file.to_path_buf(), line: lc.line, column: lc.column }

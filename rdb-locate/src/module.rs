@@ -98,6 +98,9 @@ fn trampoline_closures(index: &Index<'_>) -> Result<std::collections::HashMap<u6
 /// Rewrites the ids of table entries in the module file at `path`
 /// (`(index, new id)` pairs).
 pub fn patch_entry_ids(path: &Path, ids: &[(usize, u64)]) -> Result<(), LocateError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
     let io = |source| LocateError::Io { path: path.into(), source };
     let mut data = std::fs::read(path).map_err(io)?;
     let (offset, size) = {
