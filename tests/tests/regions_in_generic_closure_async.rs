@@ -40,9 +40,22 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Appends `[profile.release] debug = "full"`: rustc's debug information
+/// changes a Rust executable's code, so the recorded release build must carry
+/// it (see the README's limitations).
+fn with_release_debug_info(dir: &Path) {
+    let manifest = dir.join("Cargo.toml");
+    let mut text = std::fs::read_to_string(&manifest).unwrap();
+    text.push_str("\n[profile.release]\ndebug = \"full\"\n");
+    std::fs::write(&manifest, text).unwrap();
+}
+
 fn record_then_replay_with_regions(release: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let app = SampleApp::plain("bank", tmp.path());
+    if release {
+        with_release_debug_info(&app.dir);
+    }
     let (profile_args, dir): (&[&str], &str) = if release { (&["--release"], "release") } else { (&[], "debug") };
     let mut build = vec!["build", "-q"];
     build.extend_from_slice(profile_args);
@@ -55,12 +68,25 @@ fn record_then_replay_with_regions(release: bool) {
     let recorded = text(&rec.stdout);
 
     app.instrument();
+    if release {
+        with_release_debug_info(&app.dir);
+    }
     let cargo_rdb = tool("cargo-rdb", "cargo-rdb");
     let mut replay = vec!["rdb", "replay", trace.to_str().unwrap(), "-q"];
     replay.extend_from_slice(profile_args);
     let rep = run(&app.dir, &cargo_rdb, &replay);
-    assert_eq!(rep.status.code(), Some(0), "replay failed:\n{}\n{}", text(&rep.stdout), text(&rep.stderr));
     let replayed = text(&rep.stdout);
+    let stderr = text(&rep.stderr);
+    if release {
+        // Some arguments are optimized out at some hits in release: those
+        // hits are reported and the region is not run there (exit status 5).
+        assert!(matches!(rep.status.code(), Some(0 | 5)), "replay failed:\n{replayed}\n{stderr}");
+        for line in stderr.lines().filter(|l| l.contains("could not run")) {
+            assert!(line.contains("optimized out at this location"), "{line}");
+        }
+    } else {
+        assert_eq!(rep.status.code(), Some(0), "replay failed:\n{replayed}\n{stderr}");
+    }
     let (debug, program): (Vec<&str>, Vec<&str>) = replayed.lines().partition(|l| l.starts_with("[rdb] "));
     let program: String = program.iter().map(|l| format!("{l}\n")).collect();
     assert_eq!(program, recorded, "the program's output differs from the recording");
@@ -76,11 +102,26 @@ fn record_then_replay_with_regions(release: bool) {
     let moved: Vec<&str> =
         debug.iter().filter_map(|l| l.strip_prefix("[rdb] ")).filter(|l| l.starts_with("moved ")).collect();
     assert_eq!(moved, logged, "region in `transfer`:\n{replayed}");
-    assert_eq!(debug.iter().filter(|l| l.contains("] thread ")).count(), 12, "thread closure:\n{replayed}");
+    let thread_hits = debug.iter().filter(|l| l.contains("] thread ")).count();
+    if release {
+        // The loop around this region is unrolled in release; the locator
+        // finds the first copy of the statement only (a known gap, see the
+        // README's limitations), so at least one hit per thread.
+        assert!(thread_hits >= 3, "thread closure:\n{replayed}");
+    } else {
+        assert_eq!(thread_hits, 12, "thread closure:\n{replayed}");
+    }
     for line in debug.iter().filter(|l| l.contains("] thread ")) {
         // `[rdb] thread T step I amount A` with A = (7T + I) % 13 + 1.
         let w: Vec<usize> = line.split(' ').filter_map(|w| w.parse().ok()).collect();
         assert_eq!(w[2], (w[0] * 7 + w[1]) % 13 + 1, "{line}");
+    }
+    if release {
+        // Both instantiations of `describe<T>`, each with its own type.
+        let balances = recorded.lines().find_map(|l| l.strip_prefix("balances: ")).unwrap();
+        assert!(debug.contains(&format!("[rdb] describe balances = {balances}").as_str()), "{replayed}");
+        assert!(debug.contains(&"[rdb] describe threads = 3"), "{replayed}");
+        return;
     }
     // The generic impl's method, with T = String: each thread's whole log.
     assert_eq!(debug.iter().filter(|l| l.starts_with("[rdb] record #")).count(), 3, "{replayed}");
@@ -103,4 +144,9 @@ fn record_then_replay_with_regions(release: bool) {
 #[test]
 fn regions_in_generics_closures_and_async_replay_in_a_dev_build() {
     record_then_replay_with_regions(false);
+}
+
+#[test]
+fn regions_in_generics_closures_and_async_replay_in_a_release_build() {
+    record_then_replay_with_regions(true);
 }
