@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::protocol;
-pub(crate) use rdb_runtime::sys::monotonic_ns;
+pub(crate) use rdb_tracee::this_process::monotonic_ns;
 
 /// Bytes of one direction's message area.
 const SLOT_BYTES: usize = 128 * 1024;

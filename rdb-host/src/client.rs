@@ -4,8 +4,8 @@ use crate::args::{self, ArgValue};
 use crate::channel::{monotonic_ns, readable_for, Channel, Mailbox, Received, Side};
 use crate::error::{signal_name, HostError, Invocation, InvokeOutcome, Loc};
 use crate::protocol::{self, reason, Reader, Writer};
-use crate::tracee::TraceeView;
 use rdb_descriptors::{ArgumentDescriptor, ArgumentDescriptors, DebugEntry, FunctionDescriptor, FunctionDescriptors};
+use rdb_tracee::{Mapping, Target};
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -33,7 +33,7 @@ pub enum MemoryAccess {
     /// root, or yama `ptrace_scope` 0), falling back to [`MemoryAccess::ViaReplayer`].
     #[default]
     Direct,
-    /// The host asks the replayer, which reads through [`TraceeView::read`]
+    /// The host asks the replayer, which reads through [`Memory::read_exact`](rdb_tracee::Memory::read_exact)
     /// (works for any target, e.g. a remote stub, at one round trip per fill).
     ViaReplayer,
 }
@@ -244,7 +244,7 @@ impl DebugHost {
     /// Runs `region`'s debug function for a program stopped at module-relative
     /// code `address` (one of the region's `locations`). The program is only
     /// read, never written or resumed.
-    pub fn invoke(&mut self, region: u32, address: u64, tracee: &dyn TraceeView) -> Result<Invocation, HostError> {
+    pub fn invoke(&mut self, region: u32, address: u64, tracee: &dyn Target) -> Result<Invocation, HostError> {
         let entry = self.regions.get(&region).ok_or(HostError::UnknownRegion { region })?;
         let source_location = Loc(entry.function.begin.clone());
         if !entry.function.locations.iter().any(|l| l.address == address) {
@@ -254,15 +254,15 @@ impl DebugHost {
         refs.sort_by_key(|a| a.position);
         let values = args::compute(region, address, &refs, tracee, &source_location)?;
         let sizes: Vec<u64> = refs.iter().map(|a| a.size).collect();
-        if tracee.process_id() != self.last_pid {
+        if tracee.pid().0 != self.last_pid {
             // Another process of the trace: its own address space.
             self.invalidate_mappings();
-            self.last_pid = tracee.process_id();
+            self.last_pid = tracee.pid().0;
         }
         let mut collision_retries = 0;
         loop {
             if self.process.is_none() {
-                self.start(tracee.process_id())?;
+                self.start(tracee.pid().0)?;
             }
             let result = self.call(region, &values, &sizes, tracee, &source_location)?;
             match result {
@@ -287,7 +287,7 @@ impl DebugHost {
         region: u32,
         values: &[ArgValue],
         sizes: &[u64],
-        tracee: &dyn TraceeView,
+        tracee: &dyn Target,
         source_location: &Loc,
     ) -> Result<Called, HostError> {
         let mut w = Writer::new(protocol::INVOKE);
@@ -301,7 +301,7 @@ impl DebugHost {
         } else {
             None
         };
-        w.u32(region).u32(flags).u32(tracee.process_id() as u32).u64(tracee.load_bias());
+        w.u32(region).u32(flags).u32(tracee.pid().0 as u32).u64(tracee.load_bias());
         if let Some(maps) = &maps {
             w.ranges(maps);
         }
@@ -347,7 +347,7 @@ impl DebugHost {
                     r.u32();
                     let (addr, len) = (r.u64().unwrap_or(0), r.u64().unwrap_or(0).min(64 * 1024));
                     let mut reply = vec![0u8; protocol::PAGE_DATA_HEADER + len as usize];
-                    let errno = match tracee.read(addr, &mut reply[protocol::PAGE_DATA_HEADER..]) {
+                    let errno = match tracee.read_exact(addr, &mut reply[protocol::PAGE_DATA_HEADER..]) {
                         Ok(()) => 0,
                         Err(e) => e.raw_os_error().unwrap_or(libc::EFAULT),
                     };
@@ -692,11 +692,29 @@ fn find_program(options: &HostOptions) -> Result<PathBuf, HostError> {
     Err(HostError::HostProgramNotFound { tried })
 }
 
-fn current_ranges(tracee: &dyn TraceeView) -> Result<Vec<protocol::RangeSpec>, HostError> {
+fn current_ranges(tracee: &dyn Target) -> Result<Vec<protocol::RangeSpec>, HostError> {
     let maps = tracee.mappings().map_err(HostError::Mappings)?;
-    let mut out: Vec<protocol::RangeSpec> = maps.iter().filter(|m| m.mirrored()).map(|m| m.spec()).collect();
+    let mut out: Vec<protocol::RangeSpec> = maps.iter().filter(|m| mirrored(m)).map(spec).collect();
     out.truncate(protocol::MAX_RANGES);
     Ok(out)
+}
+
+/// Whether the host mirrors this mapping. Kernel pseudo mappings that are either unreadable
+/// (`[vvar]`) or identical in every process at a fixed address (`[vsyscall]`) are left out.
+fn mirrored(m: &Mapping) -> bool {
+    !(m.name.starts_with("[vvar") || m.name == "[vsyscall]")
+}
+
+/// The range as the host reserves it: readable mappings read-only (read+exec for code).
+fn spec(m: &Mapping) -> protocol::RangeSpec {
+    let mut prot = 0;
+    if m.readable {
+        prot |= libc::PROT_READ as u32;
+        if m.executable {
+            prot |= libc::PROT_EXEC as u32;
+        }
+    }
+    protocol::RangeSpec { start: m.start, end: m.end, prot }
 }
 
 fn socket_pair() -> Result<(OwnedFd, OwnedFd), HostError> {

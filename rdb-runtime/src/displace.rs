@@ -27,7 +27,7 @@ use iced_x86::{
     OpKind, Register,
 };
 
-use crate::sys::Regs;
+use rdb_tracee::Regs;
 
 /// Most room a displaced instruction takes: the longest instruction (15 bytes) re-encoded
 /// with a longer branch form, plus a 5-byte `jmp`, fits. Slots are cut to the encoded size.

@@ -2,14 +2,10 @@
 //! descriptions plus the hand-written irregular cases (`ioctl`, `fcntl`, `prctl`, `select`,
 //! `mincore`). The recorder reads these ranges after the call; the replayer writes them back.
 
+use rdb_tracee::Memory;
+
 use crate::syscalls::{self, Out};
 use crate::trace::MemWrite;
-
-/// Read access to a stopped tracee's memory.
-pub trait TargetMemory {
-    /// Read up to `buf.len()` bytes at `addr`; returns how many were readable.
-    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<usize>;
-}
 
 /// Largest single range the recorder stores (a larger claim is a malformed call).
 const MAX_RANGE: u64 = 1 << 30;
@@ -18,18 +14,18 @@ const MAX_RANGE: u64 = 1 << 30;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownEffect(pub String);
 
-fn read_u64(mem: &dyn TargetMemory, addr: u64) -> Option<u64> {
+fn read_u64(mem: &dyn Memory, addr: u64) -> Option<u64> {
     let mut b = [0u8; 8];
     (mem.read_memory(addr, &mut b).ok()? == 8).then(|| u64::from_le_bytes(b))
 }
 
-fn read_u32(mem: &dyn TargetMemory, addr: u64) -> Option<u32> {
+fn read_u32(mem: &dyn Memory, addr: u64) -> Option<u32> {
     let mut b = [0u8; 4];
     (mem.read_memory(addr, &mut b).ok()? == 4).then(|| u32::from_le_bytes(b))
 }
 
 /// Read an iovec array: (base, len) pairs.
-pub fn read_iovecs(mem: &dyn TargetMemory, addr: u64, count: u64) -> Vec<(u64, u64)> {
+pub fn read_iovecs(mem: &dyn Memory, addr: u64, count: u64) -> Vec<(u64, u64)> {
     let count = count.min(1024);
     let mut out = Vec::new();
     for i in 0..count {
@@ -54,12 +50,7 @@ fn scatter(iov: &[(u64, u64)], mut total: u64, ranges: &mut Vec<(u64, u64)>) {
 }
 
 /// The ranges (address, length) the kernel wrote for a completed call.
-pub fn written_ranges(
-    nr: u64,
-    args: &[u64; 6],
-    ret: i64,
-    mem: &dyn TargetMemory,
-) -> Result<Vec<(u64, u64)>, UnknownEffect> {
+pub fn written_ranges(nr: u64, args: &[u64; 6], ret: i64, mem: &dyn Memory) -> Result<Vec<(u64, u64)>, UnknownEffect> {
     let mut ranges = Vec::new();
     let Some(desc) = syscalls::lookup(nr) else { return Ok(ranges) };
     // Some calls write even when a signal interrupts them (EINTR, or a restart code the
@@ -179,7 +170,7 @@ fn special(nr: u64, args: &[u64; 6], _ret: i64, ranges: &mut Vec<(u64, u64)>) ->
 }
 
 /// Read the ranges from the tracee (unreadable tails are dropped).
-pub fn capture(mem: &dyn TargetMemory, ranges: &[(u64, u64)]) -> Vec<MemWrite> {
+pub fn capture(mem: &dyn Memory, ranges: &[(u64, u64)]) -> Vec<MemWrite> {
     let mut out = Vec::with_capacity(ranges.len());
     for &(addr, len) in ranges {
         let mut bytes = vec![0u8; len as usize];
@@ -197,7 +188,7 @@ mod tests {
     use super::*;
 
     struct Fake(Vec<u8>, u64);
-    impl TargetMemory for Fake {
+    impl Memory for Fake {
         fn read_memory(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<usize> {
             let off = addr.checked_sub(self.1).unwrap_or(u64::MAX) as usize;
             if off >= self.0.len() {

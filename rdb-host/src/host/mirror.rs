@@ -647,7 +647,7 @@ extern "C" {
 /// hands every other fault on to [`on_fault`]: call after [`install_handlers`].
 pub(crate) fn disable_tsc() -> std::io::Result<()> {
     // Never re-enabled: the host runs this way until it exits.
-    std::mem::forget(rdb_runtime::sys::disable_tsc_for_this_thread()?);
+    std::mem::forget(rdb_tracee::this_process::disable_tsc_for_this_thread()?);
     Ok(())
 }
 

@@ -309,7 +309,7 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
 /// has its own memory there.
 fn collision_report(ranges: &[protocol::RangeSpec]) -> String {
     let own = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-    let own = crate::tracee::parse_maps(&own);
+    let own = rdb_tracee::procfs::parse_maps(&own);
     let mut parts = Vec::new();
     for r in ranges {
         let hits: Vec<String> = own
