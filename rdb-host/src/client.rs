@@ -8,7 +8,7 @@ use rdb_descriptors::{ArgumentDescriptor, ArgumentDescriptors, DebugEntry, Funct
 use rdb_tracee::{Mapping, Target};
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -42,7 +42,8 @@ pub enum MemoryAccess {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FaultHandling {
     /// userfaultfd when the host may use it for kernel-mode faults too
-    /// (`CAP_SYS_PTRACE`, or `vm.unprivileged_userfaultfd=1`), else
+    /// (access to `/dev/userfaultfd`, root by default; on kernels without that
+    /// device `CAP_SYS_PTRACE` or `vm.unprivileged_userfaultfd=1`), else
     /// [`FaultHandling::Signal`].
     #[default]
     Auto,
@@ -718,14 +719,7 @@ fn spec(m: &Mapping) -> protocol::RangeSpec {
 }
 
 fn socket_pair() -> Result<(OwnedFd, OwnedFd), HostError> {
-    let mut fds = [0; 2];
-    // SAFETY: fds has room for two descriptors.
-    let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
-    if r < 0 {
-        return Err(HostError::Io { what: "creating the host socket", source: std::io::Error::last_os_error() });
-    }
-    // SAFETY: both descriptors are fresh and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    crate::sys::socket_pair().map_err(|source| HostError::Io { what: "creating the host socket", source })
 }
 
 use crate::protocol::{recv, send};

@@ -47,11 +47,13 @@
 //!     them with `UFFDIO_COPY`. It also serves faults the *kernel* takes, so
 //!     a system call given program memory (`write(1, program_buffer, n)`,
 //!     a large `fwrite`, Rust's `stdout` passing a long program string
-//!     straight through) works. It needs `CAP_SYS_PTRACE` or
-//!     `vm.unprivileged_userfaultfd=1` (Debian's default is 0; unprivileged
-//!     users only get `UFFD_USER_MODE_ONLY`, which does not serve kernel
-//!     faults). Stale pages are dropped with one `MADV_DONTNEED` per touched
-//!     mapping.
+//!     straight through) works. The descriptor comes from the `userfaultfd`
+//!     crate (through `rdb_tracee::uffd`), which opens `/dev/userfaultfd`
+//!     where the kernel has it (root only by default) and else makes the
+//!     system call (then `CAP_SYS_PTRACE` or `vm.unprivileged_userfaultfd=1`
+//!     is needed: unprivileged users only get `UFFD_USER_MODE_ONLY`, which
+//!     does not serve kernel faults). Stale pages are dropped with one
+//!     `MADV_DONTNEED` per touched mapping.
 //!   - *a `SIGSEGV` handler* (everywhere): mappings are `PROT_NONE`; the
 //!     handler fills the page in the faulting thread (`mprotect` RW, read,
 //!     `mprotect` R). Stale pages: one `mprotect(PROT_NONE)` per touched
@@ -139,6 +141,7 @@ mod client;
 mod error;
 mod host;
 mod protocol;
+mod sys;
 
 pub use args::ArgValue;
 pub use client::{DebugHost, FaultHandling, HostOptions, MemoryAccess, WritePolicy};
