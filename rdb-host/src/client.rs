@@ -723,3 +723,27 @@ fn socket_pair() -> Result<(OwnedFd, OwnedFd), HostError> {
 }
 
 use crate::protocol::{recv, send};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_pseudo_mappings_are_not_mirrored_and_protections_follow_the_program() {
+        let maps = rdb_tracee::procfs::parse_maps(
+            "\
+555555554000-555555555000 r--p 00000000 fe:01 1234    /tmp/a b/prog
+7ffff7fc1000-7ffff7fc5000 r--p 00000000 00:00 0       [vvar]
+7ffff7fc5000-7ffff7fc7000 r-xp 00000000 00:00 0       [vdso]
+7ffff7fc7000-7ffff7fc8000 ---p 00000000 00:00 0
+ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
+",
+        );
+        assert!(mirrored(&maps[0]) && spec(&maps[0]).prot == libc::PROT_READ as u32);
+        assert!(!mirrored(&maps[1]));
+        assert!(mirrored(&maps[2]));
+        assert_eq!(spec(&maps[2]).prot, (libc::PROT_READ | libc::PROT_EXEC) as u32);
+        assert_eq!(spec(&maps[3]).prot, 0);
+        assert!(!mirrored(&maps[4]));
+    }
+}

@@ -205,8 +205,7 @@ mod tests {
     use super::*;
 
     fn regs() -> Regs {
-        // SAFETY: user_regs_struct is plain integers; all-zero is a valid value.
-        unsafe { std::mem::zeroed() }
+        rdb_tracee::ptrace::zeroed_regs()
     }
 
     fn mem(at: u64, value: u64) -> impl Fn(u64) -> Option<u64> {

@@ -10,9 +10,10 @@ use std::path::Path;
 use rdb_tracee::ptrace::{self, Regs, SyscallStop, Wait};
 use rdb_tracee::{mem, procfs, Pid};
 
-/// `prctl` option that makes `rdtsc` fault (`PR_SET_TSC`, `PR_TSC_SIGSEGV`).
-pub const PR_SET_TSC: u64 = 26;
-pub const PR_TSC_SIGSEGV: u64 = 2;
+use crate::syscalls::{self, Sysno};
+
+/// `prctl(PR_SET_TSC)` argument that makes `rdtsc` fault.
+const PR_TSC_SIGSEGV: u64 = 2;
 
 /// Make the tracee run one syscall of our choosing, then restore its registers and the two
 /// code bytes we borrowed. The tracee must be in a stop where its registers may be changed
@@ -65,7 +66,7 @@ pub fn inject_syscall(pid: Pid, nr: u64, args: [u64; 6]) -> io::Result<i64> {
 /// Turn on `rdtsc` trapping in the tracee (it does not survive `execve` reliably, so it is
 /// re-armed after every exec).
 pub fn trap_rdtsc(pid: Pid) -> io::Result<()> {
-    let r = inject_syscall(pid, 157, [PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0, 0])?;
+    let r = inject_syscall(pid, Sysno::prctl as u64, [syscalls::PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0, 0])?;
     if r != 0 {
         return Err(io::Error::other(format!("prctl(PR_SET_TSC) failed in the tracee: {r}")));
     }

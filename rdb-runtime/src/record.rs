@@ -30,7 +30,7 @@ use crate::effects;
 use crate::location;
 use crate::observer::ProcessImage;
 use crate::process::{self, FileHashes};
-use crate::syscalls::{self, nr, Policy};
+use crate::syscalls::{self, In, Policy, SyscallDesc, Sysno};
 use crate::trace::{self, Event, Header, MappedFile, Stream, Summary, Tid, TraceWriter};
 use crate::Error;
 
@@ -182,8 +182,8 @@ struct Proc {
     probing: Option<Instant>,
     /// The watchdog already warned about the current stretch of user code.
     warned: bool,
-    /// Number and arguments of the syscall the process is in.
-    entry: Option<(u64, [u64; 6])>,
+    /// The syscall the process is in, with its arguments.
+    entry: Option<(&'static SyscallDesc, [u64; 6])>,
     exec_pending: bool,
     /// Absolute path of the file the pending `execve` names.
     exec_path: Option<PathBuf>,
@@ -198,7 +198,7 @@ struct Proc {
     last_exit: Option<(u64, u64, i64)>,
     /// The call (number, arguments) that returned `-ERESTART_RESTARTBLOCK` at the thread's
     /// last syscall exit: the one a following `restart_syscall` resumes.
-    restart_block: Option<(u64, [u64; 6])>,
+    restart_block: Option<(&'static SyscallDesc, [u64; 6])>,
 }
 
 struct Recorder {
@@ -491,54 +491,6 @@ impl Waiter {
     }
 }
 
-/// Syscalls that may wait for another thread or the outside world: the thread gives its turn
-/// up at entry and the call runs in the kernel while another thread runs user code.
-fn gives_turn_up(nr: u64, args: &[u64; 6]) -> bool {
-    use ::syscalls::Sysno as S;
-    const FUTEX_WAITS: [u64; 5] = [
-        0,  /* WAIT */
-        6,  /* LOCK_PI */
-        9,  /* WAIT_BITSET */
-        11, /* WAIT_REQUEUE_PI */
-        13, /* LOCK_PI2 */
-    ];
-    if nr == S::futex as u64 {
-        return FUTEX_WAITS.contains(&(args[1] & 0x7f));
-    }
-    [
-        S::read,
-        S::readv,
-        S::recvfrom,
-        S::recvmsg,
-        S::recvmmsg,
-        S::accept,
-        S::accept4,
-        S::connect,
-        S::poll,
-        S::ppoll,
-        S::select,
-        S::pselect6,
-        S::epoll_wait,
-        S::epoll_pwait,
-        S::epoll_pwait2,
-        S::nanosleep,
-        S::clock_nanosleep,
-        S::wait4,
-        S::waitid,
-        S::pause,
-        S::rt_sigsuspend,
-        S::rt_sigtimedwait,
-        S::sched_yield,
-        S::flock,
-        S::msgrcv,
-        S::semop,
-        S::semtimedop,
-        S::futex_waitv,
-    ]
-    .iter()
-    .any(|&s| s as u64 == nr)
-}
-
 impl Recorder {
     fn run(&mut self) -> Result<(), Error> {
         while !self.procs.is_empty() {
@@ -719,10 +671,10 @@ impl Recorder {
         match event {
             libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
                 let child = ptrace::new_child(pid).map_err(Error::ptrace(pid, "reading new pid"))?;
-                let flags = match self.procs[&pid].entry {
-                    Some((nr::CLONE, a)) => a[0],
-                    Some((nr::VFORK, _)) => (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64,
-                    Some((nr::CLONE3, a)) => {
+                let flags = match self.procs[&pid].entry.map(|(d, a)| (d.sysno, a)) {
+                    Some((Sysno::clone, a)) => a[0],
+                    Some((Sysno::vfork, _)) => (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64,
+                    Some((Sysno::clone3, a)) => {
                         let mut b = [0u8; 8];
                         mem::read(pid, a[0], &mut b).ok();
                         u64::from_le_bytes(b)
@@ -796,13 +748,13 @@ impl Recorder {
     }
 
     fn on_entry(&mut self, pid: Pid, nr: u64, args: [u64; 6]) -> Result<(), Error> {
-        match syscalls::policy(nr) {
-            Policy::Unsupported => return Err(Error::UnsupportedSyscall { pid, nr, name: syscalls::name(nr) }),
-            Policy::Emulate | Policy::ReExecute => {}
-        }
-        let clone_flags = match nr {
-            nr::CLONE => Some(args[0]),
-            nr::CLONE3 => {
+        let Some(desc) = syscalls::lookup(nr).filter(|d| d.policy != Policy::Unsupported) else {
+            return Err(Error::UnsupportedSyscall { pid, nr, name: syscalls::name(nr) });
+        };
+        let call = desc.sysno;
+        let clone_flags = match call {
+            Sysno::clone => Some(args[0]),
+            Sysno::clone3 => {
                 let mut b = [0u8; 8];
                 mem::read(pid, args[0], &mut b).map_err(Error::ptrace(pid, "reading clone3 args"))?;
                 Some(u64::from_le_bytes(b))
@@ -818,17 +770,17 @@ impl Recorder {
                 });
             }
         }
-        if nr == nr::PRCTL && args[0] == process::PR_SET_TSC {
+        if call == Sysno::prctl && args[0] == syscalls::PR_SET_TSC {
             return Err(Error::Unsupported { pid, what: "prctl(PR_SET_TSC): rdb traps rdtsc itself".into() });
         }
-        if nr == nr::RSEQ {
+        if call == Sysno::rseq {
             // The kernel would write the current CPU into rseq areas at any time: make the
             // call fail with ENOSYS (glibc copes) by skipping it.
             ptrace::poke_user(pid, ptrace::ORIG_RAX_OFFSET, u64::MAX).map_err(Error::ptrace(pid, "skipping rseq"))?;
         }
-        let exec_path = match nr {
-            nr::EXECVE => exec_target(pid, libc::AT_FDCWD as u64, args[0]),
-            nr::EXECVEAT => exec_target(pid, args[0], args[1]),
+        let exec_path = match call {
+            Sysno::execve => exec_target(pid, libc::AT_FDCWD as u64, args[0]),
+            Sysno::execveat => exec_target(pid, args[0], args[1]),
             _ => None,
         };
         // A thread keeps its turn through `exit` until it is gone: the kernel clears its
@@ -838,16 +790,16 @@ impl Recorder {
         // interrupted call, and gives the turn up when that call would have.
         let tgid = self.procs[&pid].tgid;
         let resumes_blocking =
-            nr == nr::RESTART_SYSCALL && self.procs[&pid].restart_block.is_some_and(|(n, a)| gives_turn_up(n, &a));
-        let release = gives_turn_up(nr, &args) || resumes_blocking || (nr == nr::EXIT && pid == tgid);
+            call == Sysno::restart_syscall && self.procs[&pid].restart_block.is_some_and(|(d, a)| d.gives_turn_up(&a));
+        let release = desc.gives_turn_up(&args) || resumes_blocking || (call == Sysno::exit && pid == tgid);
         // Read only for a call that neither gives its turn up nor keeps it (2 ms deadline).
-        let now = self.stamp(!release && syscalls::policy(nr) != Policy::ReExecute);
+        let now = self.stamp(!release && !desc.policy.re_executed());
         let p = self.procs.get_mut(&pid).expect("known process");
-        p.entry = Some((nr, args));
+        p.entry = Some((desc, args));
         p.exec_path = exec_path;
         p.last_exit = None;
         p.in_kernel = Some((now, release));
-        p.keeps_turn = syscalls::policy(nr) == Policy::ReExecute;
+        p.keeps_turn = desc.policy.re_executed();
         p.user_since = None;
         p.probing = None;
         let tgid = p.tgid;
@@ -860,7 +812,7 @@ impl Recorder {
         }
         ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))?;
         let g = self.groups.get_mut(&tgid).expect("thread group");
-        if nr == nr::EXIT_GROUP {
+        if call == Sysno::exit_group {
             // The other threads are about to be killed: nobody gets another turn.
             g.dying = true;
         }
@@ -901,7 +853,8 @@ impl Recorder {
     /// Log a completed syscall and let the thread run on: it has the turn.
     fn finish_syscall(&mut self, pid: Pid, ret: i64, pc: u64, sp: u64) -> Result<(), Error> {
         let p = self.procs.get_mut(&pid).expect("known process");
-        let (nr, args) = p.entry.take().expect("finishing a syscall that was entered");
+        let (desc, args) = p.entry.take().expect("finishing a syscall that was entered");
+        let nr = desc.sysno as u64;
         let exec_path = p.exec_path.take();
         if std::mem::take(&mut p.exec_pending) && ret == 0 {
             let path = match exec_path {
@@ -911,7 +864,7 @@ impl Recorder {
             self.after_exec(pid, path)?;
         }
         self.syscalls += 1;
-        if nr == nr::SCHED_GETAFFINITY && ret > 0 {
+        if desc.sysno == Sysno::sched_getaffinity && ret > 0 {
             if let Some(mask) = &self.native_affinity {
                 // The kernel wrote the pinned mask; the program gets its native one (recorded
                 // below like any emulated result, so replay gives it the same).
@@ -924,18 +877,18 @@ impl Recorder {
         // timeout) and writes that call's memory (poll's `revents`, the time left): its effects
         // are those of the interrupted call, with the interrupted call's arguments.
         let p = self.procs.get_mut(&pid).expect("known process");
-        let restarted = if nr == nr::RESTART_SYSCALL { p.restart_block.take() } else { None };
-        let (effect_nr, effect_args) = restarted.unwrap_or((nr, args));
-        p.restart_block = (ret == ERESTART_RESTARTBLOCK).then_some((effect_nr, effect_args));
+        let restarted = if desc.sysno == Sysno::restart_syscall { p.restart_block.take() } else { None };
+        let (effect, effect_args) = restarted.unwrap_or((desc, args));
+        p.restart_block = (ret == ERESTART_RESTARTBLOCK).then_some((effect, effect_args));
         let mem = pid;
         let mut writes = Vec::new();
-        if syscalls::policy(nr) == Policy::Emulate {
-            let ranges = effects::written_ranges(effect_nr, &effect_args, ret, &mem)
+        if desc.policy == Policy::Emulate {
+            let ranges = effects::written_ranges(effect.sysno as u64, &effect_args, ret, &mem)
                 .map_err(|e| Error::Unsupported { pid, what: e.0 })?;
             writes = effects::capture(&mem, &ranges);
         }
-        let output = if ret > 0 { self.output_of(pid, nr, &args, ret as u64) } else { None };
-        let file = if nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0 && ret >= 0 {
+        let output = if ret > 0 { self.output_of(pid, desc, &args, ret as u64) } else { None };
+        let file = if syscalls::maps_a_file(desc.sysno, &args) && ret >= 0 {
             self.mapped_file(pid, &args, ret as u64)?
         } else {
             None
@@ -944,7 +897,7 @@ impl Recorder {
         // Read against the watchdog, and to tell a stale probe (sent 10 s after it) apart.
         let now = self.stamp(false);
         let p = self.procs.get_mut(&pid).expect("known process");
-        if syscalls::changes_fds(nr) {
+        if desc.changes_fds {
             p.fd_streams.clear();
         }
         p.last_exit = Some((pc, sp, ret));
@@ -961,10 +914,8 @@ impl Recorder {
     }
 
     /// Bytes a write-family call sent to the recorder's own stdout/stderr.
-    fn output_of(&mut self, pid: Pid, nr: u64, args: &[u64; 6], len: u64) -> Option<(Stream, Vec<u8>)> {
-        if !matches!(nr, nr::WRITE | nr::WRITEV | nr::PWRITE64 | nr::PWRITEV | nr::PWRITEV2) {
-            return None;
-        }
+    fn output_of(&mut self, pid: Pid, desc: &SyscallDesc, args: &[u64; 6], len: u64) -> Option<(Stream, Vec<u8>)> {
+        let source = desc.reads?;
         let fd = args[0];
         let (stdout_id, stderr_id) = (self.stdout_id, self.stderr_id);
         let p = self.procs.get_mut(&pid)?;
@@ -983,14 +934,15 @@ impl Recorder {
         let mem = pid;
         let mut data = Vec::with_capacity(len as usize);
         let mut ranges = Vec::new();
-        if matches!(nr, nr::WRITE | nr::PWRITE64) {
-            ranges.push((args[1], len));
-        } else {
-            let mut left = len;
-            for (base, l) in effects::read_iovecs(&mem, args[1], args[2]) {
-                let n = l.min(left);
-                ranges.push((base, n));
-                left -= n;
+        match source {
+            In::Buf(buf) => ranges.push((args[buf as usize], len)),
+            In::Iov(iov, count) => {
+                let mut left = len;
+                for (base, l) in effects::read_iovecs(&mem, args[iov as usize], args[count as usize]) {
+                    let n = l.min(left);
+                    ranges.push((base, n));
+                    left -= n;
+                }
             }
         }
         for (addr, n) in ranges {

@@ -24,7 +24,7 @@ use rdb_tracee::{mem, procfs, this_process as sys, Pid};
 use crate::displace::{self, StepOver};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
 use crate::process::{self, FileHashes};
-use crate::syscalls::{self, nr, Policy};
+use crate::syscalls::{self, Mask, Policy, Sysno};
 use crate::trace::{self, event::describe_status, Event, MappedFile, Stream, Tid, TraceReader};
 use crate::Error;
 
@@ -597,6 +597,8 @@ impl Replayer<'_> {
             format!("{}({})", syscalls::name(nr), a.join(", "))
         };
         let (index, head) = self.ev.next_of_indexed(tid)?.map(|(i, e)| (i, e.clone())).expect("checked by run");
+        let policy = syscalls::policy(nr);
+        let call = Sysno::new(nr as usize);
         let mode = match &head {
             Event::Syscall { nr: rnr, args: rargs, ret, file, .. } => {
                 let n = syscalls::nargs(nr);
@@ -609,7 +611,7 @@ impl Replayer<'_> {
                     ));
                 }
                 let interrupted = matches!(*ret, -4 | -512 | -513 | -514);
-                match syscalls::policy(nr) {
+                match policy {
                     Policy::Emulate if interrupted && mask_argument(pid, nr, &args).is_some() => {
                         // Interrupted while a temporary signal mask was in force: run
                         // rt_sigsuspend with that mask and the recorded signal pending, so
@@ -619,7 +621,7 @@ impl Replayer<'_> {
                                 let sig = *sig;
                                 let mut regs =
                                     ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
-                                regs.orig_rax = nr::RT_SIGSUSPEND;
+                                regs.orig_rax = Sysno::rt_sigsuspend as u64;
                                 regs.rdi = mask;
                                 regs.rsi = size;
                                 ptrace::set_regs(pid, &regs)
@@ -631,7 +633,7 @@ impl Replayer<'_> {
                         }
                     }
                     Policy::Emulate | Policy::Unsupported => Mode::Emulated,
-                    Policy::ReExecute if nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0 => {
+                    Policy::AddressSpace if call.is_some_and(|c| syscalls::maps_a_file(c, &args)) => {
                         if *ret < 0 {
                             Mode::Emulated
                         } else {
@@ -653,9 +655,9 @@ impl Replayer<'_> {
                             }
                         }
                     }
-                    Policy::ReExecute if matches!(nr, nr::EXECVE | nr::EXECVEAT) => Mode::Emulated, // failed exec
-                    Policy::ReExecute if matches!(nr, nr::EXIT | nr::EXIT_GROUP) => Mode::Leaving,
-                    Policy::ReExecute if nr == nr::RT_SIGSUSPEND => match self.ev.nth_of(tid, 1)? {
+                    Policy::Exec => Mode::Emulated, // failed exec
+                    Policy::Exit => Mode::Leaving,
+                    Policy::Suspend => match self.ev.nth_of(tid, 1)? {
                         Some(Event::Signal { sig, asynchronous: true, .. }) => {
                             let sig = *sig;
                             self.signal_thread(tid, sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
@@ -663,14 +665,15 @@ impl Replayer<'_> {
                         }
                         _ => Mode::Emulated,
                     },
-                    Policy::ReExecute => Mode::ReExecuted,
+                    Policy::ReExecute | Policy::AddressSpace | Policy::NewProcess => Mode::ReExecuted,
                 }
             }
-            Event::Exec { exe, .. } if matches!(nr, nr::EXECVE | nr::EXECVEAT) => {
+            Event::Exec { exe, .. } if policy == Policy::Exec => {
                 // Run the recorded executable by its absolute path (the program may have named
                 // it relative to a cwd this replay does not share). The path goes below the
                 // stack pointer: the old image is about to be replaced anyway.
-                let name_arg = if nr == nr::EXECVE { args[0] } else { args[1] };
+                let is_execve = call == Some(Sysno::execve);
+                let name_arg = args[call.map_or(0, syscalls::exec_path_arg)];
                 let given = mem::read_cstring(pid, name_arg).unwrap_or_default();
                 if given != *exe {
                     // Just below the red zone: mapped even on the small stacks posix_spawn
@@ -680,7 +683,7 @@ impl Replayer<'_> {
                     path.push(0);
                     let scratch = regs.rsp.wrapping_sub(256 + path.len() as u64) & !0xf;
                     mem::write(pid, scratch, &path).map_err(Error::ptrace(pid, "writing the exec path"))?;
-                    if nr == nr::EXECVE {
+                    if is_execve {
                         regs.rdi = scratch;
                     } else {
                         regs.rdi = libc::AT_FDCWD as u64;
@@ -691,8 +694,8 @@ impl Replayer<'_> {
                 }
                 Mode::Exec
             }
-            Event::NewProcess { .. } if matches!(nr, nr::CLONE | nr::CLONE3 | nr::FORK | nr::VFORK) => Mode::ReExecuted,
-            Event::Exit { .. } if matches!(nr, nr::EXIT | nr::EXIT_GROUP) => Mode::Leaving,
+            Event::NewProcess { .. } if policy == Policy::NewProcess => Mode::ReExecuted,
+            Event::Exit { .. } if policy == Policy::Exit => Mode::Leaving,
             Event::Exit { status, .. } if *status & 0x7f == libc::SIGKILL => {
                 // Killed from outside while recording, before this syscall ran.
                 let p = self.procs.get_mut(&tid).expect("known");
@@ -714,7 +717,7 @@ impl Replayer<'_> {
             ptrace::poke_user(pid, ptrace::ORIG_RAX_OFFSET, u64::MAX)
                 .map_err(Error::ptrace(pid, "skipping a syscall"))?;
         }
-        let leaving_thread = matches!(mode, Mode::Leaving) && nr == nr::EXIT && self.proc(tid).group != tid;
+        let leaving_thread = matches!(mode, Mode::Leaving) && call == Some(Sysno::exit) && self.proc(tid).group != tid;
         // A re-executed call changes state other threads see (the address space above all):
         // while it runs, no other thread of the group may run, as while recording, where the
         // thread kept its turn through it.
@@ -771,7 +774,7 @@ impl Replayer<'_> {
                 self.fill_mapping(tid, f, ret as u64, args[1], args[5])?;
             }
             Mode::ReExecuted => {
-                let must_match = matches!(nr, nr::MMAP | nr::MUNMAP | nr::MPROTECT | nr::BRK | nr::MREMAP);
+                let must_match = syscalls::policy(nr) == Policy::AddressSpace;
                 if must_match && real_ret != ret {
                     return Err(self.divergence(
                         tid,
@@ -796,7 +799,7 @@ impl Replayer<'_> {
         regs.rax = ret as u64;
         regs.orig_rax = nr;
         if matches!(mode, Mode::MappedFile(_) | Mode::Suspended)
-            || (nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0)
+            || Sysno::new(nr as usize).is_some_and(|c| syscalls::maps_a_file(c, &args))
         {
             // The argument registers were rewritten at entry; the program keeps its own.
             (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) =
@@ -812,7 +815,7 @@ impl Replayer<'_> {
         if matches!(ret, ERESTARTSYS | ERESTARTNOINTR | ERESTARTNOHAND | ERESTART_RESTARTBLOCK)
             && !matches!(self.ev.nth_of(tid, 1)?, Some(Event::Signal { asynchronous: true, .. }))
         {
-            regs.rax = if ret == ERESTART_RESTARTBLOCK { nr::RESTART_SYSCALL } else { nr };
+            regs.rax = if ret == ERESTART_RESTARTBLOCK { Sysno::restart_syscall as u64 } else { nr };
             regs.rip -= 2;
         }
         ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the result"))?;
@@ -1072,7 +1075,7 @@ impl Replayer<'_> {
     /// Put the recorded thread id where `CLONE_PARENT_SETTID` / `CLONE_CHILD_SETTID` made the
     /// kernel store the real one.
     fn write_tid_words(&mut self, pid: Pid, child: Tid, flags: u64, nr: u64, args: &[u64; 6]) -> Result<(), Error> {
-        let (ctid, ptid) = if nr == nr::CLONE3 {
+        let (ctid, ptid) = if nr == Sysno::clone3 as u64 {
             let mut b = [0u8; 32];
             mem::read(pid, args[0], &mut b).map_err(Error::ptrace(pid, "reading clone3 args"))?;
             let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
@@ -1149,24 +1152,22 @@ impl Replayer<'_> {
     }
 }
 
-/// The temporary signal mask (pointer, size) a syscall installs while it waits, if any:
-/// `ppoll`, `pselect6`, `epoll_pwait(2)`.
+/// The temporary signal mask (pointer, size) a syscall installs while it waits, if any (the
+/// table's [`Mask`]: `ppoll`, `pselect6`, `epoll_pwait(2)`).
 fn mask_argument(pid: Pid, nr: u64, args: &[u64; 6]) -> Option<(u64, u64)> {
-    let (ptr, size) = match nr {
-        271 => (args[3], args[4]),
-        281 | 441 => (args[4], args[5]),
-        270 => {
-            // The sixth argument points to { const sigset_t *ss; size_t ss_len; }.
-            if args[5] == 0 {
+    let (ptr, size) = match syscalls::lookup(nr)?.mask? {
+        Mask::Args(ptr, size) => (args[ptr as usize], args[size as usize]),
+        Mask::Pselect6(arg) => {
+            // The argument points to { const sigset_t *ss; size_t ss_len; }.
+            if args[arg as usize] == 0 {
                 return None;
             }
             let mut b = [0u8; 16];
-            if mem::read(pid, args[5], &mut b).ok()? != 16 {
+            if mem::read(pid, args[arg as usize], &mut b).ok()? != 16 {
                 return None;
             }
             (u64::from_le_bytes(b[..8].try_into().ok()?), u64::from_le_bytes(b[8..].try_into().ok()?))
         }
-        _ => return None,
     };
     (ptr != 0).then_some((ptr, size))
 }
