@@ -367,8 +367,9 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     })?;
     let result = rec.after_exec(root, exe.clone()).and_then(|_| {
         ptrace::resume_syscall(root, 0).map_err(Error::ptrace(root, "resuming"))?;
-        // Like the tracees (see `sys`): no CR4 write at each switch between them. The waiter's
-        // helper thread, spawned next, inherits it (it wakes at tracee stops too).
+        // Like the tracees (see `rdb_tracee::this_process`): no CR4 write at each switch
+        // between them. The waiter's helper thread, spawned next, inherits it (it wakes at
+        // tracee stops too).
         rec.tsc_off = sys::disable_tsc_for_this_thread().ok();
         rec.waits = Some(Waiter::spawn()?);
         let result = rec.run();
@@ -414,7 +415,8 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
 ///
 /// The helper reports through a pipe (one byte: 1 = a status is ready, 0 = no children left)
 /// that the tracer waits on with `ppoll`: the kernel keeps the deadline, whereas a channel's
-/// `recv_timeout` reads the TSC, which the recorder thread has disabled (see `sys`).
+/// `recv_timeout` reads the TSC, which the recorder thread has disabled (see
+/// `rdb_tracee::this_process`).
 struct Waiter {
     ready: std::io::PipeReader,
     again: mpsc::Sender<()>,
