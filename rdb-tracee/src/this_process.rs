@@ -23,12 +23,6 @@ pub fn die_with_parent() {
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
 }
 
-/// `SIGPIPE` back to its default disposition (end quietly when a reader goes away).
-pub fn default_sigpipe() {
-    // SAFETY: installing SIG_DFL has no memory-safety preconditions.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-}
-
 /// Wait until `fd` is readable (or hung up), at most `timeout`; false on timeout. The kernel
 /// keeps the deadline (`ppoll`), so this reads no clock in user space.
 pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
