@@ -4,6 +4,8 @@ set -euo pipefail
 need=()
 command -v clang-14 >/dev/null || need+=(clang-14)
 command -v llvm-config-14 >/dev/null || need+=(llvm-14-dev)
+# libclang: bindgen loads it to build userfaultfd-sys (under the userfaultfd crate).
+[ -e /usr/lib/llvm-14/lib/libclang.so.1 ] || need+=(libclang1-14)
 [ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v gdb >/dev/null || need+=(gdb)

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use rdb_descriptors::FunctionDescriptors;
-use rdb_host::{DebugHost, HostError, HostOptions, TraceeView};
+use rdb_host::{DebugHost, HostError, HostOptions};
 use rdb_runtime::{BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, ReplayOutcome, TraceReader};
 
 /// What to replay, and with which regions.
@@ -83,7 +83,7 @@ const HOST_SPIN: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// A CPU the process may run on other than `cpu`, if any.
 fn other_allowed_cpu(cpu: usize) -> Option<usize> {
-    let mask = rdb_runtime::sys::affinity_mask().ok()?;
+    let mask = rdb_tracee::this_process::affinity_mask().ok()?;
     (0..mask.len() * 8).find(|&c| c != cpu && mask[c / 8] & (1 << (c % 8)) != 0)
 }
 
@@ -137,9 +137,9 @@ pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcom
         // CPU is allowed, the host gets it, else it shares the replay's CPU. Either way both
         // sides busy-wait for each other (yielding the CPU, so sharing one costs nothing): a
         // call then needs no wake-up.
-        let cpu = rdb_runtime::sys::current_cpu();
+        let cpu = rdb_tracee::this_process::current_cpu();
         let other = other_allowed_cpu(cpu);
-        if rdb_runtime::sys::pin_to_cpu(cpu).is_ok() {
+        if rdb_tracee::this_process::pin_to_cpu(cpu).is_ok() {
             // Sharing the CPU with the replayer and the program, which run with the TSC
             // disabled, the host does so too (see `HostOptions::tsc_disabled`).
             host_options.cpu = Some(other.unwrap_or(cpu));
@@ -211,11 +211,10 @@ impl ReplayObserver for RegionObserver {
         let Some(regions) = self.locations.get(&address).cloned() else {
             return Ok(());
         };
-        let view = StopView(stop);
         for region in regions {
             self.calls += 1;
             self.hit.insert(region);
-            match self.host.invoke(region, address, &view) {
+            match self.host.invoke(region, address, stop) {
                 Ok(call) if call.is_clean() => {}
                 Ok(call) => {
                     self.problems += 1;
@@ -230,31 +229,5 @@ impl ReplayObserver for RegionObserver {
         // The program runs next: what the host mirrored is stale from now on.
         self.host.invalidate();
         Ok(())
-    }
-}
-
-/// A breakpoint stop, as the debug host sees it.
-struct StopView<'a, 'b>(&'a BreakpointStop<'b>);
-
-impl TraceeView for StopView<'_, '_> {
-    fn pid(&self) -> i32 {
-        self.0.pid
-    }
-    fn regs(&self) -> &libc::user_regs_struct {
-        &self.0.regs
-    }
-    fn load_bias(&self) -> u64 {
-        self.0.image.load_bias
-    }
-    fn read(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        let n = self.0.read_memory(addr, buf)?;
-        if n == buf.len() {
-            Ok(())
-        } else {
-            Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                format!("read {n} of {} bytes at {addr:#x}", buf.len()),
-            ))
-        }
     }
 }

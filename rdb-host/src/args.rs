@@ -2,8 +2,8 @@
 //! function points at, for one stop.
 
 use crate::error::{HostError, Loc};
-use crate::tracee::TraceeView;
 use rdb_descriptors::{ArgumentDescriptor, Location, Register};
+use rdb_tracee::Target;
 
 /// How the host provides one argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,12 +22,12 @@ pub enum ArgValue {
 pub const COPY_LIMIT: u64 = 4096;
 
 /// A small variable's bytes at `at`, if they can be read.
-fn copied(tracee: &dyn TraceeView, at: u64, size: u64) -> Option<ArgValue> {
+fn copied(tracee: &dyn Target, at: u64, size: u64) -> Option<ArgValue> {
     if size > COPY_LIMIT {
         return None;
     }
     let mut bytes = vec![0u8; size as usize];
-    tracee.read(at, &mut bytes).ok()?;
+    tracee.read_exact(at, &mut bytes).ok()?;
     Some(ArgValue::Bytes(bytes))
 }
 
@@ -36,7 +36,7 @@ pub fn compute(
     region: u32,
     address: u64,
     arguments: &[&ArgumentDescriptor],
-    tracee: &dyn TraceeView,
+    tracee: &dyn Target,
     source_location: &Loc,
 ) -> Result<Vec<ArgValue>, HostError> {
     let mut sorted: Vec<&ArgumentDescriptor> = arguments.to_vec();
@@ -110,10 +110,10 @@ enum PieceError {
     Read(u64, std::io::Error),
 }
 
-fn piece_bytes(tracee: &dyn TraceeView, location: &Location, size: u64) -> Result<Vec<u8>, PieceError> {
+fn piece_bytes(tracee: &dyn Target, location: &Location, size: u64) -> Result<Vec<u8>, PieceError> {
     let read = |address: u64| {
         let mut buf = vec![0u8; size as usize];
-        tracee.read(address, &mut buf).map_err(|e| PieceError::Read(address, e))?;
+        tracee.read_exact(address, &mut buf).map_err(|e| PieceError::Read(address, e))?;
         Ok(buf)
     };
     match location {
@@ -139,7 +139,7 @@ fn piece_bytes(tracee: &dyn TraceeView, location: &Location, size: u64) -> Resul
 
 /// The program address of a memory-resident location (`stack`, `symbol`,
 /// `indirect`).
-fn address_of(tracee: &dyn TraceeView, location: &Location) -> Result<u64, String> {
+fn address_of(tracee: &dyn Target, location: &Location) -> Result<u64, String> {
     Ok(match location {
         Location::Stack { base, offset } => register_u64(tracee, base)?.wrapping_add(*offset as u64),
         Location::Symbol { address, .. } => tracee.load_bias().wrapping_add(*address),
@@ -150,7 +150,7 @@ fn address_of(tracee: &dyn TraceeView, location: &Location) -> Result<u64, Strin
                     let at = address_of(tracee, memory)?;
                     let mut word = [0u8; 8];
                     tracee
-                        .read(at, &mut word)
+                        .read_exact(at, &mut word)
                         .map_err(|e| format!("behind a pointer at {at:#x} that cannot be read: {e}"))?;
                     u64::from_le_bytes(word)
                 }
@@ -170,7 +170,7 @@ fn fit(mut bytes: Vec<u8>, size: u64) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-fn register_u64(tracee: &dyn TraceeView, register: &Register) -> Result<u64, String> {
+fn register_u64(tracee: &dyn Target, register: &Register) -> Result<u64, String> {
     let r = tracee.regs();
     Ok(match register.dwarf {
         0 => r.rax,
@@ -194,7 +194,7 @@ fn register_u64(tracee: &dyn TraceeView, register: &Register) -> Result<u64, Str
     })
 }
 
-fn register_bytes(tracee: &dyn TraceeView, register: &Register) -> Result<Vec<u8>, String> {
+fn register_bytes(tracee: &dyn Target, register: &Register) -> Result<Vec<u8>, String> {
     match register.dwarf {
         17..=32 => tracee
             .xmm(register.dwarf - 17)
@@ -219,29 +219,34 @@ fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
     use rdb_descriptors::{ArgumentKind, Piece, PlacedLocation};
+    use rdb_tracee::ptrace::zeroed_regs;
+    use rdb_tracee::{Memory, Pid, Regs};
     use std::io;
 
     struct Fake {
-        regs: libc::user_regs_struct,
+        regs: Regs,
         memory: (u64, Vec<u8>),
     }
 
-    impl TraceeView for Fake {
-        fn pid(&self) -> i32 {
-            0
-        }
-        fn regs(&self) -> &libc::user_regs_struct {
-            &self.regs
-        }
-        fn load_bias(&self) -> u64 {
-            0x1000_0000
-        }
-        fn read(&self, addr: u64, buf: &mut [u8]) -> io::Result<()> {
+    impl Memory for Fake {
+        fn read_memory(&self, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
             let (base, bytes) = &self.memory;
             let start = addr.checked_sub(*base).ok_or(io::ErrorKind::InvalidInput)? as usize;
             let src = bytes.get(start..start + buf.len()).ok_or(io::ErrorKind::InvalidInput)?;
             buf.copy_from_slice(src);
-            Ok(())
+            Ok(buf.len())
+        }
+    }
+
+    impl Target for Fake {
+        fn tid(&self) -> Pid {
+            Pid(0)
+        }
+        fn regs(&self) -> &Regs {
+            &self.regs
+        }
+        fn load_bias(&self) -> u64 {
+            0x1000_0000
         }
     }
 
@@ -263,8 +268,7 @@ mod tests {
 
     #[test]
     fn every_location_class() {
-        // SAFETY: user_regs_struct is plain integers.
-        let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        let mut regs = zeroed_regs();
         regs.rbp = 0x7000;
         regs.rdi = 0x1122_3344_5566_7788;
         let fake = Fake { regs, memory: (0x6ff0, (0u8..32).collect()) };
@@ -321,8 +325,7 @@ mod tests {
 
     #[test]
     fn large_or_unreadable_stack_variables_stay_in_program_memory() {
-        // SAFETY: user_regs_struct is plain integers.
-        let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        let mut regs = zeroed_regs();
         regs.rbp = 0x7000;
         let fake = Fake { regs, memory: (0x6ff0, vec![0; 32]) };
         let stack = |offset| Location::Stack { base: Register::x86_64(6), offset };
@@ -334,8 +337,7 @@ mod tests {
 
     #[test]
     fn optimized_out_names_the_variable_and_region() {
-        // SAFETY: user_regs_struct is plain integers.
-        let regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        let regs = zeroed_regs();
         let fake = Fake { regs, memory: (0, vec![]) };
         let a = arg(0, 8, Location::OptimizedOut);
         let err = compute(7, 0x40, &[&a], &fake, &loc()).unwrap_err().to_string();

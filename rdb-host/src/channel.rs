@@ -23,12 +23,13 @@
 //! socket, which the spinning receiver also polls.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::protocol;
-pub(crate) use rdb_runtime::sys::monotonic_ns;
+use crate::sys;
+pub(crate) use rdb_tracee::this_process::monotonic_ns;
 
 /// Bytes of one direction's message area.
 const SLOT_BYTES: usize = 128 * 1024;
@@ -66,37 +67,12 @@ pub(crate) struct Mailbox {
 impl Mailbox {
     /// A new, zeroed mailbox (replayer side, before spawning the host).
     pub fn create() -> io::Result<Mailbox> {
-        // SAFETY: a static NUL-terminated name; flags are valid.
-        let fd = unsafe { libc::memfd_create(c"rdb-mailbox".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: plain call on our descriptor.
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), std::mem::size_of::<Shared>() as libc::off_t) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Mailbox::map(fd)
+        Mailbox::map(sys::memfd(c"rdb-mailbox", std::mem::size_of::<Shared>() as u64)?)
     }
 
     /// Maps a mailbox created by the other side.
     pub fn map(fd: OwnedFd) -> io::Result<Mailbox> {
-        // SAFETY: a fresh shared mapping of the whole memfd; nothing else is
-        // at the address the kernel picks.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                std::mem::size_of::<Shared>(),
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        let p = sys::map_shared(fd.as_raw_fd(), std::mem::size_of::<Shared>())?;
         Ok(Mailbox { shared: p.cast(), fd })
     }
 
@@ -124,8 +100,8 @@ unsafe impl Send for Mailbox {}
 
 impl Drop for Mailbox {
     fn drop(&mut self) {
-        // SAFETY: unmaps exactly what `map` mapped.
-        unsafe { libc::munmap(self.shared.cast(), std::mem::size_of::<Shared>()) };
+        // Exactly what `map` mapped; nothing refers to it once the mailbox is dropped.
+        sys::unmap(self.shared as u64, std::mem::size_of::<Shared>() as u64);
     }
 }
 
@@ -212,8 +188,7 @@ impl Channel {
                         }
                         // Free the CPU if something else wants it (the peer, when the
                         // machine put both on one CPU): nearly free when nothing does.
-                        // SAFETY: no arguments.
-                        unsafe { libc::sched_yield() };
+                        std::thread::yield_now();
                         let now = monotonic_ns();
                         if now >= until || deadline.is_some_and(|d| now >= d) {
                             break;
@@ -280,20 +255,7 @@ fn is_doorbell(message: &[u8]) -> bool {
     message == protocol::DOORBELL.to_le_bytes()
 }
 
-fn readable(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
-    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    loop {
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-        if n >= 0 {
-            return Ok(n > 0);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
+use crate::sys::readable;
 
 /// Waits until `fd` is readable (or hung up); false after `timeout`.
 pub(crate) fn readable_for(fd: RawFd, timeout: Option<Duration>) -> io::Result<bool> {
@@ -318,14 +280,7 @@ mod tests {
     use super::*;
 
     fn pair() -> (OwnedFd, OwnedFd) {
-        let mut fds = [0; 2];
-        // SAFETY: fds has room for two descriptors.
-        assert_eq!(
-            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr(),) },
-            0
-        );
-        // SAFETY: fresh descriptors.
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+        crate::sys::socket_pair().unwrap()
     }
 
     /// Many round trips with short spins, so that both sides go to sleep and
@@ -335,8 +290,7 @@ mod tests {
     fn messages_arrive_once_in_order_through_mailbox_sleeps_and_socket() {
         let (a, b) = pair();
         let mailbox = Mailbox::create().unwrap();
-        // SAFETY: dup of our own descriptor.
-        let theirs = Mailbox::map(unsafe { OwnedFd::from_raw_fd(libc::dup(mailbox.fd())) }).unwrap();
+        let theirs = Mailbox::map(mailbox.fd.try_clone().unwrap()).unwrap();
         let spin = Duration::from_micros(3);
         let host = std::thread::spawn(move || {
             let mut ch = Channel::new(b.as_raw_fd(), Side::Host, Some(theirs), spin);

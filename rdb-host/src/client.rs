@@ -4,11 +4,11 @@ use crate::args::{self, ArgValue};
 use crate::channel::{monotonic_ns, readable_for, Channel, Mailbox, Received, Side};
 use crate::error::{signal_name, HostError, Invocation, InvokeOutcome, Loc};
 use crate::protocol::{self, reason, Reader, Writer};
-use crate::tracee::TraceeView;
 use rdb_descriptors::{ArgumentDescriptor, ArgumentDescriptors, DebugEntry, FunctionDescriptor, FunctionDescriptors};
+use rdb_tracee::{Mapping, Target};
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -33,7 +33,7 @@ pub enum MemoryAccess {
     /// root, or yama `ptrace_scope` 0), falling back to [`MemoryAccess::ViaReplayer`].
     #[default]
     Direct,
-    /// The host asks the replayer, which reads through [`TraceeView::read`]
+    /// The host asks the replayer, which reads through [`Memory::read_exact`](rdb_tracee::Memory::read_exact)
     /// (works for any target, e.g. a remote stub, at one round trip per fill).
     ViaReplayer,
 }
@@ -42,7 +42,8 @@ pub enum MemoryAccess {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FaultHandling {
     /// userfaultfd when the host may use it for kernel-mode faults too
-    /// (`CAP_SYS_PTRACE`, or `vm.unprivileged_userfaultfd=1`), else
+    /// (access to `/dev/userfaultfd`, root by default; on kernels without that
+    /// device `CAP_SYS_PTRACE` or `vm.unprivileged_userfaultfd=1`), else
     /// [`FaultHandling::Signal`].
     #[default]
     Auto,
@@ -244,7 +245,7 @@ impl DebugHost {
     /// Runs `region`'s debug function for a program stopped at module-relative
     /// code `address` (one of the region's `locations`). The program is only
     /// read, never written or resumed.
-    pub fn invoke(&mut self, region: u32, address: u64, tracee: &dyn TraceeView) -> Result<Invocation, HostError> {
+    pub fn invoke(&mut self, region: u32, address: u64, tracee: &dyn Target) -> Result<Invocation, HostError> {
         let entry = self.regions.get(&region).ok_or(HostError::UnknownRegion { region })?;
         let source_location = Loc(entry.function.begin.clone());
         let Some(location) = entry.function.locations.iter().find(|l| l.address == address) else {
@@ -259,15 +260,15 @@ impl DebugHost {
             .iter()
             .map(|a| a.locations.iter().find(|p| p.address == address).and_then(|p| p.size).unwrap_or(a.size))
             .collect();
-        if tracee.process_id() != self.last_pid {
+        if tracee.pid().0 != self.last_pid {
             // Another process of the trace: its own address space.
             self.invalidate_mappings();
-            self.last_pid = tracee.process_id();
+            self.last_pid = tracee.pid().0;
         }
         let mut collision_retries = 0;
         loop {
             if self.process.is_none() {
-                self.start(tracee.process_id())?;
+                self.start(tracee.pid().0)?;
             }
             let result = self.call(region, function, &values, &sizes, tracee, &source_location)?;
             match result {
@@ -294,7 +295,7 @@ impl DebugHost {
         function: u32,
         values: &[ArgValue],
         sizes: &[u64],
-        tracee: &dyn TraceeView,
+        tracee: &dyn Target,
         source_location: &Loc,
     ) -> Result<Called, HostError> {
         let mut w = Writer::new(protocol::INVOKE);
@@ -308,7 +309,7 @@ impl DebugHost {
         } else {
             None
         };
-        w.u32(function).u32(flags).u32(tracee.process_id() as u32).u64(tracee.load_bias());
+        w.u32(function).u32(flags).u32(tracee.pid().0 as u32).u64(tracee.load_bias());
         if let Some(maps) = &maps {
             w.ranges(maps);
         }
@@ -354,7 +355,7 @@ impl DebugHost {
                     r.u32();
                     let (addr, len) = (r.u64().unwrap_or(0), r.u64().unwrap_or(0).min(64 * 1024));
                     let mut reply = vec![0u8; protocol::PAGE_DATA_HEADER + len as usize];
-                    let errno = match tracee.read(addr, &mut reply[protocol::PAGE_DATA_HEADER..]) {
+                    let errno = match tracee.read_exact(addr, &mut reply[protocol::PAGE_DATA_HEADER..]) {
                         Ok(()) => 0,
                         Err(e) => e.raw_os_error().unwrap_or(libc::EFAULT),
                     };
@@ -716,22 +717,57 @@ fn find_program(options: &HostOptions) -> Result<PathBuf, HostError> {
     Err(HostError::HostProgramNotFound { tried })
 }
 
-fn current_ranges(tracee: &dyn TraceeView) -> Result<Vec<protocol::RangeSpec>, HostError> {
+fn current_ranges(tracee: &dyn Target) -> Result<Vec<protocol::RangeSpec>, HostError> {
     let maps = tracee.mappings().map_err(HostError::Mappings)?;
-    let mut out: Vec<protocol::RangeSpec> = maps.iter().filter(|m| m.mirrored()).map(|m| m.spec()).collect();
+    let mut out: Vec<protocol::RangeSpec> = maps.iter().filter(|m| mirrored(m)).map(spec).collect();
     out.truncate(protocol::MAX_RANGES);
     Ok(out)
 }
 
-fn socket_pair() -> Result<(OwnedFd, OwnedFd), HostError> {
-    let mut fds = [0; 2];
-    // SAFETY: fds has room for two descriptors.
-    let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
-    if r < 0 {
-        return Err(HostError::Io { what: "creating the host socket", source: std::io::Error::last_os_error() });
+/// Whether the host mirrors this mapping. Kernel pseudo mappings that are either unreadable
+/// (`[vvar]`) or identical in every process at a fixed address (`[vsyscall]`) are left out.
+fn mirrored(m: &Mapping) -> bool {
+    !(m.name.starts_with("[vvar") || m.name == "[vsyscall]")
+}
+
+/// The range as the host reserves it: readable mappings read-only (read+exec for code).
+fn spec(m: &Mapping) -> protocol::RangeSpec {
+    let mut prot = 0;
+    if m.readable {
+        prot |= libc::PROT_READ as u32;
+        if m.executable {
+            prot |= libc::PROT_EXEC as u32;
+        }
     }
-    // SAFETY: both descriptors are fresh and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    protocol::RangeSpec { start: m.start, end: m.end, prot }
+}
+
+fn socket_pair() -> Result<(OwnedFd, OwnedFd), HostError> {
+    crate::sys::socket_pair().map_err(|source| HostError::Io { what: "creating the host socket", source })
 }
 
 use crate::protocol::{recv, send};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_pseudo_mappings_are_not_mirrored_and_protections_follow_the_program() {
+        let maps = rdb_tracee::procfs::parse_maps(
+            "\
+555555554000-555555555000 r--p 00000000 fe:01 1234    /tmp/a b/prog
+7ffff7fc1000-7ffff7fc5000 r--p 00000000 00:00 0       [vvar]
+7ffff7fc5000-7ffff7fc7000 r-xp 00000000 00:00 0       [vdso]
+7ffff7fc7000-7ffff7fc8000 ---p 00000000 00:00 0
+ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
+",
+        );
+        assert!(mirrored(&maps[0]) && spec(&maps[0]).prot == libc::PROT_READ as u32);
+        assert!(!mirrored(&maps[1]));
+        assert!(mirrored(&maps[2]));
+        assert_eq!(spec(&maps[2]).prot, (libc::PROT_READ | libc::PROT_EXEC) as u32);
+        assert_eq!(spec(&maps[3]).prot, 0);
+        assert!(!mirrored(&maps[4]));
+    }
+}

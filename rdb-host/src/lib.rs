@@ -4,11 +4,11 @@
 //! # Where to start
 //!
 //! The replayer stops the program at a region's code location and calls
-//! [`DebugHost::invoke`] with a [`TraceeView`] of the stopped program; when
+//! [`DebugHost::invoke`] with a [`Target`] (from `rdb_tracee`) of the stopped program; when
 //! it resumes the program it calls [`DebugHost::invalidate`].
 //!
 //! ```no_run
-//! # fn demo(tracee: &dyn rdb_host::TraceeView) -> Result<(), rdb_host::HostError> {
+//! # fn demo(tracee: &dyn rdb_tracee::Target) -> Result<(), rdb_host::HostError> {
 //! use rdb_host::{DebugHost, HostOptions};
 //! // <bin>.rdb-functions.json, <bin>.rdb-arguments.json and the module they name:
 //! let mut host = DebugHost::for_binary("target/rdb/debug/app".as_ref(), HostOptions::default())?;
@@ -34,10 +34,10 @@
 //!   the program's output in program order. The process lives across calls,
 //!   so debug-only statics and heap data persist.
 //! - **Mirrored memory.** Each readable program mapping (from
-//!   [`TraceeView::mappings`]) is reserved in the host at the *same address*
+//!   [`Target::mappings`]) is reserved in the host at the *same address*
 //!   (`MAP_FIXED_NOREPLACE`). Pages are filled on first touch from the
 //!   program (`process_vm_readv` straight from the host, or over the socket
-//!   from [`TraceeView::read`] when the kernel refuses, see
+//!   from [`Memory::read_exact`](rdb_tracee::Memory::read_exact) when the kernel refuses, see
 //!   [`MemoryAccess`]), [`HostOptions::pages_per_fill`] pages at a time, and
 //!   mapped read-only (read+exec for code, so debug code may call program
 //!   functions through pointers). Two ways to catch the first touch
@@ -47,11 +47,13 @@
 //!     them with `UFFDIO_COPY`. It also serves faults the *kernel* takes, so
 //!     a system call given program memory (`write(1, program_buffer, n)`,
 //!     a large `fwrite`, Rust's `stdout` passing a long program string
-//!     straight through) works. It needs `CAP_SYS_PTRACE` or
-//!     `vm.unprivileged_userfaultfd=1` (Debian's default is 0; unprivileged
-//!     users only get `UFFD_USER_MODE_ONLY`, which does not serve kernel
-//!     faults). Stale pages are dropped with one `MADV_DONTNEED` per touched
-//!     mapping.
+//!     straight through) works. The descriptor comes from the `userfaultfd`
+//!     crate (through `rdb_tracee::uffd`), which opens `/dev/userfaultfd`
+//!     where the kernel has it (root only by default) and else makes the
+//!     system call (then `CAP_SYS_PTRACE` or `vm.unprivileged_userfaultfd=1`
+//!     is needed: unprivileged users only get `UFFD_USER_MODE_ONLY`, which
+//!     does not serve kernel faults). Stale pages are dropped with one
+//!     `MADV_DONTNEED` per touched mapping.
 //!   - *a `SIGSEGV` handler* (everywhere): mappings are `PROT_NONE`; the
 //!     handler fills the page in the faulting thread (`mprotect` RW, read,
 //!     `mprotect` R). Stale pages: one `mprotect(PROT_NONE)` per touched
@@ -139,11 +141,11 @@ mod client;
 mod error;
 mod host;
 mod protocol;
-mod tracee;
+mod sys;
 
 pub use args::ArgValue;
 pub use client::{DebugHost, FaultHandling, HostOptions, MemoryAccess, WritePolicy};
 pub use error::{HostError, Invocation, InvokeOutcome, Loc};
 pub use host::module::PANIC_HOOK_SYMBOL;
 pub use host::{host_main, run_if_host};
-pub use tracee::{parse_maps, Mapping, StoppedProcess, TraceeView};
+pub use rdb_tracee::{Mapping, Target};

@@ -164,27 +164,4 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Sends one message (one packet) on the socket; a short send is an error.
-pub(crate) fn send(fd: i32, message: &[u8]) -> std::io::Result<()> {
-    // SAFETY: message is a valid buffer for its length.
-    let n = unsafe { libc::send(fd, message.as_ptr().cast(), message.len(), libc::MSG_NOSIGNAL) };
-    if n != message.len() as isize {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Receives one message (one packet) into `buf`, retrying after signals.
-pub(crate) fn recv(fd: i32, buf: &mut [u8]) -> std::io::Result<usize> {
-    loop {
-        // SAFETY: buf is writable for its length.
-        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
+pub(crate) use crate::sys::{recv, send};

@@ -412,18 +412,21 @@ struct WithExtraMappings<'a> {
     extra: Vec<rdb_host::Mapping>,
 }
 
-impl rdb_host::TraceeView for WithExtraMappings<'_> {
-    fn pid(&self) -> i32 {
-        self.live.pid()
+impl rdb_tracee::Memory for WithExtraMappings<'_> {
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.live.read_memory(addr, buf)
     }
-    fn regs(&self) -> &libc::user_regs_struct {
+}
+
+impl rdb_tracee::Target for WithExtraMappings<'_> {
+    fn tid(&self) -> rdb_tracee::Pid {
+        self.live.tid()
+    }
+    fn regs(&self) -> &rdb_tracee::Regs {
         self.live.regs()
     }
     fn load_bias(&self) -> u64 {
         self.live.load_bias()
-    }
-    fn read(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.live.read(addr, buf)
     }
     fn mappings(&self) -> std::io::Result<Vec<rdb_host::Mapping>> {
         let mut all = self.live.mappings()?;
@@ -444,7 +447,7 @@ fn a_collision_at_start_up_gets_a_fresh_host() {
     let mut host = spawn_c(&live, &[1], opts);
     // Pretend the program has memory exactly where this host has its stack.
     let host_maps = std::fs::read_to_string(format!("/proc/{}/maps", host.host_pid().unwrap())).unwrap();
-    let stack = rdb_host::parse_maps(&host_maps).into_iter().find(|m| m.name == "[stack]").unwrap();
+    let stack = rdb_tracee::procfs::parse_maps(&host_maps).into_iter().find(|m| m.name == "[stack]").unwrap();
     let view = WithExtraMappings { live: &live, extra: vec![fake_mapping(stack.start, stack.end)] };
     let report = host.invoke(1, live.location(), &view).unwrap();
     assert!(report.is_clean(), "{report}");
@@ -594,23 +597,24 @@ fn a_host_killed_from_outside_is_reported_and_replaced() {
 fn a_stopped_process_view_matches_the_tests_own() {
     let mut live = Live::start(&["2"], "stopped-process");
     assert!(live.resume());
-    let view = rdb_host::StoppedProcess::new(live.pid.as_raw(), live.pid.as_raw()).unwrap();
-    use rdb_host::TraceeView;
+    let pid = rdb_tracee::Pid(live.pid.as_raw());
+    let view = rdb_tracee::Thread::new(pid, pid).unwrap();
+    use rdb_tracee::{Memory, Target};
     assert_eq!(view.load_bias(), live.bias);
     assert_eq!(view.regs().rip, live.regs.rip);
     assert_eq!(view.regs().rdi, live.regs.rdi);
     let (counter, _) = symbol(&fixtures().program, "counter");
     let mut b = [0u8; 8];
-    view.read(counter + live.bias, &mut b).unwrap();
+    view.read_exact(counter + live.bias, &mut b).unwrap();
     assert_eq!(u64::from_le_bytes(b), 1);
     let (opts, out) = options("stopped-process");
     let mut host = spawn_c(&live, &[1], opts);
     assert!(host.invoke(1, live.location(), &view).unwrap().is_clean());
     assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{}\n", expected_line(1, 2)));
-    let err = view.read(0x10, &mut b).unwrap_err();
+    let err = view.read_exact(0x10, &mut b).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EFAULT));
     live.finish();
-    let err = rdb_host::StoppedProcess::new(1, 1).unwrap_err().to_string();
+    let err = rdb_tracee::Thread::new(rdb_tracee::Pid(1), rdb_tracee::Pid(1)).unwrap_err().to_string();
     assert!(err.contains("is it ptrace-stopped by this thread?"), "{err}");
 }
 

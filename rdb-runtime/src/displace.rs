@@ -27,7 +27,7 @@ use iced_x86::{
     OpKind, Register,
 };
 
-use crate::sys::Regs;
+use rdb_tracee::Regs;
 
 /// Most room a displaced instruction takes: the longest instruction (15 bytes) re-encoded
 /// with a longer branch form, plus a 5-byte `jmp`, fits. Slots are cut to the encoded size.
@@ -205,8 +205,7 @@ mod tests {
     use super::*;
 
     fn regs() -> Regs {
-        // SAFETY: user_regs_struct is plain integers; all-zero is a valid value.
-        unsafe { std::mem::zeroed() }
+        rdb_tracee::ptrace::zeroed_regs()
     }
 
     fn mem(at: u64, value: u64) -> impl Fn(u64) -> Option<u64> {

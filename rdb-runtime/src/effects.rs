@@ -1,35 +1,28 @@
 //! Memory effects of syscalls: which tracee ranges the kernel wrote, from the table's [`Out`]
-//! descriptions plus the hand-written irregular cases (`ioctl`, `fcntl`, `prctl`, `select`,
-//! `mincore`). The recorder reads these ranges after the call; the replayer writes them back.
+//! descriptions (irregular calls by the named functions beside the table). The recorder reads
+//! these ranges after the call; the replayer writes them back.
 
+use rdb_tracee::Memory;
+
+pub use crate::syscalls::UnknownEffect;
 use crate::syscalls::{self, Out};
 use crate::trace::MemWrite;
-
-/// Read access to a stopped tracee's memory.
-pub trait TargetMemory {
-    /// Read up to `buf.len()` bytes at `addr`; returns how many were readable.
-    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<usize>;
-}
 
 /// Largest single range the recorder stores (a larger claim is a malformed call).
 const MAX_RANGE: u64 = 1 << 30;
 
-/// A syscall whose memory effects rdb cannot describe.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownEffect(pub String);
-
-fn read_u64(mem: &dyn TargetMemory, addr: u64) -> Option<u64> {
+fn read_u64(mem: &dyn Memory, addr: u64) -> Option<u64> {
     let mut b = [0u8; 8];
     (mem.read_memory(addr, &mut b).ok()? == 8).then(|| u64::from_le_bytes(b))
 }
 
-fn read_u32(mem: &dyn TargetMemory, addr: u64) -> Option<u32> {
+fn read_u32(mem: &dyn Memory, addr: u64) -> Option<u32> {
     let mut b = [0u8; 4];
     (mem.read_memory(addr, &mut b).ok()? == 4).then(|| u32::from_le_bytes(b))
 }
 
 /// Read an iovec array: (base, len) pairs.
-pub fn read_iovecs(mem: &dyn TargetMemory, addr: u64, count: u64) -> Vec<(u64, u64)> {
+pub fn read_iovecs(mem: &dyn Memory, addr: u64, count: u64) -> Vec<(u64, u64)> {
     let count = count.min(1024);
     let mut out = Vec::new();
     for i in 0..count {
@@ -54,18 +47,12 @@ fn scatter(iov: &[(u64, u64)], mut total: u64, ranges: &mut Vec<(u64, u64)>) {
 }
 
 /// The ranges (address, length) the kernel wrote for a completed call.
-pub fn written_ranges(
-    nr: u64,
-    args: &[u64; 6],
-    ret: i64,
-    mem: &dyn TargetMemory,
-) -> Result<Vec<(u64, u64)>, UnknownEffect> {
+pub fn written_ranges(nr: u64, args: &[u64; 6], ret: i64, mem: &dyn Memory) -> Result<Vec<(u64, u64)>, UnknownEffect> {
     let mut ranges = Vec::new();
     let Some(desc) = syscalls::lookup(nr) else { return Ok(ranges) };
     // Some calls write even when a signal interrupts them (EINTR, or a restart code the
-    // program never sees): sleeps the time left, poll/ppoll every `revents` (zeroed),
-    // select/pselect6/ppoll the timeout left, which the restarted call then waits for.
-    let interrupted = matches!(ret, -4 | -514 | -516) && matches!(nr, 7 | 23 | 35 | 230 | 270 | 271);
+    // program never sees), which the restarted call then goes on with.
+    let interrupted = matches!(ret, -4 | -514 | -516) && desc.writes_when_interrupted;
     if ret < 0 && !interrupted {
         return Ok(ranges);
     }
@@ -102,84 +89,20 @@ pub fn written_ranges(
                     ranges.push((ctl, ctllen));
                 }
             }
-            Out::Special => special(nr, args, ret, &mut ranges)?,
+            Out::Special(special) => ranges.extend(special(args)?),
         }
     }
     ranges.retain(|&(addr, len)| addr != 0 && len != 0);
     for &(_, len) in &ranges {
         if len > MAX_RANGE {
-            return Err(UnknownEffect(format!("{} claims to write {len} bytes", desc.name)));
+            return Err(UnknownEffect(format!("{} claims to write {len} bytes", desc.name())));
         }
     }
     Ok(ranges)
 }
 
-fn special(nr: u64, args: &[u64; 6], _ret: i64, ranges: &mut Vec<(u64, u64)>) -> Result<(), UnknownEffect> {
-    match nr {
-        // ioctl: the request encodes direction and size, except for the old tty requests.
-        16 => {
-            let req = args[1] as u32;
-            let dir = req >> 30;
-            let size = ((req >> 16) & 0x3fff) as u64;
-            let legacy = match req {
-                0x5401 => Some(36),                  // TCGETS: struct termios
-                0x5413 => Some(8),                   // TIOCGWINSZ
-                0x540f | 0x5429 | 0x541b => Some(4), // TIOCGPGRP, TIOCGSID, FIONREAD
-                0x5402..=0x5404
-                | 0x5410
-                | 0x5414
-                | 0x540b
-                | 0x5421
-                | 0x5450
-                | 0x5451
-                | 0x5409
-                | 0x540a
-                | 0x540e
-                | 0x5422 => Some(0),
-                _ => None,
-            };
-            match (legacy, dir) {
-                (Some(n), _) => ranges.push((args[2], n)),
-                (None, d) if d & 2 != 0 => ranges.push((args[2], size)),
-                (None, 1) => {}
-                (None, _) => {
-                    return Err(UnknownEffect(format!("ioctl request {req:#x} (its memory effects are unknown)")))
-                }
-            }
-        }
-        // fcntl: F_GETLK / F_OFD_GETLK fill a struct flock; F_GETOWN_EX a struct f_owner_ex.
-        72 => match args[1] {
-            5 | 36 => ranges.push((args[2], 32)),
-            16 => ranges.push((args[2], 8)),
-            _ => {}
-        },
-        // prctl
-        157 => match args[0] {
-            16 => ranges.push((args[1], 16)),                  // PR_GET_NAME
-            2 | 25 | 3 | 10 | 12 => ranges.push((args[1], 4)), // PR_GET_PDEATHSIG, PR_GET_TSC, ...
-            40 => ranges.push((args[1], 8)),                   // PR_GET_TID_ADDRESS
-            26 => return Err(UnknownEffect("prctl(PR_SET_TSC) (rdb traps rdtsc itself)".into())),
-            _ => {}
-        },
-        // select / pselect6: three fd sets of nfds bits, then the timeout.
-        23 | 270 => {
-            let set = args[0].div_ceil(64) * 8;
-            for &a in &args[1..=3] {
-                ranges.push((a, set));
-            }
-            ranges.push((args[4], 16));
-        }
-        // mincore: one byte per page.
-        27 => ranges.push((args[2], args[1].div_ceil(4096))),
-        // Re-executed calls whose effects the kernel produces again on replay.
-        9 | 56 | 158 | 435 => {}
-        _ => return Err(UnknownEffect(format!("{} has no effect description", syscalls::name(nr)))),
-    }
-    Ok(())
-}
-
 /// Read the ranges from the tracee (unreadable tails are dropped).
-pub fn capture(mem: &dyn TargetMemory, ranges: &[(u64, u64)]) -> Vec<MemWrite> {
+pub fn capture(mem: &dyn Memory, ranges: &[(u64, u64)]) -> Vec<MemWrite> {
     let mut out = Vec::with_capacity(ranges.len());
     for &(addr, len) in ranges {
         let mut bytes = vec![0u8; len as usize];
@@ -195,9 +118,10 @@ pub fn capture(mem: &dyn TargetMemory, ranges: &[(u64, u64)]) -> Vec<MemWrite> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::syscalls::Sysno;
 
     struct Fake(Vec<u8>, u64);
-    impl TargetMemory for Fake {
+    impl Memory for Fake {
         fn read_memory(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<usize> {
             let off = addr.checked_sub(self.1).unwrap_or(u64::MAX) as usize;
             if off >= self.0.len() {
@@ -212,9 +136,9 @@ mod tests {
     #[test]
     fn read_writes_the_result_count() {
         let m = Fake(vec![], 0);
-        let r = written_ranges(0, &[3, 0x1000, 4096, 0, 0, 0], 10, &m).unwrap();
+        let r = written_ranges(Sysno::read as u64, &[3, 0x1000, 4096, 0, 0, 0], 10, &m).unwrap();
         assert_eq!(r, vec![(0x1000, 10)]);
-        assert!(written_ranges(0, &[3, 0x1000, 4096, 0, 0, 0], -9, &m).unwrap().is_empty());
+        assert!(written_ranges(Sysno::read as u64, &[3, 0x1000, 4096, 0, 0, 0], -9, &m).unwrap().is_empty());
     }
 
     #[test]
@@ -225,7 +149,7 @@ mod tests {
             img.extend_from_slice(&l.to_le_bytes());
         }
         let m = Fake(img, 0x100);
-        let r = written_ranges(19, &[3, 0x100, 2, 0, 0, 0], 10, &m).unwrap();
+        let r = written_ranges(Sysno::readv as u64, &[3, 0x100, 2, 0, 0, 0], 10, &m).unwrap();
         assert_eq!(r, vec![(0x5000, 4), (0x6000, 6)]);
     }
 
@@ -233,21 +157,33 @@ mod tests {
     fn interrupted_polls_and_sleeps_still_write() {
         let m = Fake(vec![], 0);
         // poll interrupted (-ERESTART_RESTARTBLOCK): every revents was written.
-        assert_eq!(written_ranges(7, &[0x800, 2, u64::MAX, 0, 0, 0], -516, &m).unwrap(), vec![(0x800, 16)]);
+        assert_eq!(
+            written_ranges(Sysno::poll as u64, &[0x800, 2, u64::MAX, 0, 0, 0], -516, &m).unwrap(),
+            vec![(0x800, 16)]
+        );
         // clock_nanosleep interrupted: the time left.
-        assert_eq!(written_ranges(230, &[1, 0, 0x900, 0xa00, 0, 0], -4, &m).unwrap(), vec![(0xa00, 16)]);
+        assert_eq!(
+            written_ranges(Sysno::clock_nanosleep as u64, &[1, 0, 0x900, 0xa00, 0, 0], -4, &m).unwrap(),
+            vec![(0xa00, 16)]
+        );
         // ppoll interrupted (-ERESTARTNOHAND): revents and the timeout left.
-        assert_eq!(written_ranges(271, &[0x800, 1, 0xb00, 0, 8, 0], -514, &m).unwrap(), vec![(0x800, 8), (0xb00, 16)]);
+        assert_eq!(
+            written_ranges(Sysno::ppoll as u64, &[0x800, 1, 0xb00, 0, 8, 0], -514, &m).unwrap(),
+            vec![(0x800, 8), (0xb00, 16)]
+        );
         // Other failures write nothing.
-        assert!(written_ranges(7, &[0x800, 2, u64::MAX, 0, 0, 0], -14, &m).unwrap().is_empty());
+        assert!(written_ranges(Sysno::poll as u64, &[0x800, 2, u64::MAX, 0, 0, 0], -14, &m).unwrap().is_empty());
     }
 
     #[test]
     fn ioctl_sizes_come_from_the_request() {
         let m = Fake(vec![], 0);
-        assert_eq!(written_ranges(16, &[1, 0x5413, 0x700, 0, 0, 0], 0, &m).unwrap(), vec![(0x700, 8)]);
+        assert_eq!(written_ranges(Sysno::ioctl as u64, &[1, 0x5413, 0x700, 0, 0, 0], 0, &m).unwrap(), vec![(0x700, 8)]);
         // _IOR('T', 0x30, u32) = TIOCGPTN
-        assert_eq!(written_ranges(16, &[1, 0x80045430, 0x700, 0, 0, 0], 0, &m).unwrap(), vec![(0x700, 4)]);
-        assert!(written_ranges(16, &[1, 0x1234, 0x700, 0, 0, 0], 0, &m).is_err());
+        assert_eq!(
+            written_ranges(Sysno::ioctl as u64, &[1, 0x80045430, 0x700, 0, 0, 0], 0, &m).unwrap(),
+            vec![(0x700, 4)]
+        );
+        assert!(written_ranges(Sysno::ioctl as u64, &[1, 0x1234, 0x700, 0, 0, 0], 0, &m).is_err());
     }
 }

@@ -7,7 +7,10 @@
 //!   [`effects`] turns it into concrete memory ranges.
 //! - [`trace`] is the on-disk format (versioned header, checksummed zstd chunks of events).
 //! - [`process`] holds tracee operations both sides need (syscall injection, initial stack,
-//!   `rdtsc` emulation); [`sys`] holds every `unsafe` call.
+//!   `rdtsc` emulation). Every system call on a tracee goes through the tracee layer,
+//!   `rdb_tracee` (ptrace, `/proc`, memory, the stopped-target traits); the engine itself has
+//!   no `unsafe` code beyond handing `rdb_tracee::ptrace::child_prepare_for_trace` to
+//!   `pre_exec`.
 //! - [`observer`] is the hook a debugger uses during replay: learn each exec'ed image, set
 //!   breakpoints, get called with the tracee stopped.
 //!
@@ -77,15 +80,18 @@ pub mod observer;
 pub mod process;
 pub mod record;
 pub mod replay;
-pub mod sys;
 pub mod syscalls;
 pub mod trace;
 
 use std::io;
 use std::path::PathBuf;
 
-pub use effects::TargetMemory;
-pub use observer::{BreakpointStop, NoObserver, ProcessImage, ReplayObserver, StoppedTarget};
+use rdb_tracee::Pid;
+
+/// The calling process's CPU placement, TSC switch and clocks (`rdb_tracee::this_process`).
+pub use rdb_tracee::this_process as sys;
+
+pub use observer::{BreakpointStop, NoObserver, ProcessImage, ReplayObserver};
 pub use record::{record, record_with, RecordOptions, RecordOutcome, Schedule};
 pub use replay::{replay, Divergence, ReplayOptions, ReplayOutcome};
 pub use trace::{TraceError, TraceReader};
@@ -99,13 +105,13 @@ pub enum Error {
     #[error("cannot start {program}")]
     Spawn { program: String, source: io::Error },
     #[error("tracing pid {pid} failed ({what})")]
-    Ptrace { pid: i32, what: &'static str, source: io::Error },
+    Ptrace { pid: Pid, what: &'static str, source: io::Error },
     #[error("unsupported syscall `{name}` (number {nr}) in pid {pid}: rdb cannot record it yet")]
-    UnsupportedSyscall { pid: i32, nr: u64, name: String },
+    UnsupportedSyscall { pid: Pid, nr: u64, name: String },
     #[error("unsupported in pid {pid}: {what}")]
-    Unsupported { pid: i32, what: String },
+    Unsupported { pid: Pid, what: String },
     #[error("thread {tid} ran user code for {secs} s without a syscall at pc {pc:#x}{} while {waiting} other thread(s) waited for their turn: rdb switches threads only at syscalls, so a thread spinning until another one acts never ends under rdb (add a syscall such as sched_yield to the spin loop)", location.as_ref().map(|l| format!(" ({l})")).unwrap_or_default())]
-    Spinning { tid: i32, pc: u64, location: Option<String>, waiting: usize, secs: u64 },
+    Spinning { tid: Pid, pc: u64, location: Option<String>, waiting: usize, secs: u64 },
     #[error("{path} changed since it was recorded (blake3 {recorded} then, {now} now); replay needs the same file")]
     FileChanged { path: PathBuf, recorded: String, now: String },
     #[error("{path} is needed but cannot be read")]
@@ -119,7 +125,7 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn ptrace(pid: i32, what: &'static str) -> impl FnOnce(io::Error) -> Error {
+    pub(crate) fn ptrace(pid: Pid, what: &'static str) -> impl FnOnce(io::Error) -> Error {
         move |source| Error::Ptrace { pid, what, source }
     }
 }

@@ -4,33 +4,9 @@
 
 use std::path::Path;
 
+use rdb_tracee::{mem, procfs};
+
 use crate::observer::ProcessImage;
-use crate::sys;
-
-struct Mapping {
-    lo: u64,
-    hi: u64,
-    exec: bool,
-    path: String,
-}
-
-fn mappings(pid: i32) -> Vec<Mapping> {
-    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else { return vec![] };
-    maps.lines()
-        .filter_map(|line| {
-            let mut it = line.split_whitespace();
-            let (lo, hi) = it.next()?.split_once('-')?;
-            let perms = it.next()?;
-            let path = it.nth(3).unwrap_or("").to_string();
-            Some(Mapping {
-                lo: u64::from_str_radix(lo, 16).ok()?,
-                hi: u64::from_str_radix(hi, 16).ok()?,
-                exec: perms.contains('x'),
-                path,
-            })
-        })
-        .collect()
-}
 
 fn symbolize(exe: &Path, probe: u64) -> Option<String> {
     let loader = addr2line::Loader::new(exe).ok()?;
@@ -51,18 +27,18 @@ fn symbolize(exe: &Path, probe: u64) -> Option<String> {
 /// Describe where a stopped process is: `pc` itself, then up to three callers in the main
 /// executable found on the stack.
 pub fn describe(image: &ProcessImage, pc: u64, sp: u64) -> Option<String> {
-    let maps = mappings(image.pid);
+    let maps = procfs::maps(image.pid).unwrap_or_default();
     let exe = image.exe.to_string_lossy();
-    let in_exe = |a: u64| maps.iter().any(|m| m.exec && m.path == exe && m.lo <= a && a < m.hi);
+    let in_exe = |a: u64| maps.iter().any(|m| m.executable && m.name == exe && m.contains(a));
     let mut parts = Vec::new();
     if in_exe(pc) {
         parts.push(symbolize(&image.exe, pc - image.load_bias)?);
-    } else if let Some(m) = maps.iter().find(|m| m.lo <= pc && pc < m.hi) {
-        let name = if m.path.is_empty() { "anonymous memory".to_string() } else { m.path.clone() };
+    } else if let Some(m) = maps.iter().find(|m| m.contains(pc)) {
+        let name = if m.name.is_empty() { "anonymous memory".to_string() } else { m.name.clone() };
         parts.push(format!("in {name}"));
     }
     let mut stack = vec![0u8; 4096];
-    let n = sys::read_mem(image.pid, sp, &mut stack).unwrap_or(0);
+    let n = mem::read(image.pid, sp, &mut stack).unwrap_or(0);
     let mut seen = 0;
     for w in stack[..n].chunks_exact(8) {
         let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));

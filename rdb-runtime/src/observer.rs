@@ -10,9 +10,8 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::effects::TargetMemory;
-use crate::process::Mem;
-use crate::sys::Regs;
+use rdb_tracee::{Memory, Pid, Regs, Target};
+
 use crate::trace::Tid;
 
 /// A process image right after exec.
@@ -21,7 +20,7 @@ pub struct ProcessImage {
     /// Recorded thread id of the process.
     pub tid: Tid,
     /// Real pid during this replay.
-    pub pid: i32,
+    pub pid: Pid,
     /// Absolute path of the executable.
     pub exe: PathBuf,
     /// Load bias: run-time address minus link-time address (0x555555554000 for a PIE with ASLR
@@ -29,47 +28,46 @@ pub struct ProcessImage {
     pub load_bias: u64,
 }
 
-/// A process stopped at a breakpoint.
+/// A thread stopped at a breakpoint: a [`Target`] (registers, memory, mappings, load bias).
+/// "Stop at address" is [`ReplayObserver::on_exec`] returning addresses; "resume" is returning
+/// from [`ReplayObserver::on_breakpoint`].
 pub struct BreakpointStop<'a> {
     pub tid: Tid,
-    pub pid: i32,
+    /// The real thread id during this replay.
+    pub pid: Pid,
     /// The breakpoint address (equals `regs.rip`).
     pub addr: u64,
     pub regs: Regs,
     /// The image this process runs.
     pub image: &'a ProcessImage,
-    pub(crate) mem: Mem,
 }
 
 impl BreakpointStop<'_> {
-    /// Read the stopped process's memory (breakpoint bytes read as whatever the tracee has
-    /// there, i.e. possibly `0xcc` at other breakpoint addresses).
+    /// Read the stopped process's memory as the tracee has it (possibly `0xcc` at other
+    /// breakpoint addresses). The same as [`Memory::read_memory`], without importing it.
     pub fn read_memory(&self, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
-        self.mem.read_memory(addr, buf)
+        self.pid.read_memory(addr, buf)
     }
 }
 
-impl TargetMemory for BreakpointStop<'_> {
+impl Memory for BreakpointStop<'_> {
     fn read_memory(&self, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
-        self.mem.read_memory(addr, buf)
+        BreakpointStop::read_memory(self, addr, buf)
     }
 }
 
-/// A stopped target as debug code sees it: registers and memory, read-only. Implemented by
-/// [`BreakpointStop`] (this replayer); a GDB-remote client or a live process can implement it
-/// too, so the debug host does not depend on how the target is driven. "Stop at address" is
-/// [`ReplayObserver::on_exec`] returning addresses; "resume" is returning from the callback.
-pub trait StoppedTarget: TargetMemory {
-    fn pid(&self) -> i32;
-    fn registers(&self) -> Regs;
-}
-
-impl StoppedTarget for BreakpointStop<'_> {
-    fn pid(&self) -> i32 {
+impl Target for BreakpointStop<'_> {
+    fn tid(&self) -> Pid {
         self.pid
     }
-    fn registers(&self) -> Regs {
-        self.regs
+    fn pid(&self) -> Pid {
+        self.image.pid
+    }
+    fn regs(&self) -> &Regs {
+        &self.regs
+    }
+    fn load_bias(&self) -> u64 {
+        self.image.load_bias
     }
 }
 

@@ -22,13 +22,15 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use rdb_tracee::ptrace::{self, is_synchronous, si_code, si_signo, SigInfo, SyscallStop, Wait};
+use rdb_tracee::{mem, procfs, this_process as sys, Memory, Pid};
+
 use crate::clock::Clock;
-use crate::effects::{self, TargetMemory};
+use crate::effects;
 use crate::location;
 use crate::observer::ProcessImage;
-use crate::process::{self, FileHashes, Mem};
-use crate::sys::{self, SyscallStop, Wait};
-use crate::syscalls::{self, nr, Policy};
+use crate::process::{self, FileHashes};
+use crate::syscalls::{self, In, Policy, SyscallDesc, Sysno};
 use crate::trace::{self, Event, Header, MappedFile, Stream, Summary, Tid, TraceWriter};
 use crate::Error;
 
@@ -153,11 +155,11 @@ enum Pending {
 struct Group {
     /// The thread whose turn it is (running user code, or in a syscall it did not give the
     /// turn up for).
-    running: Option<i32>,
+    running: Option<Pid>,
     /// Since when `running` has had the turn.
     since: Option<Instant>,
     /// Threads stopped and waiting for their turn, in arrival order.
-    ready: VecDeque<i32>,
+    ready: VecDeque<Pid>,
     /// `exit_group` was called: no more turns.
     dying: bool,
 }
@@ -166,7 +168,7 @@ struct Group {
 #[derive(Default)]
 struct Proc {
     /// Thread group id (the process).
-    tgid: i32,
+    tgid: Pid,
     /// The action to take when the thread gets its turn.
     pending: Option<Pending>,
     /// Inside a syscall: since when, and whether the thread gave its turn up at entry.
@@ -180,23 +182,23 @@ struct Proc {
     probing: Option<Instant>,
     /// The watchdog already warned about the current stretch of user code.
     warned: bool,
-    /// Number and arguments of the syscall the process is in.
-    entry: Option<(u64, [u64; 6])>,
+    /// The syscall the process is in, with its arguments.
+    entry: Option<(&'static SyscallDesc, [u64; 6])>,
     exec_pending: bool,
     /// Absolute path of the file the pending `execve` names.
     exec_path: Option<PathBuf>,
     /// Which of our output streams each fd writes to (cleared when fds change).
     fd_streams: IdMap<u64, Option<Stream>>,
     /// Asynchronous signals held back until the next syscall stop (siginfo bytes).
-    deferred: VecDeque<[u8; sys::SIGINFO_SIZE]>,
+    deferred: VecDeque<SigInfo>,
     /// A held-back signal re-sent at a syscall stop, awaiting its delivery stop.
-    injecting: Option<[u8; sys::SIGINFO_SIZE]>,
+    injecting: Option<SigInfo>,
     /// Program counter, stack pointer and result at the last syscall exit, to recognise a
     /// signal stop that happens right at that boundary.
     last_exit: Option<(u64, u64, i64)>,
     /// The call (number, arguments) that returned `-ERESTART_RESTARTBLOCK` at the thread's
     /// last syscall exit: the one a following `restart_syscall` resumes.
-    restart_block: Option<(u64, [u64; 6])>,
+    restart_block: Option<(&'static SyscallDesc, [u64; 6])>,
 }
 
 struct Recorder {
@@ -209,23 +211,23 @@ struct Recorder {
     /// told by `sched_getaffinity`, so that it sizes its thread pools as it would natively
     /// (pinning is a cost measure of rdb's, not a property of the recorded run).
     native_affinity: Option<Vec<u8>>,
-    procs: IdMap<i32, Proc>,
-    groups: IdMap<i32, Group>,
+    procs: IdMap<Pid, Proc>,
+    groups: IdMap<Pid, Group>,
     schedule: Schedule,
     rng: u64,
     waits: Option<Waiter>,
     /// Executable image of each thread group, for watchdog reports.
-    images: HashMap<i32, ProcessImage>,
+    images: HashMap<Pid, ProcessImage>,
     /// Children whose first stop came before their parent's fork event.
-    early_children: HashSet<i32>,
+    early_children: HashSet<Pid>,
     /// Children announced by a fork event whose first stop has not come yet, with the thread
     /// group they join.
-    awaited_children: HashMap<i32, i32>,
+    awaited_children: HashMap<Pid, Pid>,
     hashes: FileHashes,
     mapped: HashMap<Vec<u8>, [u8; 32]>,
     stdout_id: Option<(u64, u64)>,
     stderr_id: Option<(u64, u64)>,
-    root: i32,
+    root: Pid,
     root_status: Option<i32>,
     syscalls: u64,
     processes: u64,
@@ -245,23 +247,9 @@ fn file_id_of_fd(fd: i32) -> Option<(u64, u64)> {
     Some((md.dev(), md.ino()))
 }
 
-fn si_signo(info: &[u8; sys::SIGINFO_SIZE]) -> i32 {
-    i32::from_le_bytes(info[0..4].try_into().expect("4 bytes"))
-}
-
-pub(crate) fn si_code(info: &[u8; sys::SIGINFO_SIZE]) -> i32 {
-    i32::from_le_bytes(info[8..12].try_into().expect("4 bytes"))
-}
-
-/// Synchronous signals are caused by the instruction the process executes, so replay
-/// reproduces them by itself.
-pub(crate) fn is_synchronous(sig: i32, code: i32) -> bool {
-    code > 0 && matches!(sig, libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE | libc::SIGTRAP | libc::SIGSYS)
-}
-
 /// The absolute path an `execve(at)` names, resolved against the process's cwd or dirfd.
-fn exec_target(pid: i32, dirfd: u64, path_ptr: u64) -> Option<PathBuf> {
-    let name = process::read_cstring(pid, path_ptr).ok()?;
+fn exec_target(pid: Pid, dirfd: u64, path_ptr: u64) -> Option<PathBuf> {
+    let name = mem::read_cstring(pid, path_ptr).ok()?;
     if name.is_empty() {
         return None; // AT_EMPTY_PATH: the fd itself; /proc/PID/exe will tell after exec
     }
@@ -269,11 +257,8 @@ fn exec_target(pid: i32, dirfd: u64, path_ptr: u64) -> Option<PathBuf> {
     if name.is_absolute() {
         return Some(name);
     }
-    let base = if dirfd as i32 == libc::AT_FDCWD {
-        std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?
-    } else {
-        process::fd_path(pid, dirfd).ok()?
-    };
+    let base =
+        if dirfd as i32 == libc::AT_FDCWD { procfs::cwd(pid).ok()? } else { procfs::fd_path(pid, dirfd).ok()? };
     Some(base.join(name))
 }
 
@@ -333,12 +318,12 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     cmd.arg0(&opts.program).args(&opts.args);
     // SAFETY: the closure only makes two async-signal-safe syscalls (see the callee).
     unsafe {
-        cmd.pre_exec(sys::child_prepare_for_trace);
+        cmd.pre_exec(ptrace::child_prepare_for_trace);
     }
     let child = cmd.spawn().map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
-    let root = child.id() as i32;
+    let root = Pid::of(&child);
     // The child stops with SIGTRAP right after its exec.
-    match sys::wait_pid(root).map_err(Error::ptrace(root, "waiting for the first stop"))? {
+    match ptrace::wait_pid(root).map_err(Error::ptrace(root, "waiting for the first stop"))? {
         Wait::Stopped { sig: libc::SIGTRAP, .. } => {}
         other => {
             return Err(Error::Spawn {
@@ -347,7 +332,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
             })
         }
     }
-    sys::set_options(root, sys::TRACE_OPTIONS).map_err(Error::ptrace(root, "setting options"))?;
+    ptrace::set_options(root, ptrace::TRACE_OPTIONS).map_err(Error::ptrace(root, "setting options"))?;
 
     let mut rec = Recorder {
         w,
@@ -374,16 +359,17 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     rec.procs.insert(root, Proc { tgid: root, ..Proc::default() });
     rec.groups.insert(root, Group { running: Some(root), since: Some(Instant::now()), ..Group::default() });
     rec.w.push(&Event::Start {
-        tid: Tid(root as u32),
+        tid: Tid(root.0 as u32),
         exe: exe.as_os_str().as_bytes().to_vec(),
         argv,
         envp,
         cwd: cwd.as_os_str().as_bytes().to_vec(),
     })?;
     let result = rec.after_exec(root, exe.clone()).and_then(|_| {
-        sys::resume_syscall(root, 0).map_err(Error::ptrace(root, "resuming"))?;
-        // Like the tracees (see `sys`): no CR4 write at each switch between them. The waiter's
-        // helper thread, spawned next, inherits it (it wakes at tracee stops too).
+        ptrace::resume_syscall(root, 0).map_err(Error::ptrace(root, "resuming"))?;
+        // Like the tracees (see `rdb_tracee::this_process`): no CR4 write at each switch
+        // between them. The waiter's helper thread, spawned next, inherits it (it wakes at
+        // tracee stops too).
         rec.tsc_off = sys::disable_tsc_for_this_thread().ok();
         rec.waits = Some(Waiter::spawn()?);
         let result = rec.run();
@@ -392,9 +378,9 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     });
     if let Err(e) = result {
         for &pid in rec.procs.keys() {
-            let _ = sys::kill(pid, libc::SIGKILL);
+            let _ = ptrace::kill(pid, libc::SIGKILL);
         }
-        while let Ok(Some(_)) = sys::wait_any() {}
+        while let Ok(Some(_)) = ptrace::wait_any() {}
         let _ = rec.w.flush();
         return Err(e);
     }
@@ -429,7 +415,8 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
 ///
 /// The helper reports through a pipe (one byte: 1 = a status is ready, 0 = no children left)
 /// that the tracer waits on with `ppoll`: the kernel keeps the deadline, whereas a channel's
-/// `recv_timeout` reads the TSC, which the recorder thread has disabled (see `sys`).
+/// `recv_timeout` reads the TSC, which the recorder thread has disabled (see
+/// `rdb_tracee::this_process`).
 struct Waiter {
     ready: std::io::PipeReader,
     again: mpsc::Sender<()>,
@@ -438,7 +425,7 @@ struct Waiter {
 }
 
 enum Waited {
-    Status(i32, Wait),
+    Status(Pid, Wait),
     Timeout,
     NoChildren,
 }
@@ -446,10 +433,10 @@ enum Waited {
 impl Waiter {
     fn spawn() -> Result<Waiter, Error> {
         use std::io::Write;
-        let (ready, mut tx) = std::io::pipe().map_err(Error::ptrace(-1, "creating the waiter's pipe"))?;
+        let (ready, mut tx) = std::io::pipe().map_err(Error::ptrace(Pid(-1), "creating the waiter's pipe"))?;
         let (again, rx) = mpsc::channel::<()>();
         std::thread::spawn(move || loop {
-            let more = sys::wait_any_peek().unwrap_or(false);
+            let more = ptrace::wait_any_peek().unwrap_or(false);
             if tx.write_all(&[more as u8]).is_err() || !more || rx.recv().is_err() {
                 break;
             }
@@ -462,7 +449,7 @@ impl Waiter {
     fn helper_report(&mut self, timeout: Duration) -> Result<Option<bool>, Error> {
         use std::io::Read;
         use std::os::fd::AsFd;
-        if !sys::wait_readable(self.ready.as_fd(), timeout).map_err(Error::ptrace(-1, "waiting for the waiter"))? {
+        if !sys::wait_readable(self.ready.as_fd(), timeout).map_err(Error::ptrace(Pid(-1), "waiting for the waiter"))? {
             return Ok(None);
         }
         let mut b = [0u8; 1];
@@ -473,13 +460,13 @@ impl Waiter {
         if timeout.is_none() {
             // No deadline: a plain blocking wait, the cheapest. The helper only peeks, so it
             // cannot take this status away (at worst it reports one already collected).
-            return Ok(match sys::wait_any().map_err(Error::ptrace(-1, "waitpid"))? {
+            return Ok(match ptrace::wait_any().map_err(Error::ptrace(Pid(-1), "waitpid"))? {
                 Some((pid, w)) => Waited::Status(pid, w),
                 None => Waited::NoChildren,
             });
         }
         loop {
-            match sys::wait_any_nohang().map_err(Error::ptrace(-1, "waitpid"))? {
+            match ptrace::wait_any_nohang().map_err(Error::ptrace(Pid(-1), "waitpid"))? {
                 None => return Ok(Waited::NoChildren),
                 Some(Some((pid, w))) => return Ok(Waited::Status(pid, w)),
                 Some(None) => {}
@@ -495,7 +482,7 @@ impl Waiter {
                 Some(true) => self.parked = true,
                 Some(false) => {
                     // The helper saw no children; collect whatever is left ourselves.
-                    return Ok(match sys::wait_any().map_err(Error::ptrace(-1, "waitpid"))? {
+                    return Ok(match ptrace::wait_any().map_err(Error::ptrace(Pid(-1), "waitpid"))? {
                         Some((pid, w)) => Waited::Status(pid, w),
                         None => Waited::NoChildren,
                     });
@@ -504,54 +491,6 @@ impl Waiter {
             }
         }
     }
-}
-
-/// Syscalls that may wait for another thread or the outside world: the thread gives its turn
-/// up at entry and the call runs in the kernel while another thread runs user code.
-fn gives_turn_up(nr: u64, args: &[u64; 6]) -> bool {
-    use ::syscalls::Sysno as S;
-    const FUTEX_WAITS: [u64; 5] = [
-        0,  /* WAIT */
-        6,  /* LOCK_PI */
-        9,  /* WAIT_BITSET */
-        11, /* WAIT_REQUEUE_PI */
-        13, /* LOCK_PI2 */
-    ];
-    if nr == S::futex as u64 {
-        return FUTEX_WAITS.contains(&(args[1] & 0x7f));
-    }
-    [
-        S::read,
-        S::readv,
-        S::recvfrom,
-        S::recvmsg,
-        S::recvmmsg,
-        S::accept,
-        S::accept4,
-        S::connect,
-        S::poll,
-        S::ppoll,
-        S::select,
-        S::pselect6,
-        S::epoll_wait,
-        S::epoll_pwait,
-        S::epoll_pwait2,
-        S::nanosleep,
-        S::clock_nanosleep,
-        S::wait4,
-        S::waitid,
-        S::pause,
-        S::rt_sigsuspend,
-        S::rt_sigtimedwait,
-        S::sched_yield,
-        S::flock,
-        S::msgrcv,
-        S::semop,
-        S::semtimedop,
-        S::futex_waitv,
-    ]
-    .iter()
-    .any(|&s| s as u64 == nr)
 }
 
 impl Recorder {
@@ -591,7 +530,7 @@ impl Recorder {
 
     fn on_timeout(&mut self) -> Result<(), Error> {
         let now = self.clock.now();
-        let tgids: Vec<i32> = self.groups.keys().copied().collect();
+        let tgids: Vec<Pid> = self.groups.keys().copied().collect();
         for tgid in tgids {
             let g = &self.groups[&tgid];
             let (Some(pid), false) = (g.running, g.ready.is_empty()) else { continue };
@@ -606,7 +545,7 @@ impl Recorder {
                 (None, Some(t)) if p.probing.is_none() && now >= t + self.schedule.watchdog => {
                     // Learn where it spins: SIGSTOP it (the stop is swallowed in `on_signal`).
                     p.probing = Some(now);
-                    sys::tgkill(tgid, pid, libc::SIGSTOP)
+                    ptrace::tgkill(tgid, pid, libc::SIGSTOP)
                         .map_err(Error::ptrace(pid, "interrupting a spinning thread"))?;
                 }
                 _ => {}
@@ -616,7 +555,7 @@ impl Recorder {
     }
 
     /// Give the turn of an idle group to one of its ready threads.
-    fn schedule(&mut self, tgid: i32) -> Result<(), Error> {
+    fn schedule(&mut self, tgid: Pid) -> Result<(), Error> {
         let n = match self.groups.get(&tgid) {
             Some(g) if g.running.is_none() && !g.dying && !g.ready.is_empty() => g.ready.len(),
             _ => return Ok(()),
@@ -633,17 +572,17 @@ impl Recorder {
     }
 
     /// `pid` got the turn: do what it was waiting to do.
-    fn activate(&mut self, pid: i32) -> Result<(), Error> {
+    fn activate(&mut self, pid: Pid) -> Result<(), Error> {
         let p = self.procs.get_mut(&pid).expect("known thread");
         match p.pending.take() {
             Some(Pending::SyscallExit { ret, pc, sp }) => self.finish_syscall(pid, ret, pc, sp),
             Some(Pending::Start) => {
                 p.user_since = Some(self.clock.now());
                 p.warned = false;
-                self.w.push(&Event::ThreadStart { tid: Tid(pid as u32) })?;
-                sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "starting a thread"))
+                self.w.push(&Event::ThreadStart { tid: Tid(pid.0 as u32) })?;
+                ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "starting a thread"))
             }
-            None => sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming")),
+            None => ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming")),
         }
     }
 
@@ -671,23 +610,23 @@ impl Recorder {
     }
 
     /// A new child was announced and has stopped for the first time: start tracking it.
-    fn adopt(&mut self, child: i32, tgid: i32) -> Result<(), Error> {
+    fn adopt(&mut self, child: Pid, tgid: Pid) -> Result<(), Error> {
         self.procs.insert(child, Proc { tgid, ..Proc::default() });
         if tgid == child {
             // A process of its own: its own group, running at once.
             let now = self.clock.now();
             self.groups.insert(child, Group { running: Some(child), since: Some(now), ..Group::default() });
             self.procs.get_mut(&child).expect("just inserted").user_since = Some(now);
-            return sys::resume_syscall(child, 0).map_err(Error::ptrace(child, "starting child"));
+            return ptrace::resume_syscall(child, 0).map_err(Error::ptrace(child, "starting child"));
         }
         self.procs.get_mut(&child).expect("just inserted").pending = Some(Pending::Start);
         self.groups.entry(tgid).or_default().ready.push_back(child);
         self.schedule(tgid)
     }
 
-    fn on_exit(&mut self, pid: i32, status: i32) -> Result<(), Error> {
+    fn on_exit(&mut self, pid: Pid, status: i32) -> Result<(), Error> {
         if let Some(p) = self.procs.remove(&pid) {
-            self.w.push(&Event::Exit { tid: Tid(pid as u32), status })?;
+            self.w.push(&Event::Exit { tid: Tid(pid.0 as u32), status })?;
             if pid == self.root {
                 self.root_status = Some(status);
             }
@@ -708,7 +647,7 @@ impl Recorder {
         Ok(())
     }
 
-    fn on_stop(&mut self, pid: i32, sig: i32, event: i32) -> Result<(), Error> {
+    fn on_stop(&mut self, pid: Pid, sig: i32, event: i32) -> Result<(), Error> {
         if !self.procs.contains_key(&pid) {
             // A new child's first stop, possibly before its parent's fork event.
             if let Some(tgid) = self.awaited_children.remove(&pid) {
@@ -725,26 +664,26 @@ impl Recorder {
         }
         if event != 0 {
             // Group-stop reported through an event (not used without PTRACE_SEIZE).
-            return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+            return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
         }
         self.on_signal(pid, sig)
     }
 
-    fn on_ptrace_event(&mut self, pid: i32, event: i32) -> Result<(), Error> {
+    fn on_ptrace_event(&mut self, pid: Pid, event: i32) -> Result<(), Error> {
         match event {
             libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
-                let child = sys::get_event_msg(pid).map_err(Error::ptrace(pid, "reading new pid"))? as i32;
-                let flags = match self.procs[&pid].entry {
-                    Some((nr::CLONE, a)) => a[0],
-                    Some((nr::VFORK, _)) => (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64,
-                    Some((nr::CLONE3, a)) => {
+                let child = ptrace::new_child(pid).map_err(Error::ptrace(pid, "reading new pid"))?;
+                let flags = match self.procs[&pid].entry.map(|(d, a)| (d.sysno, a)) {
+                    Some((Sysno::clone, a)) => a[0],
+                    Some((Sysno::vfork, _)) => (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64,
+                    Some((Sysno::clone3, a)) => {
                         let mut b = [0u8; 8];
-                        sys::read_mem(pid, a[0], &mut b).ok();
+                        mem::read(pid, a[0], &mut b).ok();
                         u64::from_le_bytes(b)
                     }
                     _ => libc::SIGCHLD as u64,
                 };
-                self.w.push(&Event::NewProcess { tid: Tid(pid as u32), child: Tid(child as u32), flags })?;
+                self.w.push(&Event::NewProcess { tid: Tid(pid.0 as u32), child: Tid(child.0 as u32), flags })?;
                 let tgid = if flags & libc::CLONE_THREAD as u64 != 0 {
                     self.procs[&pid].tgid
                 } else {
@@ -764,29 +703,28 @@ impl Recorder {
             }
             _ => {}
         }
-        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
     }
 
     /// After exec (or the initial start): hide the vDSO, trap `rdtsc`, log the image.
     /// `path` is the absolute path of the file exec'ed.
-    fn after_exec(&mut self, pid: i32, path: PathBuf) -> Result<(), Error> {
+    fn after_exec(&mut self, pid: Pid, path: PathBuf) -> Result<(), Error> {
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
-        let regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         let mut stack =
             process::read_initial_stack(pid, regs.rsp).map_err(Error::ptrace(pid, "reading the initial stack"))?;
-        if let Some(off) = process::hide_vdso(&mut stack) {
-            sys::write_mem(pid, regs.rsp + off as u64, &stack[off..off + 8])
+        if let Some(off) = procfs::hide_vdso(&mut stack) {
+            mem::write(pid, regs.rsp + off as u64, &stack[off..off + 8])
                 .map_err(Error::ptrace(pid, "hiding the vDSO"))?;
         }
-        let image =
-            std::fs::read_link(format!("/proc/{pid}/exe")).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?;
+        let image = procfs::exe(pid).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?;
         let (image_blake3, _) =
             self.hashes.hash(&image).map_err(|source| Error::FileMissing { path: image.clone(), source })?;
         let (blake3, _) =
             self.hashes.hash(&path).map_err(|source| Error::FileMissing { path: path.clone(), source })?;
         let stack_copy = stack.clone();
         self.w.push(&Event::Exec {
-            tid: Tid(pid as u32),
+            tid: Tid(pid.0 as u32),
             exe: path.as_os_str().as_bytes().to_vec(),
             blake3,
             image: image.as_os_str().as_bytes().to_vec(),
@@ -798,29 +736,29 @@ impl Recorder {
             p.fd_streams.clear();
         }
         let load_bias = process::load_bias(&image, &stack_copy);
-        self.images.insert(pid, ProcessImage { tid: Tid(pid as u32), pid, exe: image, load_bias });
+        self.images.insert(pid, ProcessImage { tid: Tid(pid.0 as u32), pid, exe: image, load_bias });
         Ok(())
     }
 
-    fn on_syscall_stop(&mut self, pid: i32) -> Result<(), Error> {
-        let info = sys::syscall_info(pid).map_err(Error::ptrace(pid, "reading syscall info"))?;
+    fn on_syscall_stop(&mut self, pid: Pid) -> Result<(), Error> {
+        let info = ptrace::syscall_info(pid).map_err(Error::ptrace(pid, "reading syscall info"))?;
         match info.stop {
             SyscallStop::Entry { nr, args } => self.on_entry(pid, nr, args),
             SyscallStop::Exit { ret } => self.on_exit_stop(pid, ret, info.pc, info.sp),
-            SyscallStop::Other => sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming")),
+            SyscallStop::Other => ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming")),
         }
     }
 
-    fn on_entry(&mut self, pid: i32, nr: u64, args: [u64; 6]) -> Result<(), Error> {
-        match syscalls::policy(nr) {
-            Policy::Unsupported => return Err(Error::UnsupportedSyscall { pid, nr, name: syscalls::name(nr) }),
-            Policy::Emulate | Policy::ReExecute => {}
-        }
-        let clone_flags = match nr {
-            nr::CLONE => Some(args[0]),
-            nr::CLONE3 => {
+    fn on_entry(&mut self, pid: Pid, nr: u64, args: [u64; 6]) -> Result<(), Error> {
+        let Some(desc) = syscalls::lookup(nr).filter(|d| d.policy != Policy::Unsupported) else {
+            return Err(Error::UnsupportedSyscall { pid, nr, name: syscalls::name(nr) });
+        };
+        let call = desc.sysno;
+        let clone_flags = match call {
+            Sysno::clone => Some(args[0]),
+            Sysno::clone3 => {
                 let mut b = [0u8; 8];
-                sys::read_mem(pid, args[0], &mut b).map_err(Error::ptrace(pid, "reading clone3 args"))?;
+                mem::read(pid, args[0], &mut b).map_err(Error::ptrace(pid, "reading clone3 args"))?;
                 Some(u64::from_le_bytes(b))
             }
             _ => None,
@@ -834,17 +772,17 @@ impl Recorder {
                 });
             }
         }
-        if nr == nr::PRCTL && args[0] == process::PR_SET_TSC {
+        if call == Sysno::prctl && args[0] == syscalls::PR_SET_TSC {
             return Err(Error::Unsupported { pid, what: "prctl(PR_SET_TSC): rdb traps rdtsc itself".into() });
         }
-        if nr == nr::RSEQ {
+        if call == Sysno::rseq {
             // The kernel would write the current CPU into rseq areas at any time: make the
             // call fail with ENOSYS (glibc copes) by skipping it.
-            sys::poke_user(pid, sys::ORIG_RAX_OFFSET, u64::MAX).map_err(Error::ptrace(pid, "skipping rseq"))?;
+            ptrace::poke_user(pid, ptrace::ORIG_RAX_OFFSET, u64::MAX).map_err(Error::ptrace(pid, "skipping rseq"))?;
         }
-        let exec_path = match nr {
-            nr::EXECVE => exec_target(pid, libc::AT_FDCWD as u64, args[0]),
-            nr::EXECVEAT => exec_target(pid, args[0], args[1]),
+        let exec_path = match call {
+            Sysno::execve => exec_target(pid, libc::AT_FDCWD as u64, args[0]),
+            Sysno::execveat => exec_target(pid, args[0], args[1]),
             _ => None,
         };
         // A thread keeps its turn through `exit` until it is gone: the kernel clears its
@@ -854,16 +792,16 @@ impl Recorder {
         // interrupted call, and gives the turn up when that call would have.
         let tgid = self.procs[&pid].tgid;
         let resumes_blocking =
-            nr == nr::RESTART_SYSCALL && self.procs[&pid].restart_block.is_some_and(|(n, a)| gives_turn_up(n, &a));
-        let release = gives_turn_up(nr, &args) || resumes_blocking || (nr == nr::EXIT && pid == tgid);
+            call == Sysno::restart_syscall && self.procs[&pid].restart_block.is_some_and(|(d, a)| d.gives_turn_up(&a));
+        let release = desc.gives_turn_up(&args) || resumes_blocking || (call == Sysno::exit && pid == tgid);
         // Read only for a call that neither gives its turn up nor keeps it (2 ms deadline).
-        let now = self.stamp(!release && syscalls::policy(nr) != Policy::ReExecute);
+        let now = self.stamp(!release && !desc.policy.re_executed());
         let p = self.procs.get_mut(&pid).expect("known process");
-        p.entry = Some((nr, args));
+        p.entry = Some((desc, args));
         p.exec_path = exec_path;
         p.last_exit = None;
         p.in_kernel = Some((now, release));
-        p.keeps_turn = syscalls::policy(nr) == Policy::ReExecute;
+        p.keeps_turn = desc.policy.re_executed();
         p.user_since = None;
         p.probing = None;
         let tgid = p.tgid;
@@ -874,9 +812,9 @@ impl Recorder {
                 p.injecting = Some(info);
             }
         }
-        sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))?;
+        ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))?;
         let g = self.groups.get_mut(&tgid).expect("thread group");
-        if nr == nr::EXIT_GROUP {
+        if call == Sysno::exit_group {
             // The other threads are about to be killed: nobody gets another turn.
             g.dying = true;
         }
@@ -887,13 +825,13 @@ impl Recorder {
         Ok(())
     }
 
-    fn on_exit_stop(&mut self, pid: i32, ret: i64, pc: u64, sp: u64) -> Result<(), Error> {
+    fn on_exit_stop(&mut self, pid: Pid, ret: i64, pc: u64, sp: u64) -> Result<(), Error> {
         let p = self.procs.get_mut(&pid).expect("known process");
         p.in_kernel = None;
         if p.entry.is_none() {
             // A new child returning from fork: nothing to log.
             p.user_since = Some(self.clock.now());
-            return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+            return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
         }
         let tgid = p.tgid;
         let chaos_coin = self.schedule.chaos.is_some() && self.random().is_multiple_of(4);
@@ -915,25 +853,25 @@ impl Recorder {
     }
 
     /// Log a completed syscall and let the thread run on: it has the turn.
-    fn finish_syscall(&mut self, pid: i32, ret: i64, pc: u64, sp: u64) -> Result<(), Error> {
+    fn finish_syscall(&mut self, pid: Pid, ret: i64, pc: u64, sp: u64) -> Result<(), Error> {
         let p = self.procs.get_mut(&pid).expect("known process");
-        let (nr, args) = p.entry.take().expect("finishing a syscall that was entered");
+        let (desc, args) = p.entry.take().expect("finishing a syscall that was entered");
+        let nr = desc.sysno as u64;
         let exec_path = p.exec_path.take();
         if std::mem::take(&mut p.exec_pending) && ret == 0 {
             let path = match exec_path {
                 Some(path) => path,
-                None => std::fs::read_link(format!("/proc/{pid}/exe"))
-                    .map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?,
+                None => procfs::exe(pid).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?,
             };
             self.after_exec(pid, path)?;
         }
         self.syscalls += 1;
-        if nr == nr::SCHED_GETAFFINITY && ret > 0 {
+        if desc.sysno == Sysno::sched_getaffinity && ret > 0 {
             if let Some(mask) = &self.native_affinity {
                 // The kernel wrote the pinned mask; the program gets its native one (recorded
                 // below like any emulated result, so replay gives it the same).
                 let n = (ret as usize).min(mask.len());
-                sys::write_mem(pid, args[2], &mask[..n]).map_err(Error::ptrace(pid, "writing the CPU mask"))?;
+                mem::write(pid, args[2], &mask[..n]).map_err(Error::ptrace(pid, "writing the CPU mask"))?;
             }
         }
         // `restart_syscall` resumes the call that a signal interrupted with
@@ -941,27 +879,27 @@ impl Recorder {
         // timeout) and writes that call's memory (poll's `revents`, the time left): its effects
         // are those of the interrupted call, with the interrupted call's arguments.
         let p = self.procs.get_mut(&pid).expect("known process");
-        let restarted = if nr == nr::RESTART_SYSCALL { p.restart_block.take() } else { None };
-        let (effect_nr, effect_args) = restarted.unwrap_or((nr, args));
-        p.restart_block = (ret == ERESTART_RESTARTBLOCK).then_some((effect_nr, effect_args));
-        let mem = Mem(pid);
+        let restarted = if desc.sysno == Sysno::restart_syscall { p.restart_block.take() } else { None };
+        let (effect, effect_args) = restarted.unwrap_or((desc, args));
+        p.restart_block = (ret == ERESTART_RESTARTBLOCK).then_some((effect, effect_args));
+        let mem = pid;
         let mut writes = Vec::new();
-        if syscalls::policy(nr) == Policy::Emulate {
-            let ranges = effects::written_ranges(effect_nr, &effect_args, ret, &mem)
+        if desc.policy == Policy::Emulate {
+            let ranges = effects::written_ranges(effect.sysno as u64, &effect_args, ret, &mem)
                 .map_err(|e| Error::Unsupported { pid, what: e.0 })?;
             writes = effects::capture(&mem, &ranges);
         }
-        let output = if ret > 0 { self.output_of(pid, nr, &args, ret as u64) } else { None };
-        let file = if nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0 && ret >= 0 {
+        let output = if ret > 0 { self.output_of(pid, desc, &args, ret as u64) } else { None };
+        let file = if syscalls::maps_a_file(desc.sysno, &args) && ret >= 0 {
             self.mapped_file(pid, &args, ret as u64)?
         } else {
             None
         };
-        self.w.push(&Event::Syscall { tid: Tid(pid as u32), nr, args, ret, writes, output, file })?;
+        self.w.push(&Event::Syscall { tid: Tid(pid.0 as u32), nr, args, ret, writes, output, file })?;
         // Read against the watchdog, and to tell a stale probe (sent 10 s after it) apart.
         let now = self.stamp(false);
         let p = self.procs.get_mut(&pid).expect("known process");
-        if syscalls::changes_fds(nr) {
+        if desc.changes_fds {
             p.fd_streams.clear();
         }
         p.last_exit = Some((pc, sp, ret));
@@ -974,19 +912,17 @@ impl Recorder {
                 p.injecting = Some(info);
             }
         }
-        sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
+        ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
     }
 
     /// Bytes a write-family call sent to the recorder's own stdout/stderr.
-    fn output_of(&mut self, pid: i32, nr: u64, args: &[u64; 6], len: u64) -> Option<(Stream, Vec<u8>)> {
-        if !matches!(nr, nr::WRITE | nr::WRITEV | nr::PWRITE64 | nr::PWRITEV | nr::PWRITEV2) {
-            return None;
-        }
+    fn output_of(&mut self, pid: Pid, desc: &SyscallDesc, args: &[u64; 6], len: u64) -> Option<(Stream, Vec<u8>)> {
+        let source = desc.reads?;
         let fd = args[0];
         let (stdout_id, stderr_id) = (self.stdout_id, self.stderr_id);
         let p = self.procs.get_mut(&pid)?;
         let stream = *p.fd_streams.entry(fd).or_insert_with(|| {
-            let md = std::fs::metadata(format!("/proc/{pid}/fd/{fd}")).ok()?;
+            let md = procfs::fd_metadata(pid, fd).ok()?;
             let id = Some((md.dev(), md.ino()));
             if id == stderr_id && (fd == 2 || id != stdout_id) {
                 Some(Stream::Stderr)
@@ -997,17 +933,18 @@ impl Recorder {
             }
         });
         let stream = stream?;
-        let mem = Mem(pid);
+        let mem = pid;
         let mut data = Vec::with_capacity(len as usize);
         let mut ranges = Vec::new();
-        if matches!(nr, nr::WRITE | nr::PWRITE64) {
-            ranges.push((args[1], len));
-        } else {
-            let mut left = len;
-            for (base, l) in effects::read_iovecs(&mem, args[1], args[2]) {
-                let n = l.min(left);
-                ranges.push((base, n));
-                left -= n;
+        match source {
+            In::Buf(buf) => ranges.push((args[buf as usize], len)),
+            In::Iov(iov, count) => {
+                let mut left = len;
+                for (base, l) in effects::read_iovecs(&mem, args[iov as usize], args[count as usize]) {
+                    let n = l.min(left);
+                    ranges.push((base, n));
+                    left -= n;
+                }
             }
         }
         for (addr, n) in ranges {
@@ -1019,8 +956,8 @@ impl Recorder {
     }
 
     /// Identity (and, when it cannot be found again by path, contents) of an mmap'ed file.
-    fn mapped_file(&mut self, pid: i32, args: &[u64; 6], addr: u64) -> Result<Option<MappedFile>, Error> {
-        let path = process::fd_path(pid, args[4]).map_err(Error::ptrace(pid, "reading the mapped fd"))?;
+    fn mapped_file(&mut self, pid: Pid, args: &[u64; 6], addr: u64) -> Result<Option<MappedFile>, Error> {
+        let path = procfs::fd_path(pid, args[4]).map_err(Error::ptrace(pid, "reading the mapped fd"))?;
         let bytes = path.as_os_str().as_bytes().to_vec();
         if bytes == b"/dev/zero" {
             return Ok(None);
@@ -1040,7 +977,7 @@ impl Recorder {
         let snapshot_data = !system && args[1] <= MAX_DATA_SNAPSHOT && !is_elf(&path);
         if volatile || shared_writable || !regular || snapshot_data {
             let mut snap = vec![0u8; args[1] as usize];
-            let n = sys::read_mem(pid, addr, &mut snap).unwrap_or(0);
+            let n = mem::read(pid, addr, &mut snap).unwrap_or(0);
             snap.truncate(n);
             let blake3 = *blake3::hash(&snap).as_bytes();
             return Ok(Some(MappedFile { path: bytes, blake3, size: n as u64, snapshot: Some(snap) }));
@@ -1051,13 +988,13 @@ impl Recorder {
         Ok(Some(MappedFile { path: bytes, blake3, size, snapshot: None }))
     }
 
-    fn on_signal(&mut self, pid: i32, sig: i32) -> Result<(), Error> {
-        let Ok(info) = sys::get_siginfo(pid) else {
+    fn on_signal(&mut self, pid: Pid, sig: i32) -> Result<(), Error> {
+        let Ok(info) = ptrace::get_siginfo(pid) else {
             // Group-stop: just continue (job control is not recorded).
-            return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+            return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
         };
-        let tid = Tid(pid as u32);
-        let regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        let tid = Tid(pid.0 as u32);
+        let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         if sig == libc::SIGSTOP {
             if let Some(sent) = self.procs.get_mut(&pid).and_then(|p| p.probing.take()) {
                 return self.on_probe(pid, sent, regs.rip, regs.rsp);
@@ -1073,15 +1010,15 @@ impl Recorder {
                 let (rax, rdx, rcx) = (tsc & 0xffff_ffff, tsc >> 32, is_rdtscp.then_some(aux as u64));
                 let mut r = regs;
                 process::finish_tsc(&mut r, len, rax, rdx, rcx);
-                sys::set_regs(pid, &r).map_err(Error::ptrace(pid, "emulating rdtsc"))?;
+                ptrace::set_regs(pid, &r).map_err(Error::ptrace(pid, "emulating rdtsc"))?;
                 self.w.push(&Event::Rdtsc { tid, rax, rdx, rcx })?;
-                return sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+                return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
             }
         }
         let p = self.procs.get_mut(&pid).expect("known process");
         let deliver = if let Some(saved) = p.injecting.take().filter(|s| si_signo(s) == sig) {
             // Our re-sent signal: give it back its original siginfo.
-            sys::set_siginfo(pid, &saved).map_err(Error::ptrace(pid, "restoring siginfo"))?;
+            ptrace::set_siginfo(pid, &saved).map_err(Error::ptrace(pid, "restoring siginfo"))?;
             Some((saved, true))
         } else if is_synchronous(sig, si_code(&info)) {
             Some((info, false))
@@ -1098,14 +1035,14 @@ impl Recorder {
         match deliver {
             Some((info, asynchronous)) => {
                 self.w.push(&Event::Signal { tid, sig, asynchronous, siginfo: info.to_vec() })?;
-                sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
+                ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
             }
-            None => sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "holding back a signal")),
+            None => ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "holding back a signal")),
         }
     }
 
     /// The watchdog's SIGSTOP arrived: report where the thread spins (swallowing the signal).
-    fn on_probe(&mut self, pid: i32, sent: Instant, pc: u64, sp: u64) -> Result<(), Error> {
+    fn on_probe(&mut self, pid: Pid, sent: Instant, pc: u64, sp: u64) -> Result<(), Error> {
         let p = self.procs.get_mut(&pid).expect("known process");
         let stale = p.user_since.is_none_or(|t| t > sent);
         if !stale {
@@ -1128,7 +1065,7 @@ impl Recorder {
                 spent.as_secs()
             );
         }
-        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
     }
 }
 
@@ -1152,7 +1089,7 @@ mod tests {
         let b = BuildHasherDefault::<IdHasher>::default();
         // hashbrown takes its 7-bit tags from the top of the hash: consecutive pids must not
         // all share one.
-        let tags: HashSet<u64> = (1000..1064).map(|pid: i32| b.hash_one(pid) >> 57).collect();
+        let tags: HashSet<u64> = (1000..1064).map(|pid| b.hash_one(Pid(pid)) >> 57).collect();
         assert!(tags.len() > 32, "{} distinct tags", tags.len());
     }
 }

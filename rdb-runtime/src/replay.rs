@@ -18,12 +18,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::rc::Rc;
 
+use rdb_tracee::ptrace::{self, is_synchronous, si_code, SyscallStop, Wait};
+use rdb_tracee::{mem, procfs, this_process as sys, Pid};
+
 use crate::displace::{self, StepOver};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
-use crate::process::{self, FileHashes, Mem};
-use crate::record::{is_synchronous, si_code};
-use crate::sys::{self, SyscallStop, Wait};
-use crate::syscalls::{self, nr, Policy};
+use crate::process::{self, FileHashes};
+use crate::syscalls::{self, Mask, Policy, Sysno};
 use crate::trace::{self, event::describe_status, Event, MappedFile, Stream, Tid, TraceReader};
 use crate::Error;
 
@@ -55,7 +56,7 @@ pub struct Divergence {
     /// Index of the trace event that did not match (0-based).
     pub index: u64,
     pub tid: Tid,
-    pub pid: i32,
+    pub pid: Pid,
     pub expected: String,
     pub actual: String,
     pub pc: u64,
@@ -85,7 +86,7 @@ impl fmt::Display for Divergence {
 enum Stop {
     Entry { nr: u64, args: [u64; 6], pc: u64 },
     Exit { ret: i64 },
-    Fork { child: i32 },
+    Fork { child: Pid },
     Signal { sig: i32, tsc: Option<(usize, bool)> },
     Gone { status: i32 },
 }
@@ -115,7 +116,7 @@ struct Breakpoint {
 type Breakpoints = Rc<RefCell<BTreeMap<u64, Breakpoint>>>;
 
 struct Proc {
-    pid: i32,
+    pid: Pid,
     /// Recorded id of the thread group (process) the thread belongs to.
     group: Tid,
     /// Resumed into user code or into a re-executed syscall: while it is, no other thread of
@@ -206,9 +207,9 @@ impl Events {
 struct Replayer<'o> {
     ev: Events,
     procs: HashMap<Tid, Proc>,
-    by_pid: HashMap<i32, Tid>,
+    by_pid: HashMap<Pid, Tid>,
     parked: HashMap<Tid, Stop>,
-    early_children: HashSet<i32>,
+    early_children: HashSet<Pid>,
     hashes: FileHashes,
     file_cache: HashMap<Vec<u8>, Rc<Vec<u8>>>,
     observer: &'o mut dyn ReplayObserver,
@@ -276,11 +277,11 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
     // SAFETY: the closure only makes two async-signal-safe syscalls (see the callee).
     unsafe {
-        cmd.pre_exec(sys::child_prepare_for_trace);
+        cmd.pre_exec(ptrace::child_prepare_for_trace);
     }
     let child = cmd.spawn().map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
-    let pid = child.id() as i32;
-    match sys::wait_pid(pid).map_err(Error::ptrace(pid, "waiting for the first stop"))? {
+    let pid = Pid::of(&child);
+    match ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "waiting for the first stop"))? {
         Wait::Stopped { sig: libc::SIGTRAP, .. } => {}
         other => {
             return Err(Error::Spawn {
@@ -289,7 +290,7 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
             })
         }
     }
-    sys::set_options(pid, sys::TRACE_OPTIONS).map_err(Error::ptrace(pid, "setting options"))?;
+    ptrace::set_options(pid, ptrace::TRACE_OPTIONS).map_err(Error::ptrace(pid, "setting options"))?;
     let mut r = Replayer {
         ev,
         procs: HashMap::new(),
@@ -327,16 +328,16 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
     let tsc = sys::disable_tsc_for_this_thread().ok();
     let result = r.apply_exec(tid).and_then(|_| {
         r.notify_exec(tid)?;
-        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
         r.run()
     });
     drop(tsc);
-    let leftover: Vec<i32> = r.procs.values().map(|p| p.pid).collect();
+    let leftover: Vec<Pid> = r.procs.values().map(|p| p.pid).collect();
     for p in &leftover {
-        let _ = sys::kill(*p, libc::SIGKILL);
+        let _ = ptrace::kill(*p, libc::SIGKILL);
     }
     if !leftover.is_empty() {
-        while let Ok(Some(_)) = sys::wait_any() {}
+        while let Ok(Some(_)) = ptrace::wait_any() {}
     }
     let _ = std::io::stdout().flush();
     result?;
@@ -367,8 +368,8 @@ impl Replayer<'_> {
     }
 
     fn divergence_at(&mut self, index: u64, tid: Tid, expected: String, actual: String) -> Error {
-        let pid = self.procs.get(&tid).map_or(-1, |p| p.pid);
-        let (pc, sp) = sys::get_regs(pid).map(|r| (r.rip, r.rsp)).unwrap_or((0, 0));
+        let pid = self.procs.get(&tid).map_or(Pid(-1), |p| p.pid);
+        let (pc, sp) = ptrace::get_regs(pid).map(|r| (r.rip, r.rsp)).unwrap_or((0, 0));
         let location =
             self.procs.get(&tid).and_then(|p| p.image.as_ref()).and_then(|img| crate::location::describe(img, pc, sp));
         Error::Divergence(Box::new(Divergence { index, tid, pid, expected, actual, pc, location }))
@@ -411,7 +412,7 @@ impl Replayer<'_> {
                 let desc = self.head_desc()?;
                 return Err(self.divergence(head_tid, desc, "every process is waiting: the replay is stuck".into()));
             }
-            let Some((pid, w)) = sys::wait_any().map_err(Error::ptrace(-1, "waitpid"))? else {
+            let Some((pid, w)) = ptrace::wait_any().map_err(Error::ptrace(Pid(-1), "waitpid"))? else {
                 let desc = self.head_desc()?;
                 return Err(self.divergence(head_tid, desc, "all processes are gone".into()));
             };
@@ -444,7 +445,7 @@ impl Replayer<'_> {
     fn signal_thread(&self, tid: Tid, sig: i32) -> std::io::Result<()> {
         let p = self.proc(tid);
         let leader = self.procs.get(&p.group).map_or(p.pid, |l| l.pid);
-        sys::tgkill(leader, p.pid, sig)
+        ptrace::tgkill(leader, p.pid, sig)
     }
 
     /// Other threads share `tid`'s process.
@@ -460,12 +461,12 @@ impl Replayer<'_> {
         p.unstarted = false;
         p.user = true;
         let pid = p.pid;
-        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "starting a thread"))
+        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "starting a thread"))
     }
 
     /// Classify a stop; the thread is no longer running user code unless the stop is one
     /// handled on the spot (it is resumed where it was).
-    fn classify(&mut self, pid: i32, w: Wait) -> Result<Option<Stop>, Error> {
+    fn classify(&mut self, pid: Pid, w: Wait) -> Result<Option<Stop>, Error> {
         let tid = self.by_pid.get(&pid).copied();
         let was_user = tid.and_then(|t| self.procs.get_mut(&t)).map(|p| std::mem::replace(&mut p.user, false));
         let stop = self.classify_stop(pid, w)?;
@@ -481,7 +482,7 @@ impl Replayer<'_> {
 
     /// Turn a wait result into a stop that needs its turn, or handle it right away when it is
     /// not part of the recorded schedule (new child starting, breakpoints, stray signals).
-    fn classify_stop(&mut self, pid: i32, w: Wait) -> Result<Option<Stop>, Error> {
+    fn classify_stop(&mut self, pid: Pid, w: Wait) -> Result<Option<Stop>, Error> {
         let Some(&tid) = self.by_pid.get(&pid) else {
             if matches!(w, Wait::Stopped { .. }) {
                 self.early_children.insert(pid);
@@ -492,13 +493,13 @@ impl Replayer<'_> {
             Wait::Exited(_) | Wait::Signaled(_) => return Ok(Some(Stop::Gone { status: w.raw_exit_status() })),
             Wait::Stopped { sig, event } => (sig, event),
         };
-        let resume = |sig: i32| sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"));
+        let resume = |sig: i32| ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"));
         if self.proc(tid).killed {
             resume(0)?;
             return Ok(None);
         }
         if sig == libc::SIGTRAP | 0x80 {
-            let info = sys::syscall_info(pid).map_err(Error::ptrace(pid, "reading syscall info"))?;
+            let info = ptrace::syscall_info(pid).map_err(Error::ptrace(pid, "reading syscall info"))?;
             return Ok(match info.stop {
                 SyscallStop::Entry { nr, args } => Some(Stop::Entry { nr, args, pc: info.pc }),
                 SyscallStop::Exit { ret } => {
@@ -518,7 +519,7 @@ impl Replayer<'_> {
         if sig == libc::SIGTRAP && event != 0 {
             match event {
                 libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
-                    let child = sys::get_event_msg(pid).map_err(Error::ptrace(pid, "reading new pid"))? as i32;
+                    let child = ptrace::new_child(pid).map_err(Error::ptrace(pid, "reading new pid"))?;
                     return Ok(Some(Stop::Fork { child }));
                 }
                 libc::PTRACE_EVENT_EXEC => {
@@ -541,18 +542,18 @@ impl Replayer<'_> {
         if sig == libc::SIGTRAP {
             // Breakpoint hits first, with as few ptrace calls as possible (SIGTRAP is never
             // a group-stop, so no siginfo is needed to tell).
-            let regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
             let addr = regs.rip.wrapping_sub(1);
             if self.proc(tid).breakpoints.borrow().contains_key(&addr) {
                 return self.hit_breakpoint(tid, addr, regs);
             }
         }
-        let Ok(info) = sys::get_siginfo(pid) else {
+        let Ok(info) = ptrace::get_siginfo(pid) else {
             resume(0)?; // group-stop
             return Ok(None);
         };
         let synchronous = is_synchronous(sig, si_code(&info));
-        let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         if sig == libc::SIGSEGV {
             if let Some(tsc) = process::tsc_instruction(pid, regs.rip) {
                 return Ok(Some(Stop::Signal { sig, tsc: Some(tsc) }));
@@ -566,7 +567,7 @@ impl Replayer<'_> {
             });
             if let Some(addr) = displaced {
                 regs.rip = addr;
-                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "moving a fault back to its instruction"))?;
+                ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "moving a fault back to its instruction"))?;
             }
         }
         if self.proc(tid).injecting == Some(sig) || synchronous {
@@ -596,6 +597,8 @@ impl Replayer<'_> {
             format!("{}({})", syscalls::name(nr), a.join(", "))
         };
         let (index, head) = self.ev.next_of_indexed(tid)?.map(|(i, e)| (i, e.clone())).expect("checked by run");
+        let policy = syscalls::policy(nr);
+        let call = Sysno::new(nr as usize);
         let mode = match &head {
             Event::Syscall { nr: rnr, args: rargs, ret, file, .. } => {
                 let n = syscalls::nargs(nr);
@@ -608,7 +611,7 @@ impl Replayer<'_> {
                     ));
                 }
                 let interrupted = matches!(*ret, -4 | -512 | -513 | -514);
-                match syscalls::policy(nr) {
+                match policy {
                     Policy::Emulate if interrupted && mask_argument(pid, nr, &args).is_some() => {
                         // Interrupted while a temporary signal mask was in force: run
                         // rt_sigsuspend with that mask and the recorded signal pending, so
@@ -616,11 +619,13 @@ impl Replayer<'_> {
                         match (self.ev.nth_of(tid, 1)?, mask_argument(pid, nr, &args)) {
                             (Some(Event::Signal { sig, asynchronous: true, .. }), Some((mask, size))) => {
                                 let sig = *sig;
-                                let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
-                                regs.orig_rax = nr::RT_SIGSUSPEND;
+                                let mut regs =
+                                    ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                                regs.orig_rax = Sysno::rt_sigsuspend as u64;
                                 regs.rdi = mask;
                                 regs.rsi = size;
-                                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting to rt_sigsuspend"))?;
+                                ptrace::set_regs(pid, &regs)
+                                    .map_err(Error::ptrace(pid, "rewriting to rt_sigsuspend"))?;
                                 self.signal_thread(tid, sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
                                 Mode::Suspended
                             }
@@ -628,13 +633,13 @@ impl Replayer<'_> {
                         }
                     }
                     Policy::Emulate | Policy::Unsupported => Mode::Emulated,
-                    Policy::ReExecute if nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0 => {
+                    Policy::AddressSpace if call.is_some_and(|c| syscalls::maps_a_file(c, &args)) => {
                         if *ret < 0 {
                             Mode::Emulated
                         } else {
                             // Map anonymous memory at the recorded address; the contents come
                             // from the (verified) file or the trace at exit.
-                            let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                            let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
                             let kind = args[3] & 0x3; // MAP_SHARED / MAP_PRIVATE
                             let keep = args[3] & (libc::MAP_NORESERVE | libc::MAP_GROWSDOWN | libc::MAP_STACK) as u64;
                             regs.rdi = *ret as u64;
@@ -643,16 +648,16 @@ impl Replayer<'_> {
                                 | (libc::MAP_ANONYMOUS | libc::MAP_FIXED) as u64;
                             regs.r8 = u64::MAX;
                             regs.r9 = 0;
-                            sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting mmap"))?;
+                            ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting mmap"))?;
                             match file {
                                 Some(f) => Mode::MappedFile(f.clone()),
                                 None => Mode::ReExecuted,
                             }
                         }
                     }
-                    Policy::ReExecute if matches!(nr, nr::EXECVE | nr::EXECVEAT) => Mode::Emulated, // failed exec
-                    Policy::ReExecute if matches!(nr, nr::EXIT | nr::EXIT_GROUP) => Mode::Leaving,
-                    Policy::ReExecute if nr == nr::RT_SIGSUSPEND => match self.ev.nth_of(tid, 1)? {
+                    Policy::Exec => Mode::Emulated, // failed exec
+                    Policy::Exit => Mode::Leaving,
+                    Policy::Suspend => match self.ev.nth_of(tid, 1)? {
                         Some(Event::Signal { sig, asynchronous: true, .. }) => {
                             let sig = *sig;
                             self.signal_thread(tid, sig).map_err(Error::ptrace(pid, "waking rt_sigsuspend"))?;
@@ -660,41 +665,42 @@ impl Replayer<'_> {
                         }
                         _ => Mode::Emulated,
                     },
-                    Policy::ReExecute => Mode::ReExecuted,
+                    Policy::ReExecute | Policy::AddressSpace | Policy::NewProcess => Mode::ReExecuted,
                 }
             }
-            Event::Exec { exe, .. } if matches!(nr, nr::EXECVE | nr::EXECVEAT) => {
+            Event::Exec { exe, .. } if policy == Policy::Exec => {
                 // Run the recorded executable by its absolute path (the program may have named
                 // it relative to a cwd this replay does not share). The path goes below the
                 // stack pointer: the old image is about to be replaced anyway.
-                let name_arg = if nr == nr::EXECVE { args[0] } else { args[1] };
-                let given = process::read_cstring(pid, name_arg).unwrap_or_default();
+                let is_execve = call == Some(Sysno::execve);
+                let name_arg = args[call.map_or(0, syscalls::exec_path_arg)];
+                let given = mem::read_cstring(pid, name_arg).unwrap_or_default();
                 if given != *exe {
                     // Just below the red zone: mapped even on the small stacks posix_spawn
                     // gives its CLONE_VM child, and unused by anyone (the image goes away).
-                    let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                    let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
                     let mut path = exe.clone();
                     path.push(0);
                     let scratch = regs.rsp.wrapping_sub(256 + path.len() as u64) & !0xf;
-                    sys::write_mem(pid, scratch, &path).map_err(Error::ptrace(pid, "writing the exec path"))?;
-                    if nr == nr::EXECVE {
+                    mem::write(pid, scratch, &path).map_err(Error::ptrace(pid, "writing the exec path"))?;
+                    if is_execve {
                         regs.rdi = scratch;
                     } else {
                         regs.rdi = libc::AT_FDCWD as u64;
                         regs.rsi = scratch;
                         regs.r8 &= !(libc::AT_EMPTY_PATH as u64);
                     }
-                    sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting execve"))?;
+                    ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting execve"))?;
                 }
                 Mode::Exec
             }
-            Event::NewProcess { .. } if matches!(nr, nr::CLONE | nr::CLONE3 | nr::FORK | nr::VFORK) => Mode::ReExecuted,
-            Event::Exit { .. } if matches!(nr, nr::EXIT | nr::EXIT_GROUP) => Mode::Leaving,
+            Event::NewProcess { .. } if policy == Policy::NewProcess => Mode::ReExecuted,
+            Event::Exit { .. } if policy == Policy::Exit => Mode::Leaving,
             Event::Exit { status, .. } if *status & 0x7f == libc::SIGKILL => {
                 // Killed from outside while recording, before this syscall ran.
                 let p = self.procs.get_mut(&tid).expect("known");
                 p.killed = true;
-                sys::kill(pid, libc::SIGKILL).map_err(Error::ptrace(pid, "killing"))?;
+                ptrace::kill(pid, libc::SIGKILL).map_err(Error::ptrace(pid, "killing"))?;
                 return Ok(());
             }
             Event::Exit { .. } if self.has_siblings(tid) => {
@@ -708,9 +714,10 @@ impl Replayer<'_> {
             }
         };
         if matches!(mode, Mode::Emulated) {
-            sys::poke_user(pid, sys::ORIG_RAX_OFFSET, u64::MAX).map_err(Error::ptrace(pid, "skipping a syscall"))?;
+            ptrace::poke_user(pid, ptrace::ORIG_RAX_OFFSET, u64::MAX)
+                .map_err(Error::ptrace(pid, "skipping a syscall"))?;
         }
-        let leaving_thread = matches!(mode, Mode::Leaving) && nr == nr::EXIT && self.proc(tid).group != tid;
+        let leaving_thread = matches!(mode, Mode::Leaving) && call == Some(Sysno::exit) && self.proc(tid).group != tid;
         // A re-executed call changes state other threads see (the address space above all):
         // while it runs, no other thread of the group may run, as while recording, where the
         // thread kept its turn through it.
@@ -718,13 +725,13 @@ impl Replayer<'_> {
         let p = self.procs.get_mut(&tid).expect("known");
         p.entry = Some((nr, args, mode));
         p.user = running;
-        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
         if leaving_thread {
             // Wait until the thread is really gone: the kernel clears its CLONE_CHILD_CLEARTID
             // word on the way out, and a joining thread may be scheduled next.
             loop {
-                match sys::wait_pid(pid).map_err(Error::ptrace(pid, "waiting for a thread to exit"))? {
-                    Wait::Stopped { .. } => sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?,
+                match ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "waiting for a thread to exit"))? {
+                    Wait::Stopped { .. } => ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?,
                     w => {
                         self.parked.insert(tid, Stop::Gone { status: w.raw_exit_status() });
                         break;
@@ -757,7 +764,7 @@ impl Replayer<'_> {
         match &mode {
             Mode::Emulated | Mode::Suspended => {
                 for w in writes {
-                    sys::write_mem(pid, w.addr, &w.bytes).map_err(Error::ptrace(pid, "writing syscall results"))?;
+                    mem::write(pid, w.addr, &w.bytes).map_err(Error::ptrace(pid, "writing syscall results"))?;
                 }
             }
             Mode::MappedFile(f) => {
@@ -767,7 +774,7 @@ impl Replayer<'_> {
                 self.fill_mapping(tid, f, ret as u64, args[1], args[5])?;
             }
             Mode::ReExecuted => {
-                let must_match = matches!(nr, nr::MMAP | nr::MUNMAP | nr::MPROTECT | nr::BRK | nr::MREMAP);
+                let must_match = syscalls::policy(nr) == Policy::AddressSpace;
                 if must_match && real_ret != ret {
                     return Err(self.divergence(
                         tid,
@@ -788,11 +795,11 @@ impl Replayer<'_> {
         }
         // The program sees the recorded result (pids, fds, ...). `orig_rax` is restored so a
         // signal delivered now restarts the call as the kernel would have.
-        let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         regs.rax = ret as u64;
         regs.orig_rax = nr;
         if matches!(mode, Mode::MappedFile(_) | Mode::Suspended)
-            || (nr == nr::MMAP && args[3] & libc::MAP_ANONYMOUS as u64 == 0)
+            || Sysno::new(nr as usize).is_some_and(|c| syscalls::maps_a_file(c, &args))
         {
             // The argument registers were rewritten at entry; the program keeps its own.
             (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) =
@@ -808,10 +815,10 @@ impl Replayer<'_> {
         if matches!(ret, ERESTARTSYS | ERESTARTNOINTR | ERESTARTNOHAND | ERESTART_RESTARTBLOCK)
             && !matches!(self.ev.nth_of(tid, 1)?, Some(Event::Signal { asynchronous: true, .. }))
         {
-            regs.rax = if ret == ERESTART_RESTARTBLOCK { nr::RESTART_SYSCALL } else { nr };
+            regs.rax = if ret == ERESTART_RESTARTBLOCK { Sysno::restart_syscall as u64 } else { nr };
             regs.rip -= 2;
         }
-        sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the result"))?;
+        ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the result"))?;
         self.ev.pop()?;
         if matches!(mode, Mode::Exec) {
             self.notify_exec(tid)?;
@@ -826,7 +833,7 @@ impl Replayer<'_> {
         // A suspended process already has its signal pending.
         let sig = if matches!(mode, Mode::Suspended) { 0 } else { sig };
         self.procs.get_mut(&tid).expect("known").user = true;
-        sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
+        ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
     }
 
     /// Contents of a replayed file mapping: the recorded snapshot, or the file itself after
@@ -836,7 +843,7 @@ impl Replayer<'_> {
         let data: Rc<Vec<u8>> = match &f.snapshot {
             Some(s) => {
                 let n = s.len().min(len as usize);
-                return sys::write_mem(pid, addr, &s[..n]).map_err(Error::ptrace(pid, "filling a mapping"));
+                return mem::write(pid, addr, &s[..n]).map_err(Error::ptrace(pid, "filling a mapping"));
             }
             None => match self.file_cache.get(&f.path) {
                 Some(d) => d.clone(),
@@ -851,7 +858,7 @@ impl Replayer<'_> {
         };
         let start = (offset as usize).min(data.len());
         let end = start.saturating_add(len as usize).min(data.len());
-        sys::write_mem(pid, addr, &data[start..end]).map_err(Error::ptrace(pid, "filling a mapping"))
+        mem::write(pid, addr, &data[start..end]).map_err(Error::ptrace(pid, "filling a mapping"))
     }
 
     /// Set up a freshly exec'ed image exactly as recorded: initial stack (argv, envp, auxv,
@@ -867,12 +874,12 @@ impl Replayer<'_> {
         check_file(&mut self.hashes, &path, &blake3)?;
         let exe = PathBuf::from(OsStr::from_bytes(&image));
         check_file(&mut self.hashes, &exe, &image_blake3)?;
-        let now = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+        let now = procfs::exe(pid).unwrap_or_default();
         if now != exe {
             return Err(self.divergence(tid, format!("exec {}", exe.display()), format!("exec {}", now.display())));
         }
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
-        let top = process::stack_top(pid).map_err(Error::ptrace(pid, "finding the stack"))?;
+        let top = procfs::stack_top(pid).map_err(Error::ptrace(pid, "finding the stack"))?;
         let end = sp.checked_add(stack.len() as u64).unwrap_or(0);
         if end != top {
             return Err(self.divergence(
@@ -881,10 +888,10 @@ impl Replayer<'_> {
                 format!("stack ending at {top:#x}"),
             ));
         }
-        sys::write_mem(pid, sp, &stack).map_err(Error::ptrace(pid, "writing the initial stack"))?;
-        let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        mem::write(pid, sp, &stack).map_err(Error::ptrace(pid, "writing the initial stack"))?;
+        let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         regs.rsp = sp;
-        sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the stack pointer"))?;
+        ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the stack pointer"))?;
         let image = ProcessImage { tid, pid, load_bias: process::load_bias(&exe, &stack), exe };
         self.procs.get_mut(&tid).expect("known").image = Some(image);
         self.ev.pop()?;
@@ -911,7 +918,7 @@ impl Replayer<'_> {
         };
         for addr in bps {
             let mut code = [0u8; 16];
-            let n = sys::read_mem(pid, addr, &mut code).map_err(Error::ptrace(pid, "reading breakpoint address"))?;
+            let n = mem::read(pid, addr, &mut code).map_err(Error::ptrace(pid, "reading breakpoint address"))?;
             if n == 0 {
                 return Err(Error::Observer(format!(
                     "breakpoint address {addr:#x} is not mapped in {}",
@@ -935,11 +942,11 @@ impl Replayer<'_> {
                 prepared.over = StepOver::Step;
             }
             if let StepOver::Displaced(at) = prepared.over {
-                sys::write_mem(pid, at, &prepared.slot_code)
+                mem::write(pid, at, &prepared.slot_code)
                     .map_err(Error::ptrace(pid, "writing a displaced instruction"))?;
                 slots.take(prepared.slot_code.len() as u64);
             }
-            sys::write_mem(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "planting a breakpoint"))?;
+            mem::write(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "planting a breakpoint"))?;
             table.borrow_mut().insert(addr, Breakpoint { orig: code[0], over: prepared.over });
         }
         Ok(())
@@ -947,35 +954,35 @@ impl Replayer<'_> {
 
     /// A breakpoint stop: run the observer, then carry on past the instruction. Returns a
     /// stop for the main loop when stepping the instruction raised a signal.
-    fn hit_breakpoint(&mut self, tid: Tid, addr: u64, mut regs: sys::Regs) -> Result<Option<Stop>, Error> {
+    fn hit_breakpoint(&mut self, tid: Tid, addr: u64, mut regs: ptrace::Regs) -> Result<Option<Stop>, Error> {
         let pid = self.proc(tid).pid;
         regs.rip = addr;
         self.hits += 1;
         let image =
             self.proc(tid).image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
-        let stop = BreakpointStop { tid, pid, addr, regs, image: &image, mem: Mem(pid) };
+        let stop = BreakpointStop { tid, pid, addr, regs, image: &image };
         self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
         let bp = self.proc(tid).breakpoints.borrow()[&addr].clone();
         match bp.over {
             StepOver::Displaced(slot) => {
                 // The instruction's copy ends with a jump back: no second stop.
                 regs.rip = slot;
-                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "resuming at a displaced instruction"))?;
-                sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+                ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "resuming at a displaced instruction"))?;
+                ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
                 return Ok(None);
             }
             StepOver::Call(instr) => {
                 let read = |at: u64| {
                     let mut b = [0u8; 8];
-                    matches!(sys::read_mem(pid, at, &mut b), Ok(8)).then(|| u64::from_le_bytes(b))
+                    matches!(mem::read(pid, at, &mut b), Ok(8)).then(|| u64::from_le_bytes(b))
                 };
                 if let Some((ret, target)) = displace::emulate_call(&instr, &regs, read) {
                     let sp = regs.rsp.wrapping_sub(8);
-                    if sys::write_mem(pid, sp, &ret.to_le_bytes()).is_ok() {
+                    if mem::write(pid, sp, &ret.to_le_bytes()).is_ok() {
                         regs.rsp = sp;
                         regs.rip = target;
-                        sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating a call"))?;
-                        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+                        ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating a call"))?;
+                        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
                         return Ok(None);
                     }
                 }
@@ -985,17 +992,17 @@ impl Replayer<'_> {
         }
         // Step over the original instruction, then put the breakpoint back.
         self.steps += 1;
-        sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
-        sys::write_mem(pid, addr, &[bp.orig]).map_err(Error::ptrace(pid, "lifting a breakpoint"))?;
+        ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
+        mem::write(pid, addr, &[bp.orig]).map_err(Error::ptrace(pid, "lifting a breakpoint"))?;
         loop {
-            sys::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping over a breakpoint"))?;
-            match sys::wait_pid(pid).map_err(Error::ptrace(pid, "stepping over a breakpoint"))? {
+            ptrace::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping over a breakpoint"))?;
+            match ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "stepping over a breakpoint"))? {
                 Wait::Stopped { sig: libc::SIGTRAP, .. } => break,
                 Wait::Stopped { sig, .. } => {
-                    if sys::get_siginfo(pid).is_ok_and(|info| is_synchronous(sig, si_code(&info))) {
+                    if ptrace::get_siginfo(pid).is_ok_and(|info| is_synchronous(sig, si_code(&info))) {
                         // The instruction faulted (and had no effect): the breakpoint goes
                         // back, and the signal takes its recorded course.
-                        sys::write_mem(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
+                        mem::write(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
                         return Ok(Some(Stop::Signal { sig, tsc: None }));
                     }
                     // A stray signal of the replay world: drop it.
@@ -1003,12 +1010,12 @@ impl Replayer<'_> {
                 w => return self.on_gone(tid, w.raw_exit_status()).map(|()| None),
             }
         }
-        sys::write_mem(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
-        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+        mem::write(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
+        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
         Ok(None)
     }
 
-    fn on_fork(&mut self, tid: Tid, child_pid: i32) -> Result<(), Error> {
+    fn on_fork(&mut self, tid: Tid, child_pid: Pid) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
         let ev = self.ev.head()?.cloned().expect("head checked");
         let Event::NewProcess { child, flags, .. } = ev else {
@@ -1049,7 +1056,7 @@ impl Replayer<'_> {
             // The thread waits at its first stop for its `ThreadStart` event. The kernel wrote
             // its real id where the program asked; the program must see the recorded one.
             if !started {
-                match sys::wait_pid(child_pid).map_err(Error::ptrace(child_pid, "waiting for a new thread"))? {
+                match ptrace::wait_pid(child_pid).map_err(Error::ptrace(child_pid, "waiting for a new thread"))? {
                     Wait::Stopped { .. } => {}
                     w => {
                         return Err(self.divergence(child, "a new thread".into(), describe_status(w.raw_exit_status())))
@@ -1060,17 +1067,17 @@ impl Replayer<'_> {
                 self.write_tid_words(pid, child, flags, nr, &args)?;
             }
         } else if started {
-            sys::resume_syscall(child_pid, 0).map_err(Error::ptrace(child_pid, "starting child"))?;
+            ptrace::resume_syscall(child_pid, 0).map_err(Error::ptrace(child_pid, "starting child"))?;
         }
-        sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
     }
 
     /// Put the recorded thread id where `CLONE_PARENT_SETTID` / `CLONE_CHILD_SETTID` made the
     /// kernel store the real one.
-    fn write_tid_words(&mut self, pid: i32, child: Tid, flags: u64, nr: u64, args: &[u64; 6]) -> Result<(), Error> {
-        let (ctid, ptid) = if nr == nr::CLONE3 {
+    fn write_tid_words(&mut self, pid: Pid, child: Tid, flags: u64, nr: u64, args: &[u64; 6]) -> Result<(), Error> {
+        let (ctid, ptid) = if nr == Sysno::clone3 as u64 {
             let mut b = [0u8; 32];
-            sys::read_mem(pid, args[0], &mut b).map_err(Error::ptrace(pid, "reading clone3 args"))?;
+            mem::read(pid, args[0], &mut b).map_err(Error::ptrace(pid, "reading clone3 args"))?;
             let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
             (word(16), word(24))
         } else {
@@ -1078,10 +1085,10 @@ impl Replayer<'_> {
         };
         let id = child.0.to_le_bytes();
         if flags & libc::CLONE_PARENT_SETTID as u64 != 0 && ptid != 0 {
-            sys::write_mem(pid, ptid, &id).map_err(Error::ptrace(pid, "writing the thread id"))?;
+            mem::write(pid, ptid, &id).map_err(Error::ptrace(pid, "writing the thread id"))?;
         }
         if flags & libc::CLONE_CHILD_SETTID as u64 != 0 && ctid != 0 {
-            sys::write_mem(pid, ctid, &id).map_err(Error::ptrace(pid, "writing the thread id"))?;
+            mem::write(pid, ctid, &id).map_err(Error::ptrace(pid, "writing the thread id"))?;
         }
         Ok(())
     }
@@ -1091,17 +1098,17 @@ impl Replayer<'_> {
         let ev = self.ev.head()?.cloned().expect("head checked");
         match (&ev, tsc) {
             (Event::Rdtsc { rax, rdx, rcx, .. }, Some((len, _))) => {
-                let mut regs = sys::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
                 process::finish_tsc(&mut regs, len, *rax, *rdx, *rcx);
-                sys::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating rdtsc"))?;
+                ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating rdtsc"))?;
                 self.ev.pop()?;
                 self.procs.get_mut(&tid).expect("known").user = true;
-                sys::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+                ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
             }
             (Event::Signal { sig: rsig, siginfo, .. }, _) if *rsig == sig => {
                 if self.proc(tid).injecting == Some(sig) {
-                    if let Ok(info) = <[u8; sys::SIGINFO_SIZE]>::try_from(siginfo.as_slice()) {
-                        sys::set_siginfo(pid, &info).map_err(Error::ptrace(pid, "setting siginfo"))?;
+                    if let Ok(info) = <ptrace::SigInfo>::try_from(siginfo.as_slice()) {
+                        ptrace::set_siginfo(pid, &info).map_err(Error::ptrace(pid, "setting siginfo"))?;
                     }
                     self.procs.get_mut(&tid).expect("known").injecting = None;
                 }
@@ -1115,7 +1122,7 @@ impl Replayer<'_> {
                     self.signal_thread(tid, next).map_err(Error::ptrace(pid, "queueing a signal"))?;
                     self.procs.get_mut(&tid).expect("known").injecting = Some(next);
                 }
-                sys::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
+                ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
             }
             _ => {
                 let actual = if tsc.is_some() {
@@ -1145,24 +1152,22 @@ impl Replayer<'_> {
     }
 }
 
-/// The temporary signal mask (pointer, size) a syscall installs while it waits, if any:
-/// `ppoll`, `pselect6`, `epoll_pwait(2)`.
-fn mask_argument(pid: i32, nr: u64, args: &[u64; 6]) -> Option<(u64, u64)> {
-    let (ptr, size) = match nr {
-        271 => (args[3], args[4]),
-        281 | 441 => (args[4], args[5]),
-        270 => {
-            // The sixth argument points to { const sigset_t *ss; size_t ss_len; }.
-            if args[5] == 0 {
+/// The temporary signal mask (pointer, size) a syscall installs while it waits, if any (the
+/// table's [`Mask`]: `ppoll`, `pselect6`, `epoll_pwait(2)`).
+fn mask_argument(pid: Pid, nr: u64, args: &[u64; 6]) -> Option<(u64, u64)> {
+    let (ptr, size) = match syscalls::lookup(nr)?.mask? {
+        Mask::Args(ptr, size) => (args[ptr as usize], args[size as usize]),
+        Mask::Pselect6(arg) => {
+            // The argument points to { const sigset_t *ss; size_t ss_len; }.
+            if args[arg as usize] == 0 {
                 return None;
             }
             let mut b = [0u8; 16];
-            if sys::read_mem(pid, args[5], &mut b).ok()? != 16 {
+            if mem::read(pid, args[arg as usize], &mut b).ok()? != 16 {
                 return None;
             }
             (u64::from_le_bytes(b[..8].try_into().ok()?), u64::from_le_bytes(b[8..].try_into().ok()?))
         }
-        _ => return None,
     };
     (ptr != 0).then_some((ptr, size))
 }

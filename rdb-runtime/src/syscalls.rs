@@ -1,26 +1,60 @@
-//! The syscall table: one entry per x86-64 syscall number, as data.
+//! The syscall table: one entry per x86-64 syscall rdb supports, as data, keyed by
+//! [`Sysno`] (the `syscalls` crate's names and numbers; the table holds no numbers of its own).
 //!
-//! Each entry says how the recorder and replayer treat the call ([`Policy`]) and which memory
-//! the kernel writes for it ([`Out`]). Regular calls are recorded and replayed generically from
-//! this table; irregular ones (`ioctl`, `fcntl`, `prctl`, `select`, `mmap`, `clone`, ...) are
-//! marked [`Out::Special`] and handled by hand in [`crate::effects`]. A number missing from the
-//! table is unsupported: recording fails, naming the call.
+//! Each entry says everything the recorder and replayer need to know about the call:
+//! - how it is replayed ([`Policy`]): emulated from the trace, or re-executed (and then which
+//!   kind: address-space calls whose result must match, new processes, exec, exit, a
+//!   signal-mask wait);
+//! - the memory the kernel writes for it ([`Out`], per argument), with irregular calls
+//!   (`ioctl`, `fcntl`, `prctl`, `select`, `mincore`) described by named functions beside the
+//!   table ([`Out::Special`]);
+//! - whether it may wait for another thread or the outside world, so the thread gives its
+//!   turn up at entry ([`Blocks`]);
+//! - whether it changes the file-descriptor table, whether it still writes memory when a
+//!   signal interrupts it, the temporary signal mask it waits under ([`Mask`]), and the
+//!   buffer it writes to a file ([`In`], for the recorder's output capture).
+//!
+//! [`crate::effects`] turns the memory descriptions into address ranges. A call missing from
+//! the table is unsupported: recording fails, naming the call.
 
-/// What record and replay do with a syscall.
+pub use ::syscalls::Sysno;
+
+/// How record and replay treat a syscall.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
     /// Executed while recording; on replay it is skipped and its recorded result and memory
     /// effects are injected.
     Emulate,
-    /// Builds kernel state the replayed process needs (address space, processes, signal
-    /// dispositions): executed again on replay with the same arguments, result checked.
+    /// Builds kernel state the replayed process needs (signal dispositions, thread setup):
+    /// executed again on replay with the same arguments.
     ReExecute,
+    /// Changes the address space (mmap family, brk): re-executed, and its result must be the
+    /// recorded one (else the replay diverged). File mappings become anonymous memory filled
+    /// from the file or the trace.
+    AddressSpace,
+    /// Creates a process or thread (clone, fork, vfork, clone3): re-executed; a `NewProcess`
+    /// event follows.
+    NewProcess,
+    /// Replaces the process image (execve, execveat): re-executed with the recorded path.
+    Exec,
+    /// Ends a thread or the process (exit, exit_group).
+    Exit,
+    /// Waits for a signal under a temporary mask (rt_sigsuspend): re-executed with the
+    /// recorded waking signal already pending.
+    Suspend,
     /// Not supported yet: recording stops with an error naming the call.
     Unsupported,
 }
 
+impl Policy {
+    /// The call runs again at replay (anything but emulated or unsupported).
+    pub fn re_executed(self) -> bool {
+        !matches!(self, Policy::Emulate | Policy::Unsupported)
+    }
+}
+
 /// Memory the kernel writes for a syscall, in terms of its arguments (by index) and result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Out {
     /// A fixed number of bytes at the pointer in argument `.0` (nothing when null).
     Fixed(u8, usize),
@@ -37,30 +71,103 @@ pub enum Out {
     Iov(u8, u8),
     /// A `struct msghdr` at `.0` (recvmsg): name, iovecs, control data and the header itself.
     MsgHdr(u8),
-    /// Irregular: handled by name in [`crate::effects`].
-    Special,
+    /// Irregular: the named function gives the ranges from the arguments.
+    Special(Special),
+}
+
+/// The ranges (address, length) an irregular call writes, from its arguments.
+pub type Special = fn(&[u64; 6]) -> Result<Vec<(u64, u64)>, UnknownEffect>;
+
+/// A syscall whose memory effects rdb cannot describe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownEffect(pub String);
+
+/// Whether a call may wait for another thread or the outside world: then the thread gives its
+/// turn up at entry and the call runs in the kernel while another thread runs user code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocks {
+    Never,
+    Always,
+    /// `futex`: the waiting operations only ([`futex_waits`]).
+    FutexWait,
+}
+
+/// Where a call finds the temporary signal mask it waits under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mask {
+    /// A `sigset_t` pointer in argument `.0` and its size in argument `.1`.
+    Args(u8, u8),
+    /// `pselect6`: argument `.0` points to `{ const sigset_t *ss; size_t ss_len; }`.
+    Pselect6(u8),
+}
+
+/// The buffer a call writes to a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum In {
+    /// A buffer at argument `.0` (its length is the result).
+    Buf(u8),
+    /// An iovec array at argument `.0` with argument `.1` entries.
+    Iov(u8, u8),
 }
 
 /// One syscall table entry.
 #[derive(Debug, Clone, Copy)]
 pub struct SyscallDesc {
-    pub nr: u64,
-    pub name: &'static str,
+    pub sysno: Sysno,
     /// How many argument registers the call uses (compared during replay).
     pub nargs: u8,
     pub policy: Policy,
     pub writes: &'static [Out],
+    pub blocks: Blocks,
+    /// Afterwards the file-descriptor table may name different files.
+    pub changes_fds: bool,
+    /// Still writes its memory when a signal interrupts it (`EINTR` or a restart code): sleeps
+    /// the time left, poll/ppoll every `revents`, select/pselect6/ppoll the timeout left.
+    pub writes_when_interrupted: bool,
+    pub mask: Option<Mask>,
+    pub reads: Option<In>,
 }
+
+impl SyscallDesc {
+    pub fn name(&self) -> &'static str {
+        self.sysno.name()
+    }
+
+    /// Whether the call with these arguments may block (see [`Blocks`]).
+    pub fn gives_turn_up(&self, args: &[u64; 6]) -> bool {
+        match self.blocks {
+            Blocks::Never => false,
+            Blocks::Always => true,
+            Blocks::FutexWait => futex_waits(args),
+        }
+    }
+}
+
+/// The attributes an entry has unless it says otherwise.
+const PLAIN: SyscallDesc = SyscallDesc {
+    sysno: Sysno::read,
+    nargs: 0,
+    policy: Policy::Emulate,
+    writes: &[],
+    blocks: Blocks::Never,
+    changes_fds: false,
+    writes_when_interrupted: false,
+    mask: None,
+    reads: None,
+};
 
 use Out::*;
 use Policy::*;
 
 macro_rules! table {
-    ($( $nr:literal $name:ident $nargs:literal $pol:ident [$($w:expr),*] ;)*) => {
+    ($( $name:ident $nargs:literal $pol:ident [$($w:expr),*] $({ $($field:ident: $val:expr),* })? ;)*) => {
         /// The table, sorted by number.
         pub static TABLE: &[SyscallDesc] = &[
-            $( SyscallDesc { nr: $nr, name: stringify!($name), nargs: $nargs, policy: $pol,
-                             writes: &[$($w),*] }, )*
+            $( SyscallDesc {
+                sysno: Sysno::$name, nargs: $nargs, policy: $pol, writes: &[$($w),*],
+                $($($field: $val,)*)?
+                ..PLAIN
+            }, )*
         ];
     };
 }
@@ -79,295 +186,337 @@ const EPOLL_EVENT: usize = 12;
 const POLLFD: usize = 8;
 
 table! {
-    0 read 3 Emulate [Ret(1)];
-    1 write 3 Emulate [];
-    2 open 3 Emulate [];
-    3 close 1 Emulate [];
-    4 stat 2 Emulate [Fixed(1, STAT)];
-    5 fstat 2 Emulate [Fixed(1, STAT)];
-    6 lstat 2 Emulate [Fixed(1, STAT)];
-    7 poll 3 Emulate [ArgCount(0, 1, POLLFD)];
-    8 lseek 3 Emulate [];
-    9 mmap 6 ReExecute [Special];
-    10 mprotect 3 ReExecute [];
-    11 munmap 2 ReExecute [];
-    12 brk 1 ReExecute [];
-    13 rt_sigaction 4 ReExecute [];
-    14 rt_sigprocmask 4 ReExecute [];
-    15 rt_sigreturn 0 ReExecute [];
-    16 ioctl 3 Emulate [Special];
-    17 pread64 4 Emulate [Ret(1)];
-    18 pwrite64 4 Emulate [];
-    19 readv 3 Emulate [Iov(1, 2)];
-    20 writev 3 Emulate [];
-    21 access 2 Emulate [];
-    22 pipe 1 Emulate [Fixed(0, 8)];
-    23 select 5 Emulate [Special];
-    24 sched_yield 0 Emulate [];
-    25 mremap 5 ReExecute [];
-    26 msync 3 Emulate [];
-    27 mincore 3 Emulate [Special];
-    28 madvise 3 ReExecute [];
-    32 dup 1 Emulate [];
-    33 dup2 2 Emulate [];
-    34 pause 0 Emulate [];
-    35 nanosleep 2 Emulate [Fixed(1, TIMESPEC)];
-    36 getitimer 2 Emulate [Fixed(1, ITIMERVAL)];
-    37 alarm 1 Emulate [];
-    38 setitimer 3 Emulate [Fixed(2, ITIMERVAL)];
-    39 getpid 0 Emulate [];
-    40 sendfile 4 Emulate [Fixed(2, 8)];
-    41 socket 3 Emulate [];
-    42 connect 3 Emulate [];
-    43 accept 3 Emulate [LenPtr(1, 2)];
-    44 sendto 6 Emulate [];
-    45 recvfrom 6 Emulate [Ret(1), LenPtr(4, 5)];
-    46 sendmsg 3 Emulate [];
-    47 recvmsg 3 Emulate [MsgHdr(1)];
-    48 shutdown 2 Emulate [];
-    49 bind 3 Emulate [];
-    50 listen 2 Emulate [];
-    51 getsockname 3 Emulate [LenPtr(1, 2)];
-    52 getpeername 3 Emulate [LenPtr(1, 2)];
-    53 socketpair 4 Emulate [Fixed(3, 8)];
-    54 setsockopt 5 Emulate [];
-    55 getsockopt 5 Emulate [LenPtr(3, 4)];
-    56 clone 5 ReExecute [Special];
-    57 fork 0 ReExecute [];
-    58 vfork 0 ReExecute [];
-    59 execve 3 ReExecute [];
-    60 exit 1 ReExecute [];
-    61 wait4 4 Emulate [Fixed(1, 4), Fixed(3, RUSAGE)];
-    62 kill 2 Emulate [];
-    63 uname 1 Emulate [Fixed(0, 390)];
-    72 fcntl 3 Emulate [Special];
-    73 flock 2 Emulate [];
-    74 fsync 1 Emulate [];
-    75 fdatasync 1 Emulate [];
-    76 truncate 2 Emulate [];
-    77 ftruncate 2 Emulate [];
-    78 getdents 3 Emulate [Ret(1)];
-    79 getcwd 2 Emulate [Ret(0)];
-    80 chdir 1 Emulate [];
-    81 fchdir 1 Emulate [];
-    82 rename 2 Emulate [];
-    83 mkdir 2 Emulate [];
-    84 rmdir 1 Emulate [];
-    85 creat 2 Emulate [];
-    86 link 2 Emulate [];
-    87 unlink 1 Emulate [];
-    88 symlink 2 Emulate [];
-    89 readlink 3 Emulate [Ret(1)];
-    90 chmod 2 Emulate [];
-    91 fchmod 2 Emulate [];
-    92 chown 3 Emulate [];
-    93 fchown 3 Emulate [];
-    94 lchown 3 Emulate [];
-    95 umask 1 Emulate [];
-    96 gettimeofday 2 Emulate [Fixed(0, TIMEVAL), Fixed(1, 8)];
-    97 getrlimit 2 Emulate [Fixed(1, RLIMIT)];
-    98 getrusage 2 Emulate [Fixed(1, RUSAGE)];
-    99 sysinfo 1 Emulate [Fixed(0, 112)];
-    100 times 1 Emulate [Fixed(0, 32)];
-    102 getuid 0 Emulate [];
-    104 getgid 0 Emulate [];
-    105 setuid 1 Emulate [];
-    106 setgid 1 Emulate [];
-    107 geteuid 0 Emulate [];
-    108 getegid 0 Emulate [];
-    109 setpgid 2 Emulate [];
-    110 getppid 0 Emulate [];
-    111 getpgrp 0 Emulate [];
-    112 setsid 0 Emulate [];
-    113 setreuid 2 Emulate [];
-    114 setregid 2 Emulate [];
-    115 getgroups 2 Emulate [RetCount(1, 4)];
-    116 setgroups 2 Emulate [];
-    117 setresuid 3 Emulate [];
-    118 getresuid 3 Emulate [Fixed(0, 4), Fixed(1, 4), Fixed(2, 4)];
-    119 setresgid 3 Emulate [];
-    120 getresgid 3 Emulate [Fixed(0, 4), Fixed(1, 4), Fixed(2, 4)];
-    121 getpgid 1 Emulate [];
-    122 setfsuid 1 Emulate [];
-    123 setfsgid 1 Emulate [];
-    124 getsid 1 Emulate [];
-    125 capget 2 Emulate [Fixed(0, 8), Fixed(1, 24)];
-    126 capset 2 Emulate [];
-    127 rt_sigpending 2 Emulate [ArgCount(0, 1, 1)];
-    128 rt_sigtimedwait 4 Emulate [Fixed(1, SIGINFO)];
-    129 rt_sigqueueinfo 3 Emulate [];
-    130 rt_sigsuspend 2 ReExecute [];
-    131 sigaltstack 2 ReExecute [];
-    132 utime 2 Emulate [];
-    133 mknod 3 Emulate [];
-    135 personality 1 Emulate [];
-    137 statfs 2 Emulate [Fixed(1, STATFS)];
-    138 fstatfs 2 Emulate [Fixed(1, STATFS)];
-    140 getpriority 2 Emulate [];
-    141 setpriority 3 Emulate [];
-    143 sched_getparam 2 Emulate [Fixed(1, 4)];
-    144 sched_setscheduler 3 Emulate [];
-    145 sched_getscheduler 1 Emulate [];
-    146 sched_get_priority_max 1 Emulate [];
-    147 sched_get_priority_min 1 Emulate [];
-    148 sched_rr_get_interval 2 Emulate [Fixed(1, TIMESPEC)];
-    149 mlock 2 Emulate [];
-    150 munlock 2 Emulate [];
-    151 mlockall 1 Emulate [];
-    152 munlockall 0 Emulate [];
-    157 prctl 5 Emulate [Special];
-    158 arch_prctl 2 ReExecute [Special];
-    160 setrlimit 2 Emulate [];
-    161 chroot 1 Emulate [];
-    162 sync 0 Emulate [];
-    186 gettid 0 Emulate [];
-    187 readahead 3 Emulate [];
-    188 setxattr 5 Emulate [];
-    189 lsetxattr 5 Emulate [];
-    190 fsetxattr 5 Emulate [];
-    191 getxattr 4 Emulate [Ret(2)];
-    192 lgetxattr 4 Emulate [Ret(2)];
-    193 fgetxattr 4 Emulate [Ret(2)];
-    194 listxattr 3 Emulate [Ret(1)];
-    195 llistxattr 3 Emulate [Ret(1)];
-    196 flistxattr 3 Emulate [Ret(1)];
-    197 removexattr 2 Emulate [];
-    198 lremovexattr 2 Emulate [];
-    199 fremovexattr 2 Emulate [];
-    200 tkill 2 Emulate [];
-    201 time 1 Emulate [Fixed(0, 8)];
-    202 futex 6 Emulate [];
-    203 sched_setaffinity 3 Emulate [];
-    204 sched_getaffinity 3 Emulate [Ret(2)];
-    213 epoll_create 1 Emulate [];
-    217 getdents64 3 Emulate [Ret(1)];
-    218 set_tid_address 1 ReExecute [];
-    219 restart_syscall 0 Emulate [];
-    221 fadvise64 4 Emulate [];
-    222 timer_create 3 Emulate [Fixed(2, 4)];
-    223 timer_settime 4 Emulate [Fixed(3, ITIMERSPEC)];
-    224 timer_gettime 2 Emulate [Fixed(1, ITIMERSPEC)];
-    225 timer_getoverrun 1 Emulate [];
-    226 timer_delete 1 Emulate [];
-    228 clock_gettime 2 Emulate [Fixed(1, TIMESPEC)];
-    229 clock_getres 2 Emulate [Fixed(1, TIMESPEC)];
-    230 clock_nanosleep 4 Emulate [Fixed(3, TIMESPEC)];
-    231 exit_group 1 ReExecute [];
-    232 epoll_wait 4 Emulate [RetCount(1, EPOLL_EVENT)];
-    233 epoll_ctl 4 Emulate [];
-    234 tgkill 3 Emulate [];
-    235 utimes 2 Emulate [];
-    247 waitid 5 Emulate [Fixed(2, SIGINFO), Fixed(4, RUSAGE)];
-    253 inotify_init 0 Emulate [];
-    254 inotify_add_watch 3 Emulate [];
-    255 inotify_rm_watch 2 Emulate [];
-    257 openat 4 Emulate [];
-    258 mkdirat 3 Emulate [];
-    259 mknodat 4 Emulate [];
-    260 fchownat 5 Emulate [];
-    261 futimesat 3 Emulate [];
-    262 newfstatat 4 Emulate [Fixed(2, STAT)];
-    263 unlinkat 3 Emulate [];
-    264 renameat 4 Emulate [];
-    265 linkat 5 Emulate [];
-    266 symlinkat 3 Emulate [];
-    267 readlinkat 4 Emulate [Ret(2)];
-    268 fchmodat 3 Emulate [];
-    269 faccessat 3 Emulate [];
-    270 pselect6 6 Emulate [Special];
-    271 ppoll 5 Emulate [ArgCount(0, 1, POLLFD), Fixed(2, TIMESPEC)];
-    273 set_robust_list 2 ReExecute [];
-    274 get_robust_list 3 Emulate [Fixed(1, 8), Fixed(2, 8)];
-    275 splice 6 Emulate [Fixed(1, 8), Fixed(3, 8)];
-    276 tee 4 Emulate [];
-    277 sync_file_range 4 Emulate [];
-    280 utimensat 4 Emulate [];
-    281 epoll_pwait 6 Emulate [RetCount(1, EPOLL_EVENT)];
-    282 signalfd 3 Emulate [];
-    283 timerfd_create 2 Emulate [];
-    284 eventfd 1 Emulate [];
-    285 fallocate 4 Emulate [];
-    286 timerfd_settime 4 Emulate [Fixed(3, ITIMERSPEC)];
-    287 timerfd_gettime 2 Emulate [Fixed(1, ITIMERSPEC)];
-    288 accept4 4 Emulate [LenPtr(1, 2)];
-    289 signalfd4 4 Emulate [];
-    290 eventfd2 2 Emulate [];
-    291 epoll_create1 1 Emulate [];
-    292 dup3 3 Emulate [];
-    293 pipe2 2 Emulate [Fixed(0, 8)];
-    294 inotify_init1 1 Emulate [];
-    295 preadv 5 Emulate [Iov(1, 2)];
-    296 pwritev 5 Emulate [];
-    297 rt_tgsigqueueinfo 4 Emulate [];
-    302 prlimit64 4 Emulate [Fixed(3, RLIMIT)];
-    306 syncfs 1 Emulate [];
-    309 getcpu 3 Emulate [Fixed(0, 4), Fixed(1, 4)];
-    316 renameat2 5 Emulate [];
-    318 getrandom 3 Emulate [Ret(0)];
-    319 memfd_create 2 Emulate [];
-    322 execveat 5 ReExecute [];
-    324 membarrier 3 Emulate [];
-    325 mlock2 3 Emulate [];
-    326 copy_file_range 6 Emulate [Fixed(1, 8), Fixed(3, 8)];
-    327 preadv2 6 Emulate [Iov(1, 2)];
-    328 pwritev2 6 Emulate [];
-    332 statx 5 Emulate [Fixed(4, 256)];
-    334 rseq 4 Emulate [];
-    424 pidfd_send_signal 4 Emulate [];
-    434 pidfd_open 2 Emulate [];
-    435 clone3 2 ReExecute [Special];
-    436 close_range 3 Emulate [];
-    437 openat2 4 Emulate [];
-    439 faccessat2 4 Emulate [];
-    441 epoll_pwait2 6 Emulate [RetCount(1, EPOLL_EVENT)];
+    read 3 Emulate [Ret(1)] { blocks: Blocks::Always };
+    write 3 Emulate [] { reads: Some(In::Buf(1)) };
+    open 3 Emulate [];
+    close 1 Emulate [] { changes_fds: true };
+    stat 2 Emulate [Fixed(1, STAT)];
+    fstat 2 Emulate [Fixed(1, STAT)];
+    lstat 2 Emulate [Fixed(1, STAT)];
+    poll 3 Emulate [ArgCount(0, 1, POLLFD)] { blocks: Blocks::Always, writes_when_interrupted: true };
+    lseek 3 Emulate [];
+    mmap 6 AddressSpace [];
+    mprotect 3 AddressSpace [];
+    munmap 2 AddressSpace [];
+    brk 1 AddressSpace [];
+    rt_sigaction 4 ReExecute [];
+    rt_sigprocmask 4 ReExecute [];
+    rt_sigreturn 0 ReExecute [];
+    ioctl 3 Emulate [Special(ioctl_writes)];
+    pread64 4 Emulate [Ret(1)];
+    pwrite64 4 Emulate [] { reads: Some(In::Buf(1)) };
+    readv 3 Emulate [Iov(1, 2)] { blocks: Blocks::Always };
+    writev 3 Emulate [] { reads: Some(In::Iov(1, 2)) };
+    access 2 Emulate [];
+    pipe 1 Emulate [Fixed(0, 8)];
+    select 5 Emulate [Special(select_writes)] { blocks: Blocks::Always, writes_when_interrupted: true };
+    sched_yield 0 Emulate [] { blocks: Blocks::Always };
+    mremap 5 AddressSpace [];
+    msync 3 Emulate [];
+    mincore 3 Emulate [Special(mincore_writes)];
+    madvise 3 ReExecute [];
+    dup 1 Emulate [] { changes_fds: true };
+    dup2 2 Emulate [] { changes_fds: true };
+    pause 0 Emulate [] { blocks: Blocks::Always };
+    nanosleep 2 Emulate [Fixed(1, TIMESPEC)] { blocks: Blocks::Always, writes_when_interrupted: true };
+    getitimer 2 Emulate [Fixed(1, ITIMERVAL)];
+    alarm 1 Emulate [];
+    setitimer 3 Emulate [Fixed(2, ITIMERVAL)];
+    getpid 0 Emulate [];
+    sendfile 4 Emulate [Fixed(2, 8)];
+    socket 3 Emulate [];
+    connect 3 Emulate [] { blocks: Blocks::Always };
+    accept 3 Emulate [LenPtr(1, 2)] { blocks: Blocks::Always };
+    sendto 6 Emulate [];
+    recvfrom 6 Emulate [Ret(1), LenPtr(4, 5)] { blocks: Blocks::Always };
+    sendmsg 3 Emulate [];
+    recvmsg 3 Emulate [MsgHdr(1)] { blocks: Blocks::Always };
+    shutdown 2 Emulate [];
+    bind 3 Emulate [];
+    listen 2 Emulate [];
+    getsockname 3 Emulate [LenPtr(1, 2)];
+    getpeername 3 Emulate [LenPtr(1, 2)];
+    socketpair 4 Emulate [Fixed(3, 8)];
+    setsockopt 5 Emulate [];
+    getsockopt 5 Emulate [LenPtr(3, 4)];
+    clone 5 NewProcess [];
+    fork 0 NewProcess [];
+    vfork 0 NewProcess [];
+    execve 3 Exec [] { changes_fds: true };
+    exit 1 Exit [];
+    wait4 4 Emulate [Fixed(1, 4), Fixed(3, RUSAGE)] { blocks: Blocks::Always };
+    kill 2 Emulate [];
+    uname 1 Emulate [Fixed(0, 390)];
+    fcntl 3 Emulate [Special(fcntl_writes)] { changes_fds: true };
+    flock 2 Emulate [] { blocks: Blocks::Always };
+    fsync 1 Emulate [];
+    fdatasync 1 Emulate [];
+    truncate 2 Emulate [];
+    ftruncate 2 Emulate [];
+    getdents 3 Emulate [Ret(1)];
+    getcwd 2 Emulate [Ret(0)];
+    chdir 1 Emulate [];
+    fchdir 1 Emulate [];
+    rename 2 Emulate [];
+    mkdir 2 Emulate [];
+    rmdir 1 Emulate [];
+    creat 2 Emulate [];
+    link 2 Emulate [];
+    unlink 1 Emulate [];
+    symlink 2 Emulate [];
+    readlink 3 Emulate [Ret(1)];
+    chmod 2 Emulate [];
+    fchmod 2 Emulate [];
+    chown 3 Emulate [];
+    fchown 3 Emulate [];
+    lchown 3 Emulate [];
+    umask 1 Emulate [];
+    gettimeofday 2 Emulate [Fixed(0, TIMEVAL), Fixed(1, 8)];
+    getrlimit 2 Emulate [Fixed(1, RLIMIT)];
+    getrusage 2 Emulate [Fixed(1, RUSAGE)];
+    sysinfo 1 Emulate [Fixed(0, 112)];
+    times 1 Emulate [Fixed(0, 32)];
+    getuid 0 Emulate [];
+    getgid 0 Emulate [];
+    setuid 1 Emulate [];
+    setgid 1 Emulate [];
+    geteuid 0 Emulate [];
+    getegid 0 Emulate [];
+    setpgid 2 Emulate [];
+    getppid 0 Emulate [];
+    getpgrp 0 Emulate [];
+    setsid 0 Emulate [];
+    setreuid 2 Emulate [];
+    setregid 2 Emulate [];
+    getgroups 2 Emulate [RetCount(1, 4)];
+    setgroups 2 Emulate [];
+    setresuid 3 Emulate [];
+    getresuid 3 Emulate [Fixed(0, 4), Fixed(1, 4), Fixed(2, 4)];
+    setresgid 3 Emulate [];
+    getresgid 3 Emulate [Fixed(0, 4), Fixed(1, 4), Fixed(2, 4)];
+    getpgid 1 Emulate [];
+    setfsuid 1 Emulate [];
+    setfsgid 1 Emulate [];
+    getsid 1 Emulate [];
+    capget 2 Emulate [Fixed(0, 8), Fixed(1, 24)];
+    capset 2 Emulate [];
+    rt_sigpending 2 Emulate [ArgCount(0, 1, 1)];
+    rt_sigtimedwait 4 Emulate [Fixed(1, SIGINFO)] { blocks: Blocks::Always };
+    rt_sigqueueinfo 3 Emulate [];
+    rt_sigsuspend 2 Suspend [] { blocks: Blocks::Always };
+    sigaltstack 2 ReExecute [];
+    utime 2 Emulate [];
+    mknod 3 Emulate [];
+    personality 1 Emulate [];
+    statfs 2 Emulate [Fixed(1, STATFS)];
+    fstatfs 2 Emulate [Fixed(1, STATFS)];
+    getpriority 2 Emulate [];
+    setpriority 3 Emulate [];
+    sched_getparam 2 Emulate [Fixed(1, 4)];
+    sched_setscheduler 3 Emulate [];
+    sched_getscheduler 1 Emulate [];
+    sched_get_priority_max 1 Emulate [];
+    sched_get_priority_min 1 Emulate [];
+    sched_rr_get_interval 2 Emulate [Fixed(1, TIMESPEC)];
+    mlock 2 Emulate [];
+    munlock 2 Emulate [];
+    mlockall 1 Emulate [];
+    munlockall 0 Emulate [];
+    prctl 5 Emulate [Special(prctl_writes)];
+    arch_prctl 2 ReExecute [];
+    setrlimit 2 Emulate [];
+    chroot 1 Emulate [];
+    sync 0 Emulate [];
+    gettid 0 Emulate [];
+    readahead 3 Emulate [];
+    setxattr 5 Emulate [];
+    lsetxattr 5 Emulate [];
+    fsetxattr 5 Emulate [];
+    getxattr 4 Emulate [Ret(2)];
+    lgetxattr 4 Emulate [Ret(2)];
+    fgetxattr 4 Emulate [Ret(2)];
+    listxattr 3 Emulate [Ret(1)];
+    llistxattr 3 Emulate [Ret(1)];
+    flistxattr 3 Emulate [Ret(1)];
+    removexattr 2 Emulate [];
+    lremovexattr 2 Emulate [];
+    fremovexattr 2 Emulate [];
+    tkill 2 Emulate [];
+    time 1 Emulate [Fixed(0, 8)];
+    futex 6 Emulate [] { blocks: Blocks::FutexWait };
+    sched_setaffinity 3 Emulate [];
+    sched_getaffinity 3 Emulate [Ret(2)];
+    epoll_create 1 Emulate [];
+    getdents64 3 Emulate [Ret(1)];
+    set_tid_address 1 ReExecute [];
+    restart_syscall 0 Emulate [];
+    fadvise64 4 Emulate [];
+    timer_create 3 Emulate [Fixed(2, 4)];
+    timer_settime 4 Emulate [Fixed(3, ITIMERSPEC)];
+    timer_gettime 2 Emulate [Fixed(1, ITIMERSPEC)];
+    timer_getoverrun 1 Emulate [];
+    timer_delete 1 Emulate [];
+    clock_gettime 2 Emulate [Fixed(1, TIMESPEC)];
+    clock_getres 2 Emulate [Fixed(1, TIMESPEC)];
+    clock_nanosleep 4 Emulate [Fixed(3, TIMESPEC)] { blocks: Blocks::Always, writes_when_interrupted: true };
+    exit_group 1 Exit [];
+    epoll_wait 4 Emulate [RetCount(1, EPOLL_EVENT)] { blocks: Blocks::Always };
+    epoll_ctl 4 Emulate [];
+    tgkill 3 Emulate [];
+    utimes 2 Emulate [];
+    waitid 5 Emulate [Fixed(2, SIGINFO), Fixed(4, RUSAGE)] { blocks: Blocks::Always };
+    inotify_init 0 Emulate [];
+    inotify_add_watch 3 Emulate [];
+    inotify_rm_watch 2 Emulate [];
+    openat 4 Emulate [];
+    mkdirat 3 Emulate [];
+    mknodat 4 Emulate [];
+    fchownat 5 Emulate [];
+    futimesat 3 Emulate [];
+    newfstatat 4 Emulate [Fixed(2, STAT)];
+    unlinkat 3 Emulate [];
+    renameat 4 Emulate [];
+    linkat 5 Emulate [];
+    symlinkat 3 Emulate [];
+    readlinkat 4 Emulate [Ret(2)];
+    fchmodat 3 Emulate [];
+    faccessat 3 Emulate [];
+    pselect6 6 Emulate [Special(select_writes)] { blocks: Blocks::Always, writes_when_interrupted: true, mask: Some(Mask::Pselect6(5)) };
+    ppoll 5 Emulate [ArgCount(0, 1, POLLFD), Fixed(2, TIMESPEC)] { blocks: Blocks::Always, writes_when_interrupted: true, mask: Some(Mask::Args(3, 4)) };
+    set_robust_list 2 ReExecute [];
+    get_robust_list 3 Emulate [Fixed(1, 8), Fixed(2, 8)];
+    splice 6 Emulate [Fixed(1, 8), Fixed(3, 8)];
+    tee 4 Emulate [];
+    sync_file_range 4 Emulate [];
+    utimensat 4 Emulate [];
+    epoll_pwait 6 Emulate [RetCount(1, EPOLL_EVENT)] { blocks: Blocks::Always, mask: Some(Mask::Args(4, 5)) };
+    signalfd 3 Emulate [];
+    timerfd_create 2 Emulate [];
+    eventfd 1 Emulate [];
+    fallocate 4 Emulate [];
+    timerfd_settime 4 Emulate [Fixed(3, ITIMERSPEC)];
+    timerfd_gettime 2 Emulate [Fixed(1, ITIMERSPEC)];
+    accept4 4 Emulate [LenPtr(1, 2)] { blocks: Blocks::Always };
+    signalfd4 4 Emulate [];
+    eventfd2 2 Emulate [];
+    epoll_create1 1 Emulate [];
+    dup3 3 Emulate [] { changes_fds: true };
+    pipe2 2 Emulate [Fixed(0, 8)];
+    inotify_init1 1 Emulate [];
+    preadv 5 Emulate [Iov(1, 2)];
+    pwritev 5 Emulate [] { reads: Some(In::Iov(1, 2)) };
+    rt_tgsigqueueinfo 4 Emulate [];
+    prlimit64 4 Emulate [Fixed(3, RLIMIT)];
+    syncfs 1 Emulate [];
+    getcpu 3 Emulate [Fixed(0, 4), Fixed(1, 4)];
+    renameat2 5 Emulate [];
+    getrandom 3 Emulate [Ret(0)];
+    memfd_create 2 Emulate [];
+    execveat 5 Exec [] { changes_fds: true };
+    membarrier 3 Emulate [];
+    mlock2 3 Emulate [];
+    copy_file_range 6 Emulate [Fixed(1, 8), Fixed(3, 8)];
+    preadv2 6 Emulate [Iov(1, 2)];
+    pwritev2 6 Emulate [] { reads: Some(In::Iov(1, 2)) };
+    statx 5 Emulate [Fixed(4, 256)];
+    rseq 4 Emulate [];
+    pidfd_send_signal 4 Emulate [];
+    pidfd_open 2 Emulate [];
+    clone3 2 NewProcess [];
+    close_range 3 Emulate [] { changes_fds: true };
+    openat2 4 Emulate [];
+    faccessat2 4 Emulate [];
+    epoll_pwait2 6 Emulate [RetCount(1, EPOLL_EVENT)] { blocks: Blocks::Always, mask: Some(Mask::Args(4, 5)) };
 }
 
-/// Syscall numbers the engine refers to by name.
-pub mod nr {
-    pub const RESTART_SYSCALL: u64 = 219;
-    pub const READ: u64 = 0;
-    pub const WRITE: u64 = 1;
-    pub const CLOSE: u64 = 3;
-    pub const MMAP: u64 = 9;
-    pub const SCHED_GETAFFINITY: u64 = 204;
-    pub const MPROTECT: u64 = 10;
-    pub const MUNMAP: u64 = 11;
-    pub const BRK: u64 = 12;
-    pub const PWRITE64: u64 = 18;
-    pub const WRITEV: u64 = 20;
-    pub const MREMAP: u64 = 25;
-    pub const DUP: u64 = 32;
-    pub const DUP2: u64 = 33;
-    pub const CLONE: u64 = 56;
-    pub const FORK: u64 = 57;
-    pub const VFORK: u64 = 58;
-    pub const EXECVE: u64 = 59;
-    pub const EXIT: u64 = 60;
-    pub const FCNTL: u64 = 72;
-    pub const RT_SIGSUSPEND: u64 = 130;
-    pub const PRCTL: u64 = 157;
-    pub const ARCH_PRCTL: u64 = 158;
-    pub const EXIT_GROUP: u64 = 231;
-    pub const DUP3: u64 = 292;
-    pub const PWRITEV: u64 = 296;
-    pub const EXECVEAT: u64 = 322;
-    pub const PWRITEV2: u64 = 328;
-    pub const RSEQ: u64 = 334;
-    pub const CLONE3: u64 = 435;
-    pub const CLOSE_RANGE: u64 = 436;
+/// `futex` operations that wait (the thread gives its turn up for them).
+pub fn futex_waits(args: &[u64; 6]) -> bool {
+    const FUTEX_WAIT: u64 = 0;
+    const FUTEX_LOCK_PI: u64 = 6;
+    const FUTEX_WAIT_BITSET: u64 = 9;
+    const FUTEX_WAIT_REQUEUE_PI: u64 = 11;
+    const FUTEX_LOCK_PI2: u64 = 13;
+    matches!(args[1] & 0x7f, FUTEX_WAIT | FUTEX_LOCK_PI | FUTEX_WAIT_BITSET | FUTEX_WAIT_REQUEUE_PI | FUTEX_LOCK_PI2)
+}
+
+/// `ioctl`: the request encodes direction and size, except for the old tty requests.
+fn ioctl_writes(args: &[u64; 6]) -> Result<Vec<(u64, u64)>, UnknownEffect> {
+    let req = args[1] as u32;
+    let dir = req >> 30;
+    let size = ((req >> 16) & 0x3fff) as u64;
+    let legacy = match req {
+        0x5401 => Some(36),                  // TCGETS: struct termios
+        0x5413 => Some(8),                   // TIOCGWINSZ
+        0x540f | 0x5429 | 0x541b => Some(4), // TIOCGPGRP, TIOCGSID, FIONREAD
+        0x5402..=0x5404 | 0x5410 | 0x5414 | 0x540b | 0x5421 | 0x5450 | 0x5451 | 0x5409 | 0x540a | 0x540e | 0x5422 => {
+            Some(0)
+        }
+        _ => None,
+    };
+    match (legacy, dir) {
+        (Some(n), _) => Ok(vec![(args[2], n)]),
+        (None, d) if d & 2 != 0 => Ok(vec![(args[2], size)]),
+        (None, 1) => Ok(vec![]),
+        (None, _) => Err(UnknownEffect(format!("ioctl request {req:#x} (its memory effects are unknown)"))),
+    }
+}
+
+/// `fcntl`: `F_GETLK` / `F_OFD_GETLK` fill a `struct flock`, `F_GETOWN_EX` a `struct f_owner_ex`.
+fn fcntl_writes(args: &[u64; 6]) -> Result<Vec<(u64, u64)>, UnknownEffect> {
+    Ok(match args[1] {
+        5 | 36 => vec![(args[2], 32)],
+        16 => vec![(args[2], 8)],
+        _ => vec![],
+    })
+}
+
+/// `prctl(PR_SET_TSC)`: rdb traps `rdtsc` itself and refuses a program that changes that.
+pub const PR_SET_TSC: u64 = 26;
+
+/// `prctl`: the `PR_GET_*` options that write through their second argument.
+fn prctl_writes(args: &[u64; 6]) -> Result<Vec<(u64, u64)>, UnknownEffect> {
+    Ok(match args[0] {
+        16 => vec![(args[1], 16)],                  // PR_GET_NAME
+        2 | 25 | 3 | 10 | 12 => vec![(args[1], 4)], // PR_GET_PDEATHSIG, PR_GET_TSC, ...
+        40 => vec![(args[1], 8)],                   // PR_GET_TID_ADDRESS
+        PR_SET_TSC => return Err(UnknownEffect("prctl(PR_SET_TSC) (rdb traps rdtsc itself)".into())),
+        _ => vec![],
+    })
+}
+
+/// `select` / `pselect6`: three fd sets of `nfds` bits, then the timeout.
+fn select_writes(args: &[u64; 6]) -> Result<Vec<(u64, u64)>, UnknownEffect> {
+    let set = args[0].div_ceil(64) * 8;
+    Ok(vec![(args[1], set), (args[2], set), (args[3], set), (args[4], 16)])
+}
+
+/// `mincore`: one byte per page.
+fn mincore_writes(args: &[u64; 6]) -> Result<Vec<(u64, u64)>, UnknownEffect> {
+    Ok(vec![(args[2], args[1].div_ceil(4096))])
+}
+
+/// The argument that names the file an exec call runs (`execveat` has a directory fd first).
+pub fn exec_path_arg(sysno: Sysno) -> usize {
+    if sysno == Sysno::execveat {
+        1
+    } else {
+        0
+    }
+}
+
+/// A file-backed `mmap` (not `MAP_ANONYMOUS`).
+pub fn maps_a_file(sysno: Sysno, args: &[u64; 6]) -> bool {
+    sysno == Sysno::mmap && args[3] & libc::MAP_ANONYMOUS as u64 == 0
 }
 
 /// The table entry for a syscall number, or `None` when rdb does not know it.
 pub fn lookup(nr: u64) -> Option<&'static SyscallDesc> {
-    TABLE.binary_search_by_key(&nr, |d| d.nr).ok().map(|i| &TABLE[i])
+    TABLE.binary_search_by_key(&nr, |d| d.sysno as u64).ok().map(|i| &TABLE[i])
 }
 
 /// The kernel's name for a syscall number (also for ones missing from the table).
 pub fn name(nr: u64) -> String {
-    if let Some(d) = lookup(nr) {
-        return d.name.to_string();
-    }
-    match syscalls::Sysno::new(nr as usize) {
+    match Sysno::new(nr as usize) {
         Some(s) => s.name().to_string(),
         None => format!("syscall_{nr}"),
     }
@@ -383,11 +532,6 @@ pub fn nargs(nr: u64) -> usize {
     lookup(nr).map_or(6, |d| d.nargs as usize)
 }
 
-/// Syscalls after which a process's file-descriptor table may name different files.
-pub fn changes_fds(nr: u64) -> bool {
-    matches!(nr, nr::CLOSE | nr::DUP | nr::DUP2 | nr::DUP3 | nr::FCNTL | nr::CLOSE_RANGE | nr::EXECVE | nr::EXECVEAT)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,15 +539,15 @@ mod tests {
     #[test]
     fn table_is_sorted_and_unique() {
         for w in TABLE.windows(2) {
-            assert!(w[0].nr < w[1].nr, "{} before {}", w[0].name, w[1].name);
+            assert!((w[0].sysno as u64) < (w[1].sysno as u64), "{} before {}", w[0].name(), w[1].name());
         }
     }
 
     #[test]
-    fn names_agree_with_the_kernel_numbering() {
+    fn lookups_find_each_entry_by_its_kernel_number() {
         for d in TABLE {
-            let kernel = syscalls::Sysno::new(d.nr as usize).expect("known number");
-            assert_eq!(kernel.name(), d.name, "number {}", d.nr);
+            assert_eq!(lookup(d.sysno as u64).map(|e| e.sysno), Some(d.sysno));
+            assert_eq!(name(d.sysno as u64), d.name());
         }
     }
 
@@ -412,6 +556,20 @@ mod tests {
         assert_eq!(policy(101), Policy::Unsupported);
         assert_eq!(name(101), "ptrace");
         assert_eq!(name(100_000), "syscall_100000");
-        assert_eq!(lookup(0).unwrap().name, "read");
+        assert_eq!(lookup(0).unwrap().name(), "read");
+    }
+
+    #[test]
+    fn every_call_is_described_beyond_its_memory_effects() {
+        let d = |s: Sysno| lookup(s as u64).unwrap();
+        assert!(d(Sysno::read).gives_turn_up(&[0; 6]) && !d(Sysno::write).gives_turn_up(&[0; 6]));
+        assert!(d(Sysno::futex).gives_turn_up(&[0, 0x80, 0, 0, 0, 0])); // FUTEX_WAIT_PRIVATE
+        assert!(!d(Sysno::futex).gives_turn_up(&[0, 0x81, 0, 0, 0, 0])); // FUTEX_WAKE_PRIVATE
+        assert!(d(Sysno::dup2).changes_fds && d(Sysno::execveat).changes_fds && !d(Sysno::open).changes_fds);
+        assert!(d(Sysno::ppoll).writes_when_interrupted && !d(Sysno::epoll_wait).writes_when_interrupted);
+        assert_eq!(d(Sysno::pselect6).mask, Some(Mask::Pselect6(5)));
+        assert_eq!(d(Sysno::writev).reads, Some(In::Iov(1, 2)));
+        assert_eq!(d(Sysno::brk).policy, Policy::AddressSpace);
+        assert!(d(Sysno::clone3).policy.re_executed() && !d(Sysno::read).policy.re_executed());
     }
 }

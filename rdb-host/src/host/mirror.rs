@@ -26,7 +26,11 @@
 //! handlers allocate nothing and only make system calls.
 
 use crate::protocol::{self, reason, RangeSpec, MAX_RANGES};
+use crate::sys;
+use rdb_tracee::uffd::{Copied, Userfaultfd};
+use rdb_tracee::Pid;
 use std::cell::UnsafeCell;
+use std::sync::OnceLock;
 
 const PAGE: u64 = 4096;
 const MAX_WRITES: usize = 64;
@@ -55,8 +59,6 @@ pub(crate) struct Mirror {
     pub chunk: u64,
     pub abort_on_write: bool,
     pub in_call: bool,
-    /// The userfaultfd, or -1 (fault handler mode).
-    pub uffd: i32,
     tables: [[Range; MAX_RANGES]; 2],
     lens: [usize; 2],
     current: usize,
@@ -94,7 +96,6 @@ static STATE: Global = Global(UnsafeCell::new(Mirror {
     chunk: PAGE,
     abort_on_write: false,
     in_call: false,
-    uffd: -1,
     tables: [[EMPTY; MAX_RANGES]; 2],
     lens: [0; 2],
     current: 0,
@@ -122,6 +123,15 @@ pub(crate) unsafe fn state() -> &'static mut Mirror {
     unsafe { &mut *STATE.0.get() }
 }
 
+/// The host's userfaultfd, when it serves faults that way (set once, before any debug code
+/// runs; read by the fault handler and the server thread).
+static UFFD: OnceLock<Userfaultfd> = OnceLock::new();
+
+/// The userfaultfd, if the host uses one.
+pub(crate) fn userfaultfd() -> Option<&'static Userfaultfd> {
+    UFFD.get()
+}
+
 impl Mirror {
     fn ranges(&self) -> &[Range] {
         &self.tables[self.current][..self.lens[self.current]]
@@ -139,17 +149,14 @@ impl Mirror {
         let cur = self.current;
         for r in &mut self.tables[cur][..self.lens[cur]] {
             if r.touched && !r.collided {
-                let (addr, len) = (r.start as *mut libc::c_void, (r.end - r.start) as usize);
-                // SAFETY: [start, end) is a mapping this host created for the mirror.
-                unsafe {
-                    if r.uffd {
-                        libc::madvise(addr, len, libc::MADV_DONTNEED);
-                        if r.written {
-                            libc::mprotect(addr, len, r.prot as i32);
-                        }
-                    } else {
-                        libc::mprotect(addr, len, libc::PROT_NONE);
+                let len = r.end - r.start;
+                if r.uffd {
+                    sys::discard(r.start, len);
+                    if r.written {
+                        sys::protect(r.start, len, r.prot as i32);
                     }
+                } else {
+                    sys::protect(r.start, len, libc::PROT_NONE);
                 }
                 r.touched = false;
                 r.written = false;
@@ -189,12 +196,13 @@ impl Mirror {
                 let end = (block + self.chunk).min(r.end);
                 if untouched[i] && !r.collided && r.prot & libc::PROT_READ as u32 != 0 && !done.contains(&block) {
                     done.push(block);
-                    let ok = if r.uffd {
-                        bounce.resize((end - block) as usize, 0);
-                        read_program(self, &mut bounce, block, end - block)
-                            && copy_in(self.uffd, &bounce, block, end - block)
-                    } else {
-                        fill(self, block, end - block, r.prot as i32)
+                    let ok = match userfaultfd().filter(|_| r.uffd) {
+                        Some(uffd) => {
+                            bounce.resize((end - block) as usize, 0);
+                            read_program(self, &mut bounce, block, end - block)
+                                && copy_in(uffd, &bounce[..(end - block) as usize], block)
+                        }
+                        None => fill(self, block, end - block, r.prot as i32),
                     };
                     if ok {
                         self.tables[cur][i].touched = true;
@@ -221,8 +229,7 @@ impl Mirror {
             }
             let kept = j < n && same(&r, &self.incoming[j]);
             if !kept && !r.collided {
-                // SAFETY: [start, end) is a mapping this host created for the mirror.
-                unsafe { libc::munmap(r.start as *mut libc::c_void, (r.end - r.start) as usize) };
+                sys::unmap(r.start, r.end - r.start);
             }
         }
         let mut i = 0;
@@ -235,7 +242,7 @@ impl Mirror {
                 self.tables[cur][i]
             } else {
                 let readable = spec.prot & libc::PROT_READ as u32 != 0;
-                let (collided, uffd) = match reserve(spec, if readable { self.uffd } else { -1 }) {
+                let (collided, uffd) = match reserve(spec, userfaultfd().filter(|_| readable)) {
                     Reserved::Collision => (true, false),
                     Reserved::Uffd => (false, true),
                     Reserved::Signal => (false, false),
@@ -307,130 +314,39 @@ enum Reserved {
 /// Reserves a program range at that exact address: registered with the
 /// userfaultfd `uffd` when given (and it works), else `PROT_NONE` for the
 /// fault handler. `Collision` when the host already has memory there.
-fn reserve(spec: RangeSpec, uffd: i32) -> Reserved {
-    let len = (spec.end - spec.start) as usize;
-    let prot = if uffd >= 0 { spec.prot as i32 } else { libc::PROT_NONE };
-    // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
-    let p = unsafe {
-        libc::mmap(
-            spec.start as *mut libc::c_void,
-            len,
-            prot,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
+fn reserve(spec: RangeSpec, uffd: Option<&Userfaultfd>) -> Reserved {
+    let len = spec.end - spec.start;
+    let prot = if uffd.is_some() { spec.prot as i32 } else { libc::PROT_NONE };
+    if !sys::map_fixed(spec.start, len, prot) {
         return Reserved::Collision;
     }
-    if p as u64 != spec.start {
-        // A kernel without MAP_FIXED_NOREPLACE treats the address as a hint.
-        // SAFETY: p is the mapping just created.
-        unsafe { libc::munmap(p, len) };
-        return Reserved::Collision;
-    }
-    if uffd < 0 {
-        return Reserved::Signal;
-    }
-    let mut reg = uffd::Register { start: spec.start, len: len as u64, mode: uffd::REGISTER_MODE_MISSING, ioctls: 0 };
-    // SAFETY: registers our own fresh mapping.
-    if unsafe { libc::ioctl(uffd, uffd::REGISTER, &mut reg) } == 0 {
-        return Reserved::Uffd;
-    }
-    // SAFETY: our own mapping; fall back to the fault handler for it.
-    unsafe { libc::mprotect(p, len, libc::PROT_NONE) };
-    Reserved::Signal
-}
-
-/// The userfaultfd ABI (linux/userfaultfd.h), which the libc crate lacks.
-pub(crate) mod uffd {
-    pub const API: u64 = 0xaa;
-    pub const IOC_API: libc::c_ulong = 0xc018_aa3f;
-    pub const REGISTER: libc::c_ulong = 0xc020_aa00;
-    pub const COPY: libc::c_ulong = 0xc028_aa03;
-    pub const WAKE: libc::c_ulong = 0x8010_aa02;
-    pub const REGISTER_MODE_MISSING: u64 = 1;
-    pub const EVENT_PAGEFAULT: u8 = 0x12;
-
-    #[repr(C)]
-    pub struct Api {
-        pub api: u64,
-        pub features: u64,
-        pub ioctls: u64,
-    }
-    #[repr(C)]
-    pub struct Register {
-        pub start: u64,
-        pub len: u64,
-        pub mode: u64,
-        pub ioctls: u64,
-    }
-    #[repr(C)]
-    pub struct Copy {
-        pub dst: u64,
-        pub src: u64,
-        pub len: u64,
-        pub mode: u64,
-        pub copy: i64,
-    }
-    #[repr(C)]
-    pub struct Range {
-        pub start: u64,
-        pub len: u64,
-    }
-    /// `struct uffd_msg` (32 bytes); for page faults the address is at 16.
-    #[repr(C)]
-    pub struct Msg {
-        pub event: u8,
-        pub reserved: [u8; 7],
-        pub flags: u64,
-        pub address: u64,
-        pub rest: u64,
+    match uffd {
+        None => Reserved::Signal,
+        Some(uffd) if uffd.register(spec.start, len) => Reserved::Uffd,
+        Some(_) => {
+            // Fall back to the fault handler for this range.
+            sys::protect(spec.start, len, libc::PROT_NONE);
+            Reserved::Signal
+        }
     }
 }
 
-/// Opens a userfaultfd that also serves faults taken in the kernel; -1 when
-/// the kernel or the host's privileges do not allow it.
-pub(crate) fn open_userfaultfd() -> i32 {
-    // SAFETY: plain system calls on a new descriptor.
-    unsafe {
-        let fd = libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC) as i32;
-        if fd < 0 {
-            return -1;
-        }
-        let mut api = uffd::Api { api: uffd::API, features: 0, ioctls: 0 };
-        if libc::ioctl(fd, uffd::IOC_API, &mut api) != 0 {
-            libc::close(fd);
-            return -1;
-        }
-        fd
-    }
+/// Opens the host's userfaultfd (serving faults taken in the kernel too), or says why it
+/// cannot. Call once, before [`serve_userfaultfd`] starts.
+pub(crate) fn open_userfaultfd() -> Result<(), String> {
+    let uffd = Userfaultfd::open()?;
+    UFFD.set(uffd).map_err(|_| "the userfaultfd was opened twice".to_string())
 }
 
 /// The userfaultfd server: fills missing pages of mirrored ranges. Runs on
 /// its own thread while debug code (or the kernel on its behalf) waits in
 /// the fault.
 pub(crate) fn serve_userfaultfd() {
-    // SAFETY: reads the state while the main thread is blocked in a fault.
-    let fd = unsafe { state() }.uffd;
+    let Some(uffd) = userfaultfd() else { return };
     let mut bounce = vec![0u8; 256 * PAGE as usize];
-    loop {
-        let mut msg = uffd::Msg { event: 0, reserved: [0; 7], flags: 0, address: 0, rest: 0 };
-        // SAFETY: reads one uffd_msg into msg.
-        let n = unsafe { libc::read(fd, (&mut msg as *mut uffd::Msg).cast(), std::mem::size_of::<uffd::Msg>()) };
-        if n != std::mem::size_of::<uffd::Msg>() as isize {
-            if n < 0 && errno() == libc::EINTR {
-                continue;
-            }
-            return;
-        }
-        if msg.event != uffd::EVENT_PAGEFAULT {
-            continue;
-        }
+    while let Some(addr) = uffd.next_fault() {
         // SAFETY: the faulting thread is blocked until we copy or wake.
         let st = unsafe { state() };
-        let addr = msg.address;
         let page = addr & !(PAGE - 1);
         let Some(i) = st.find(addr) else { crash(st, libc::SIGSEGV, addr, reason::UNMAPPED) };
         let range = st.ranges()[i];
@@ -441,31 +357,24 @@ pub(crate) fn serve_userfaultfd() {
         let cur = st.current;
         st.tables[cur][i].touched = true;
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        let copied = (read_program(st, &mut bounce, block, end - block) && copy_in(fd, &bounce, block, end - block))
-            || (read_program(st, &mut bounce, page, PAGE) && copy_in(fd, &bounce, page, PAGE));
+        let copied = (read_program(st, &mut bounce, block, end - block)
+            && copy_in(uffd, &bounce[..(end - block) as usize], block))
+            || (read_program(st, &mut bounce, page, PAGE) && copy_in(uffd, &bounce[..PAGE as usize], page));
         if !copied {
             crash(st, libc::SIGSEGV, addr, reason::UNREADABLE);
         }
     }
 }
 
-/// Installs `len` bytes of `bounce` at `dst`; true once the page at `dst`
-/// is present (pages already present are kept, and the waiter woken).
-fn copy_in(fd: i32, bounce: &[u8], dst: u64, len: u64) -> bool {
-    let mut copy = uffd::Copy { dst, src: bounce.as_ptr() as u64, len, mode: 0, copy: 0 };
-    // SAFETY: copies from our bounce buffer into our registered range.
-    if unsafe { libc::ioctl(fd, uffd::COPY, &mut copy) } == 0 {
-        return true;
+/// Installs `bytes` at `dst`; true once the page at `dst` is present (pages
+/// already present are kept, and the waiter woken: it faults again if its own
+/// page is still missing, and that page is then filled alone).
+fn copy_in(uffd: &Userfaultfd, bytes: &[u8], dst: u64) -> bool {
+    match uffd.copy(bytes, dst) {
+        Copied::All => true,
+        Copied::Partly(n) => n > 0 || bytes.len() as u64 == PAGE,
+        Copied::Failed => false,
     }
-    if errno() == libc::EEXIST || copy.copy == -(libc::EEXIST as i64) || copy.copy > 0 {
-        // Part of the block was present already: wake the waiter; it faults
-        // again if its own page is still missing, and we fill that page alone.
-        let mut range = uffd::Range { start: dst, len };
-        // SAFETY: wakes threads waiting on our own range.
-        unsafe { libc::ioctl(fd, uffd::WAKE, &mut range) };
-        return len == PAGE || copy.copy > 0;
-    }
-    false
 }
 
 /// Reads program bytes into `bounce`, directly or through the replayer.
@@ -473,17 +382,12 @@ fn read_program(st: &mut Mirror, bounce: &mut [u8], start: u64, len: u64) -> boo
     let buf = &mut bounce[..len as usize];
     let ok = loop {
         if st.fill == protocol::FILL_DIRECT {
-            let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-            let remote = libc::iovec { iov_base: start as *mut libc::c_void, iov_len: buf.len() };
-            // SAFETY: local points at our buffer.
-            let n = unsafe { libc::process_vm_readv(st.pid, &local, 1, &remote, 1, 0) };
-            if n < 0 && matches!(errno(), libc::EPERM | libc::ENOSYS) {
-                st.fill = protocol::FILL_PARENT;
-                continue;
+            match direct_read(st, start, buf) {
+                Some(ok) => break ok,
+                None => continue,
             }
-            break n == len as isize;
         }
-        break request_bytes(st.fd, buf.as_mut_ptr() as u64, start, len);
+        break request_bytes(st.fd, buf, start);
     };
     if ok {
         st.restore_code(start, buf);
@@ -491,73 +395,63 @@ fn read_program(st: &mut Mirror, bounce: &mut [u8], start: u64, len: u64) -> boo
     ok
 }
 
+/// Reads `buf.len()` program bytes at `start` with `process_vm_readv`: whether
+/// they all came, or `None` when the kernel refuses such reads (yama, another
+/// user, a remote target), after which the replayer is asked instead.
+fn direct_read(st: &mut Mirror, start: u64, buf: &mut [u8]) -> Option<bool> {
+    match rdb_tracee::mem::read(Pid(st.pid), start, buf) {
+        Ok(n) => Some(n == buf.len()),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOSYS)) => {
+            st.fill = protocol::FILL_PARENT;
+            None
+        }
+        Err(_) => Some(false),
+    }
+}
+
 /// Reads program bytes into [start, start+len) of the mirror and leaves the
 /// pages with protection `prot`. False when the program has no readable
 /// memory there.
 fn fill(st: &mut Mirror, start: u64, len: u64, prot: i32) -> bool {
-    let addr = start as *mut libc::c_void;
-    // SAFETY: the pages belong to a mirror mapping of this host.
-    unsafe { libc::mprotect(addr, len as usize, libc::PROT_READ | libc::PROT_WRITE) };
+    sys::protect(start, len, libc::PROT_READ | libc::PROT_WRITE);
+    // SAFETY: [start, start+len) lies in a mirror mapping of this host, readable and
+    // writable until the protect below; it holds program bytes, never Rust objects, and
+    // nothing else refers to it while the handler or main loop fills it.
+    let pages = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, len as usize) };
     let ok = loop {
         if st.fill == protocol::FILL_DIRECT {
-            let local = libc::iovec { iov_base: addr, iov_len: len as usize };
-            let remote = libc::iovec { iov_base: addr, iov_len: len as usize };
-            // SAFETY: local points at len writable bytes of our own mirror.
-            let n = unsafe { libc::process_vm_readv(st.pid, &local, 1, &remote, 1, 0) };
-            if n < 0 && matches!(errno(), libc::EPERM | libc::ENOSYS) {
-                // Not allowed to read the program directly (yama, another
-                // user, a remote target): ask the replayer from now on.
-                st.fill = protocol::FILL_PARENT;
-                continue;
+            match direct_read(st, start, pages) {
+                Some(ok) => break ok,
+                None => continue,
             }
-            break n == len as isize;
         }
-        break request_bytes(st.fd, start, start, len);
+        break request_bytes(st.fd, pages, start);
     };
     if ok {
-        // SAFETY: the pages are ours and writable until the mprotect below.
-        st.restore_code(start, unsafe { std::slice::from_raw_parts_mut(addr.cast::<u8>(), len as usize) });
+        st.restore_code(start, pages);
     }
-    let prot = if ok { prot } else { libc::PROT_NONE };
-    // SAFETY: as above.
-    unsafe { libc::mprotect(addr, len as usize, prot) };
+    sys::protect(start, len, if ok { prot } else { libc::PROT_NONE });
     ok
 }
 
-/// Asks the replayer for the program bytes at `start`, received at `dst`.
-fn request_bytes(fd: i32, dst: u64, start: u64, len: u64) -> bool {
+/// Asks the replayer for the program bytes at `start`, received into `dst`.
+fn request_bytes(fd: i32, dst: &mut [u8], start: u64) -> bool {
     // One socket message must fit the socket buffer (≈200 KiB by default).
-    const MOST: u64 = 64 * 1024;
-    let mut done = 0;
-    while done < len {
-        let part = (len - done).min(MOST);
-        if !request_part(fd, dst + done, start + done, part) {
-            return false;
-        }
-        done += part;
-    }
-    true
+    const MOST: usize = 64 * 1024;
+    dst.chunks_mut(MOST).enumerate().all(|(i, part)| request_part(fd, part, start + (i * MOST) as u64))
 }
 
-fn request_part(fd: i32, dst: u64, start: u64, len: u64) -> bool {
+fn request_part(fd: i32, dst: &mut [u8], start: u64) -> bool {
+    let len = dst.len() as u64;
     let mut req = [0u8; 24];
     req[0..4].copy_from_slice(&protocol::PAGE_REQUEST.to_le_bytes());
     req[8..16].copy_from_slice(&start.to_le_bytes());
     req[16..24].copy_from_slice(&len.to_le_bytes());
-    if !send_all(fd, &req) {
+    if sys::send(fd, &req).is_err() {
         return false;
     }
     let mut header = [0u8; protocol::PAGE_DATA_HEADER];
-    let mut iov = [
-        libc::iovec { iov_base: header.as_mut_ptr().cast(), iov_len: header.len() },
-        libc::iovec { iov_base: dst as *mut libc::c_void, iov_len: len as usize },
-    ];
-    // SAFETY: msghdr is plain data; zero is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = iov.as_mut_ptr();
-    msg.msg_iovlen = 2;
-    // SAFETY: both iovecs point at writable memory of the given lengths.
-    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    let n = sys::recv_split(fd, &mut header, dst);
     let tag = u32::from_le_bytes(header[0..4].try_into().unwrap());
     let err = i32::from_le_bytes(header[4..8].try_into().unwrap());
     let got = u32::from_le_bytes(header[8..12].try_into().unwrap());
@@ -569,15 +463,14 @@ fn request_part(fd: i32, dst: u64, start: u64, len: u64) -> bool {
 
 /// Asks the replayer for the program's current mappings and applies them.
 fn refresh_maps(st: &mut Mirror) -> bool {
-    if !send_all(st.fd, &protocol::MAPS_REQUEST.to_le_bytes()) {
+    if sys::send(st.fd, &protocol::MAPS_REQUEST.to_le_bytes()).is_err() {
         return false;
     }
-    // SAFETY: maps_buf is ours and large enough for any MAPS message.
-    let n = unsafe { libc::recv(st.fd, st.maps_buf.as_mut_ptr().cast(), st.maps_buf.len(), 0) };
-    if n < 4 || st.maps_buf[0..4] != protocol::MAPS.to_le_bytes() {
-        return false;
-    }
-    match parse_ranges(&mut st.incoming, &st.maps_buf[4..n as usize]) {
+    let n = match sys::recv(st.fd, &mut st.maps_buf) {
+        Ok(n) if n >= 4 && st.maps_buf[0..4] == protocol::MAPS.to_le_bytes() => n,
+        _ => return false,
+    };
+    match parse_ranges(&mut st.incoming, &st.maps_buf[4..n]) {
         Some(count) => {
             st.apply(count);
             true
@@ -586,18 +479,6 @@ fn refresh_maps(st: &mut Mirror) -> bool {
     }
 }
 
-fn send_all(fd: i32, bytes: &[u8]) -> bool {
-    // SAFETY: bytes is a valid buffer; SEQPACKET sends it as one message.
-    unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) == bytes.len() as isize }
-}
-
-fn errno() -> i32 {
-    // SAFETY: __errno_location always returns this thread's errno slot.
-    unsafe { *libc::__errno_location() }
-}
-
-/// Tells the replayer the host is dying, flushes C stdio so debug output
-/// printed so far is kept, and exits.
 /// Records a write by debug code to program memory (reported after the call);
 /// under [`WritePolicy::Abort`](crate::WritePolicy) the call ends here.
 fn note_write(st: &mut Mirror, signal: i32, addr: u64) {
@@ -617,37 +498,20 @@ fn crash(st: &Mirror, signal: i32, addr: u64, why: u32) -> ! {
     msg[4..8].copy_from_slice(&(signal as u32).to_le_bytes());
     msg[8..16].copy_from_slice(&addr.to_le_bytes());
     msg[16..20].copy_from_slice(&why.to_le_bytes());
-    send_all(st.fd, &msg);
-    // Keep what debug code printed so far, unless another thread holds the
-    // stream (the faulting thread, when the userfaultfd thread gives up):
-    // flushing would then wait forever.
-    // SAFETY: glibc's standard streams; best effort before exiting.
-    unsafe {
-        for stream in [stdout, stderr] {
-            if ftrylockfile(stream) == 0 {
-                libc::fflush(stream);
-                funlockfile(stream);
-            }
-        }
-        libc::_exit(128 + signal)
-    }
-}
-
-extern "C" {
-    static stdout: *mut libc::FILE;
-    static stderr: *mut libc::FILE;
-    fn ftrylockfile(stream: *mut libc::FILE) -> libc::c_int;
-    fn funlockfile(stream: *mut libc::FILE);
+    let _ = sys::send(st.fd, &msg);
+    // Keep what debug code printed so far (unless another thread holds the
+    // stream: the faulting thread, when the userfaultfd thread gives up).
+    sys::flush_and_exit(128 + signal)
 }
 
 /// Runs the host's threads with `rdtsc` disabled, as the replayer and the
 /// program: when they share a CPU, switching between them then needs no
 /// control-register write (which the hypervisor traps). Clock reads in debug
-/// code are emulated by rdb-runtime's SIGSEGV handler (a few µs each), which
+/// code are emulated by rdb-tracee's SIGSEGV handler (a few µs each), which
 /// hands every other fault on to [`on_fault`]: call after [`install_handlers`].
 pub(crate) fn disable_tsc() -> std::io::Result<()> {
     // Never re-enabled: the host runs this way until it exits.
-    std::mem::forget(rdb_runtime::sys::disable_tsc_for_this_thread()?);
+    std::mem::forget(rdb_tracee::this_process::disable_tsc_for_this_thread()?);
     Ok(())
 }
 
@@ -693,8 +557,7 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
         note_write(st, signal, addr);
         // Let the write land in a private copy (filled by the server thread
         // if the page is missing); it is discarded after the call.
-        // SAFETY: a page of our own mirror mapping.
-        unsafe { libc::mprotect(page as *mut libc::c_void, PAGE as usize, range.prot as i32 | libc::PROT_WRITE) };
+        sys::protect(page, PAGE, range.prot as i32 | libc::PROT_WRITE);
         st.tables[cur][i].touched = true;
         st.tables[cur][i].written = true;
         return;
@@ -732,34 +595,11 @@ extern "C" fn on_fatal(signal: libc::c_int, info: *mut libc::siginfo_t, _context
 /// overflow in debug code is reported too) and the fatal-signal reporter.
 pub(crate) fn install_handlers() {
     const ALT_STACK: usize = 256 * 1024;
-    // SAFETY: a fresh anonymous mapping used only as the signal stack.
-    unsafe {
-        let stack = libc::mmap(
-            std::ptr::null_mut(),
-            ALT_STACK,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if stack != libc::MAP_FAILED {
-            let ss = libc::stack_t { ss_sp: stack, ss_flags: 0, ss_size: ALT_STACK };
-            libc::sigaltstack(&ss, std::ptr::null_mut());
-        }
-        for (signal, handler) in [
-            (libc::SIGSEGV, on_fault as *const () as usize),
-            (libc::SIGBUS, on_fatal as *const () as usize),
-            (libc::SIGABRT, on_fatal as *const () as usize),
-            (libc::SIGILL, on_fatal as *const () as usize),
-            (libc::SIGFPE, on_fatal as *const () as usize),
-            (libc::SIGTRAP, on_fatal as *const () as usize),
-            (libc::SIGSYS, on_fatal as *const () as usize),
-        ] {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = handler;
-            sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(signal, &sa, std::ptr::null_mut());
-        }
+    if let Some(stack) = sys::map_anonymous(ALT_STACK) {
+        sys::set_signal_stack(stack, ALT_STACK);
+    }
+    sys::set_handler(libc::SIGSEGV, on_fault);
+    for signal in [libc::SIGBUS, libc::SIGABRT, libc::SIGILL, libc::SIGFPE, libc::SIGTRAP, libc::SIGSYS] {
+        sys::set_handler(signal, on_fatal);
     }
 }

@@ -35,14 +35,10 @@ pub fn host_main() -> ! {
             std::process::exit(2)
         }
     };
-    // SAFETY: plain prctl and signal dispositions. The host must not outlive
-    // the replayer; a Ctrl-C at the terminal is for rdb to handle (the host
-    // dies with it through PDEATHSIG), not for the host.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
-    }
+    // The host must not outlive the replayer; a Ctrl-C at the terminal is for
+    // rdb to handle (the host dies with it through PDEATHSIG), not for the host.
+    rdb_tracee::this_process::die_with_parent();
+    rdb_tracee::this_process::ignore_terminal_signals();
     let code = match serve(fd) {
         Ok(()) => 0,
         Err(message) => {
@@ -68,8 +64,7 @@ fn serve(fd: i32) -> Result<(), String> {
     let n = recv(fd, &mut buf)?;
     let module = match init(fd, &buf[..n]) {
         Ok(m) => {
-            // SAFETY: main loop, no debug code running.
-            let uffd = unsafe { mirror::state() }.uffd >= 0;
+            let uffd = mirror::userfaultfd().is_some();
             send(fd, &Writer::new(protocol::READY).u32(uffd as u32).0)?;
             m
         }
@@ -158,7 +153,7 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
         ));
     }
     if cpu != u32::MAX {
-        pin_to_cpu(cpu as usize);
+        let _ = rdb_tracee::this_process::pin_to_cpu(cpu as usize);
     }
     // SAFETY: single-threaded host, before any debug code runs.
     let st = unsafe { mirror::state() };
@@ -172,15 +167,15 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     SPIN.set(spin).ok();
     MAILBOX.set((mailbox != u32::MAX).then_some(mailbox as i32)).ok();
     if faults != protocol::FAULTS_SIGNAL {
-        st.uffd = mirror::open_userfaultfd();
-        if st.uffd < 0 && faults == protocol::FAULTS_USERFAULTFD {
+        let opened = mirror::open_userfaultfd();
+        if let (Err(why), protocol::FAULTS_USERFAULTFD) = (&opened, faults) {
             return Err(format!(
-                "userfaultfd is not available to the debug host ({}); it needs CAP_SYS_PTRACE or \
-                 `sysctl vm.unprivileged_userfaultfd=1`, or use the fault-handler mode",
-                std::io::Error::last_os_error()
+                "userfaultfd is not available to the debug host ({why}); it needs access to \
+                 /dev/userfaultfd (root), or CAP_SYS_PTRACE or `sysctl vm.unprivileged_userfaultfd=1` \
+                 on kernels without that device, or use the fault-handler mode"
             ));
         }
-        if st.uffd >= 0 {
+        if opened.is_ok() {
             std::thread::Builder::new()
                 .name("rdb-uffd".into())
                 .spawn(mirror::serve_userfaultfd)
@@ -192,15 +187,6 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
         mirror::disable_tsc().map_err(|e| format!("cannot disable the TSC: {e}"))?;
     }
     module::load(&path, &wants)
-}
-
-fn pin_to_cpu(cpu: usize) {
-    // SAFETY: cpu_set_t is plain data, manipulated through libc's helpers.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
 }
 
 fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
@@ -228,7 +214,7 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     }
     let count = r.u32().ok_or("arguments")?;
     // Register and constant values live in 16-byte aligned host storage.
-    let mut storage: Vec<Vec<u128>> = Vec::new();
+    let mut storage: Vec<Vec<Aligned>> = Vec::new();
     let mut argv: Vec<*const c_void> = Vec::with_capacity(count as usize);
     let mut in_program: Vec<(u64, u64)> = Vec::new();
     for _ in 0..count {
@@ -241,9 +227,10 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
             }
             _ => {
                 let bytes = r.bytes().ok_or("argument")?;
-                let mut cell = vec![0u128; bytes.len().div_ceil(16).max(1)];
-                // SAFETY: cell has at least bytes.len() bytes.
-                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), cell.as_mut_ptr().cast::<u8>(), bytes.len()) };
+                let mut cell = vec![Aligned([0; 16]); bytes.len().div_ceil(16).max(1)];
+                for (slot, chunk) in cell.iter_mut().zip(bytes.chunks(16)) {
+                    slot.0[..chunk.len()].copy_from_slice(chunk);
+                }
                 argv.push(cell.as_ptr().cast());
                 storage.push(cell);
             }
@@ -280,8 +267,8 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     // SAFETY: only reads the state after the call returned.
     let st = unsafe { mirror::state() };
     st.in_call = false;
-    // SAFETY: flushes the debug module's C stdio (shared libc in the host).
-    unsafe { libc::fflush(std::ptr::null_mut()) };
+    // The debug module's C stdio (shared libc in the host).
+    crate::sys::flush_c_stdio();
     if st.wrote {
         // Discard the private copies the writes landed in.
         st.invalidate();
@@ -305,11 +292,16 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     Ok(reply)
 }
 
+/// 16 bytes, 16-byte aligned: a slice of these is contiguous aligned storage.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Aligned([u8; 16]);
+
 /// Describes program ranges that could not be mirrored because the host
 /// has its own memory there.
 fn collision_report(ranges: &[protocol::RangeSpec]) -> String {
     let own = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-    let own = crate::tracee::parse_maps(&own);
+    let own = rdb_tracee::procfs::parse_maps(&own);
     let mut parts = Vec::new();
     for r in ranges {
         let hits: Vec<String> = own

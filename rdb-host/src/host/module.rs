@@ -2,8 +2,10 @@
 
 use rdb_descriptors::REGION_TABLE_SECTION;
 use std::collections::HashMap;
-use std::ffi::{c_void, CStr, CString};
+use std::ffi::{c_void, CString};
 use std::path::Path;
+
+use crate::sys;
 
 /// A region's debug function: `extern "C" fn(argv: *const *const c_void)`.
 pub(crate) type DebugFn = unsafe extern "C" fn(*const *const c_void);
@@ -38,47 +40,17 @@ unsafe extern "C" fn report_panic(message: *const u8, len: usize) {
     }
 }
 
-fn dlerror() -> String {
-    // SAFETY: dlerror returns null or a NUL-terminated string owned by libdl.
-    unsafe {
-        let e = libc::dlerror();
-        if e.is_null() {
-            "unknown dynamic loader error".into()
-        } else {
-            CStr::from_ptr(e).to_string_lossy().into_owned()
-        }
-    }
-}
-
-#[repr(C)]
-struct LinkMapHead {
-    l_addr: usize,
-}
-
 /// Loads `path` and resolves every wanted region function; the error text
 /// names every region that cannot be found.
 pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String> {
     let c_path =
         CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| "path contains a NUL byte".to_string())?;
-    // SAFETY: dlopen runs the module's initialisers; the module is the user's debug code.
-    let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if handle.is_null() {
-        return Err(dlerror());
-    }
-    let mut base: *mut LinkMapHead = std::ptr::null_mut();
-    // SAFETY: RTLD_DI_LINKMAP stores a `struct link_map *`, whose first field is l_addr.
-    if unsafe { libc::dlinfo(handle, libc::RTLD_DI_LINKMAP, (&mut base as *mut *mut LinkMapHead).cast()) } != 0
-        || base.is_null()
-    {
-        return Err(dlerror());
-    }
-    // SAFETY: a valid link_map from the loader.
-    let load_bias = unsafe { (*base).l_addr } as u64;
+    let library = sys::Library::open(&c_path)?;
+    let load_bias = library.load_bias()?;
 
     let hook = CString::new(PANIC_HOOK_SYMBOL).unwrap();
-    // SAFETY: dlsym on our handle.
-    let slot = unsafe { libc::dlsym(handle, hook.as_ptr()) };
-    if !slot.is_null() {
+    if let Some(slot) = library.symbol(&hook) {
+        let slot = slot as *mut c_void;
         // SAFETY: the module declares the slot as an `Option<unsafe extern "C" fn(*const u8, usize)>`.
         unsafe { *(slot as *mut Option<unsafe extern "C" fn(*const u8, usize)>) = Some(report_panic) };
     }
@@ -93,13 +65,13 @@ pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String>
                     missing.push(format!("region {region}: symbol name `{name}` contains a NUL byte"));
                     continue;
                 };
-                // SAFETY: dlsym on our handle.
-                let p = unsafe { libc::dlsym(handle, c_name.as_ptr()) };
-                if p.is_null() {
-                    missing.push(format!("region {region}: no exported symbol `{name}`"));
-                    continue;
+                match library.symbol(&c_name) {
+                    Some(p) => p,
+                    None => {
+                        missing.push(format!("region {region}: no exported symbol `{name}`"));
+                        continue;
+                    }
                 }
-                p as u64
             }
             Want::RegionTable => {
                 if table.is_none() {
@@ -114,7 +86,7 @@ pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String>
                 }
             }
         };
-        if !inside_module(address, load_bias) {
+        if !sys::object_at(address).is_some_and(|base| base == load_bias || load_bias == 0) {
             missing.push(format!("region {region}: function address {address:#x} is outside the module"));
             continue;
         }
@@ -125,17 +97,6 @@ pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String>
         return Err(format!("{} (was the module built from the same source as the descriptors?)", missing.join("; ")));
     }
     Ok(Module { functions })
-}
-
-/// Whether `address` lies in the loaded object whose load bias is `load_bias`.
-fn inside_module(address: u64, load_bias: u64) -> bool {
-    // SAFETY: Dl_info is plain data; dladdr only reads the loader's tables.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let found = unsafe { libc::dladdr(address as *const c_void, &mut info) } != 0;
-    // For an ELF shared object, dli_fbase is the address of its first
-    // mapping, which equals the load bias when the first segment is at 0.
-    found && (info.dli_fbase as u64 == load_bias || load_bias == 0)
 }
 
 /// The region table of the loaded module: the section's relocated contents

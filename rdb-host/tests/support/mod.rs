@@ -10,7 +10,7 @@ use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::Pid;
 use object::{Object, ObjectKind, ObjectSymbol};
 use rdb_descriptors::*;
-use rdb_host::TraceeView;
+use rdb_tracee::{Memory, Regs, Target};
 use std::io::{self, IoSliceMut};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -69,7 +69,7 @@ pub fn plain_run(args: &[&str]) -> String {
 /// A live program, stopped at a breakpoint on `checkpoint`.
 pub struct Live {
     pub pid: Pid,
-    pub regs: libc::user_regs_struct,
+    pub regs: Regs,
     pub bias: u64,
     pub breakpoint: u64,
     original: i64,
@@ -153,7 +153,7 @@ impl Live {
 
     pub fn read_u64(&self, addr: u64) -> u64 {
         let mut b = [0u8; 8];
-        self.read(addr, &mut b).unwrap();
+        self.read_exact(addr, &mut b).unwrap();
         u64::from_le_bytes(b)
     }
 
@@ -163,28 +163,27 @@ impl Live {
     }
 }
 
-impl TraceeView for Live {
-    fn pid(&self) -> i32 {
-        self.pid.as_raw()
+impl Memory for Live {
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let len = buf.len();
+        Ok(process_vm_readv(self.pid, &mut [IoSliceMut::new(buf)], &[RemoteIoVec { base: addr as usize, len }])?)
     }
-    fn regs(&self) -> &libc::user_regs_struct {
+}
+
+impl Target for Live {
+    fn tid(&self) -> rdb_tracee::Pid {
+        rdb_tracee::Pid(self.pid.as_raw())
+    }
+    fn regs(&self) -> &Regs {
         &self.regs
     }
     fn load_bias(&self) -> u64 {
         self.bias
     }
-    fn read(&self, addr: u64, buf: &mut [u8]) -> io::Result<()> {
-        let len = buf.len();
-        let n = process_vm_readv(self.pid, &mut [IoSliceMut::new(buf)], &[RemoteIoVec { base: addr as usize, len }])?;
-        if n != len {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "short read"));
-        }
-        Ok(())
-    }
 }
 
 fn load_bias(pid: i32, program: &Path) -> u64 {
-    let maps = rdb_host::parse_maps(&std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap());
+    let maps = rdb_tracee::procfs::maps(rdb_tracee::Pid(pid)).unwrap();
     let canonical = program.canonicalize().unwrap();
     maps.iter().find(|m| Path::new(&m.name) == canonical).expect("program mapping").start
 }

@@ -1,0 +1,264 @@
+//! What `/proc` and the auxiliary vector say about another process: its mappings, its
+//! executable, its files, and the load bias of its main binary. The one parser of each.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::Pid;
+
+/// One line of `/proc/PID/maps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub readable: bool,
+    pub writable: bool,
+    pub executable: bool,
+    /// File path or pseudo name (`[heap]`, `[stack]`), empty for anonymous memory.
+    pub name: String,
+}
+
+impl Mapping {
+    pub fn contains(&self, addr: u64) -> bool {
+        self.start <= addr && addr < self.end
+    }
+}
+
+/// Parses the text of `/proc/PID/maps`; malformed lines are skipped.
+pub fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let range = fields.next()?;
+            let perms = fields.next()?.as_bytes();
+            let (start, end) = range.split_once('-')?;
+            let start = u64::from_str_radix(start, 16).ok()?;
+            let end = u64::from_str_radix(end, 16).ok()?;
+            if perms.len() < 3 || end <= start {
+                return None;
+            }
+            // The path is everything after the inode field, spaces included.
+            let name = skip_fields(line, 5).trim().to_string();
+            Some(Mapping {
+                start,
+                end,
+                readable: perms[0] == b'r',
+                writable: perms[1] == b'w',
+                executable: perms[2] == b'x',
+                name,
+            })
+        })
+        .collect()
+}
+
+/// `line` without its first `n` whitespace-separated fields.
+fn skip_fields(line: &str, n: usize) -> &str {
+    let mut rest = line;
+    for _ in 0..n {
+        rest = rest.trim_start();
+        match rest.find(char::is_whitespace) {
+            Some(i) => rest = &rest[i..],
+            None => return "",
+        }
+    }
+    rest
+}
+
+/// The mappings of process `pid` (`/proc/PID/maps`).
+pub fn maps(pid: Pid) -> io::Result<Vec<Mapping>> {
+    Ok(parse_maps(&std::fs::read_to_string(format!("/proc/{pid}/maps"))?))
+}
+
+/// The threads of process `pid` (`/proc/PID/task`), in id order.
+pub fn threads(pid: Pid) -> io::Result<Vec<Pid>> {
+    let mut out: Vec<Pid> = std::fs::read_dir(format!("/proc/{pid}/task"))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok().map(Pid))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// End address of the `[stack]` mapping.
+pub fn stack_top(pid: Pid) -> io::Result<u64> {
+    maps(pid)?
+        .iter()
+        .find(|m| m.name == "[stack]")
+        .map(|m| m.end)
+        .ok_or_else(|| io::Error::other(format!("pid {pid} has no [stack] mapping")))
+}
+
+/// The executable a process runs (`/proc/PID/exe`).
+pub fn exe(pid: Pid) -> io::Result<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+}
+
+/// The working directory of a process.
+pub fn cwd(pid: Pid) -> io::Result<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/cwd"))
+}
+
+/// The file an fd of a process refers to.
+pub fn fd_path(pid: Pid, fd: u64) -> io::Result<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
+}
+
+/// Metadata of what an fd of a process refers to (following the link).
+pub fn fd_metadata(pid: Pid, fd: u64) -> io::Result<std::fs::Metadata> {
+    std::fs::metadata(format!("/proc/{pid}/fd/{fd}"))
+}
+
+/// Auxiliary vector keys rdb uses.
+pub const AT_NULL: u64 = 0;
+pub const AT_IGNORE: u64 = 1;
+pub const AT_ENTRY: u64 = 9;
+pub const AT_SYSINFO_EHDR: u64 = 33;
+
+/// The value of `key` in a raw auxiliary vector (pairs of little-endian words up to `AT_NULL`).
+pub fn auxv_get(auxv: &[u8], key: u64) -> Option<u64> {
+    auxv_find(auxv, key).and_then(|off| word(auxv, off + 8))
+}
+
+/// Offset of the entry for `key` in a raw auxiliary vector.
+fn auxv_find(auxv: &[u8], key: u64) -> Option<usize> {
+    let mut off = 0;
+    loop {
+        let k = word(auxv, off)?;
+        if k == AT_NULL {
+            return None;
+        }
+        if k == key {
+            return Some(off);
+        }
+        off += 16;
+    }
+}
+
+fn word(bytes: &[u8], off: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(off..off.checked_add(8)?)?.try_into().ok()?))
+}
+
+/// The auxiliary vector of a running process (`/proc/PID/auxv`).
+pub fn auxv(pid: Pid) -> io::Result<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/auxv"))
+}
+
+/// Offset of the auxiliary vector in an initial stack image (which starts at the stack pointer
+/// a process has right after exec: argc, argv, NULL, envp, NULL, auxv).
+pub fn auxv_offset_in_stack(stack: &[u8]) -> Option<usize> {
+    let argc = usize::try_from(word(stack, 0)?).ok().filter(|&a| a < stack.len())?;
+    let mut i = 1 + argc + 1; // argv pointers and their NULL
+    if word(stack, (i - 1) * 8)? != 0 {
+        return None;
+    }
+    while word(stack, i * 8)? != 0 {
+        i += 1; // envp
+    }
+    Some((i + 1) * 8)
+}
+
+/// The value of an auxv entry in an initial stack image.
+pub fn stack_auxv_get(stack: &[u8], key: u64) -> Option<u64> {
+    auxv_get(&stack[auxv_offset_in_stack(stack)?..], key)
+}
+
+/// Hide the vDSO in an initial stack image: `AT_SYSINFO_EHDR` becomes `AT_IGNORE`, so libc
+/// makes real syscalls for time. Returns the patched offset, if any.
+pub fn hide_vdso(stack: &mut [u8]) -> Option<usize> {
+    let off = auxv_offset_in_stack(stack)?;
+    let at = off + auxv_find(&stack[off..], AT_SYSINFO_EHDR)?;
+    stack[at..at + 8].copy_from_slice(&AT_IGNORE.to_le_bytes());
+    Some(at)
+}
+
+/// Load bias of an executable loaded with entry point `at_entry` (`AT_ENTRY`): run-time address
+/// minus link-time address; 0 for a non-PIE executable.
+pub fn load_bias(exe: &Path, at_entry: u64) -> io::Result<u64> {
+    use object::Object;
+    let data = std::fs::read(exe)?;
+    let file = object::File::parse(&*data).map_err(|e| {
+        io::Error::new(io::ErrorKind::InvalidData, format!("{} is not an ELF file: {e}", exe.display()))
+    })?;
+    Ok(at_entry.wrapping_sub(file.entry()))
+}
+
+/// Load bias of the main binary of a running process (`AT_ENTRY` of `/proc/PID/auxv` against
+/// the entry point of `/proc/PID/exe`).
+pub fn process_load_bias(pid: Pid) -> io::Result<u64> {
+    let entry = auxv_get(&auxv(pid)?, AT_ENTRY)
+        .ok_or_else(|| io::Error::other(format!("process {pid} has no AT_ENTRY in its auxiliary vector")))?;
+    load_bias(Path::new(&format!("/proc/{pid}/exe")), entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_maps_lines() {
+        let text = "\
+555555554000-555555555000 r--p 00000000 fe:01 1234    /tmp/a b/prog
+555555559000-55555557a000 rw-p 00000000 00:00 0       [heap]
+7ffff7fc1000-7ffff7fc5000 r--p 00000000 00:00 0       [vvar]
+7ffff7fc5000-7ffff7fc7000 r-xp 00000000 00:00 0       [vdso]
+7ffff7fc7000-7ffff7fc8000 ---p 00000000 00:00 0
+garbage
+ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
+";
+        let maps = parse_maps(text);
+        assert_eq!(maps.len(), 6);
+        assert_eq!(maps[0].name, "/tmp/a b/prog");
+        assert_eq!(maps[0].start, 0x555555554000);
+        assert!(maps[1].writable && maps[1].readable && !maps[1].executable);
+        assert!(maps[3].executable && maps[3].contains(0x7ffff7fc5000) && !maps[3].contains(0x7ffff7fc7000));
+        assert_eq!(maps[4].name, "");
+        assert!(!maps[4].readable);
+    }
+
+    fn stack_image() -> Vec<u8> {
+        let words: [u64; 12] = [
+            1,
+            0x7fff_0000,
+            0,
+            0x7fff_0010,
+            0,
+            AT_SYSINFO_EHDR,
+            0x7fff_f000,
+            AT_ENTRY,
+            0x5555_5555_6040,
+            AT_NULL,
+            0,
+            0,
+        ];
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn auxv_is_found_and_vdso_hidden() {
+        let mut s = stack_image();
+        assert_eq!(stack_auxv_get(&s, AT_ENTRY), Some(0x5555_5555_6040));
+        assert_eq!(stack_auxv_get(&s, AT_SYSINFO_EHDR), Some(0x7fff_f000));
+        assert!(hide_vdso(&mut s).is_some());
+        assert_eq!(stack_auxv_get(&s, AT_SYSINFO_EHDR), None);
+        assert_eq!(stack_auxv_get(&s, AT_ENTRY), Some(0x5555_5555_6040));
+    }
+
+    #[test]
+    fn malformed_stack_images_give_none() {
+        assert_eq!(stack_auxv_get(&[], AT_ENTRY), None);
+        assert_eq!(stack_auxv_get(&[0xff; 16], AT_ENTRY), None);
+    }
+
+    #[test]
+    fn this_process_has_a_load_bias_and_a_stack() {
+        let me = Pid(std::process::id() as i32);
+        let bias = process_load_bias(me).unwrap();
+        let main = this_function as *const () as u64;
+        let exe = std::fs::canonicalize(exe(me).unwrap()).unwrap();
+        let text = maps(me).unwrap().into_iter().find(|m| m.contains(main)).unwrap();
+        assert_eq!(Path::new(&text.name), exe);
+        assert!(bias <= main);
+        assert!(stack_top(me).unwrap() > 0);
+    }
+
+    fn this_function() {}
+}
