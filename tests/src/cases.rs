@@ -11,7 +11,7 @@
 //! | `args: ARGV` | arguments after the program (none) |
 //! | `build: FLAGS` | compiler flags for `.c` (`-O1 -g`) and `.rs` (`-g -O`) programs |
 //! | `record: FLAGS` | extra `rdb record` flags (none) |
-//! | `setup: SHELL` | run by `/bin/sh -c` in the case's directory first; lines accumulate |
+//! | `setup: SHELL` | run by `/bin/sh -c` in the case's scratch directory first (`$CASE_DIR` is the case file's directory); lines accumulate |
 //! | `stdin: FILE` | the recording's standard input (/dev/null; replays always read /dev/null) |
 //! | `expect: identical` | every replay prints exactly what its recording printed, exits 0 |
 //! | `expect: refused "TEXT"` | `rdb record` or `rdb replay` fails with TEXT on stderr |
@@ -19,6 +19,7 @@
 //! | `exit: N` | the recorded program's exit status (0) |
 //! | `recordings: N` / `replays: N` | recordings made, replays of each (1 / 1) |
 //! | `nondeterministic` | two recordings must print different output (so the replay shows *that* run) |
+//! | `stdout-to-file` | standard output of the recording and of each replay is a regular file, not a pipe |
 //! | `timeout: SECONDS` | per command (120) |
 //! | `stdout: "TEXT"`, `stdout-contains: "TEXT"`, `stdout-starts-with: "TEXT"`, `min-stdout-bytes: N` | the recorded output |
 //! | `stderr-contains: "TEXT"` | rdb's or the program's stderr (of the refusal for `refused`) |
@@ -60,6 +61,7 @@ pub struct Case {
     pub recordings: usize,
     pub replays: usize,
     pub nondeterministic: bool,
+    pub stdout_to_file: bool,
     pub timeout: u64,
     pub stdout: Option<String>,
     pub stdout_contains: Vec<String>,
@@ -134,6 +136,7 @@ pub fn parse(group: &str, path: &Path) -> Result<Case, String> {
         recordings: 1,
         replays: 1,
         nondeterministic: false,
+        stdout_to_file: false,
         timeout: 120,
         stdout: None,
         stdout_contains: vec![],
@@ -183,6 +186,7 @@ pub fn parse(group: &str, path: &Path) -> Result<Case, String> {
             "recordings" => case.recordings = number(value, path, line)?,
             "replays" => case.replays = number(value, path, line)?,
             "nondeterministic" if value.is_empty() => case.nondeterministic = true,
+            "stdout-to-file" if value.is_empty() => case.stdout_to_file = true,
             "timeout" => case.timeout = number(value, path, line)?,
             "stdout" => case.stdout = Some(quoted(value, path, line)?),
             "stdout-contains" => case.stdout_contains.push(quoted(value, path, line)?),
@@ -245,7 +249,9 @@ impl Case {
         let scratch = crate::scratch(&self.name.replace("::", "-"));
         let dir = scratch.path();
         for setup in &self.setup {
-            let out = output(timed(self.timeout, "/bin/sh").arg("-c").arg(setup).current_dir(dir));
+            let case_dir = self.path.parent().expect("a case file is in a directory");
+            let out =
+                output(timed(self.timeout, "/bin/sh").arg("-c").arg(setup).env("CASE_DIR", case_dir).current_dir(dir));
             if !out.status.success() {
                 return Err(format!("setup `{setup}` failed:\n{}", crate::describe(&out)));
             }
@@ -313,11 +319,23 @@ impl Case {
                 std::fs::File::open(dir.join(stdin)).unwrap_or_else(|e| panic!("stdin {}: {e}", stdin.display()));
             command.stdin(Stdio::from(file));
         }
-        Run::of(&mut command, self.timeout)
+        self.execute(dir, &mut command)
     }
 
     fn rdb(&self, dir: &Path, args: &[&str]) -> Run {
-        Run::of(rdb_timed(self.timeout, args).current_dir(dir), self.timeout)
+        self.execute(dir, rdb_timed(self.timeout, args).current_dir(dir))
+    }
+
+    /// Runs `command` (with stdout to a file of `dir` for `stdout-to-file`).
+    fn execute(&self, dir: &Path, command: &mut std::process::Command) -> Run {
+        if !self.stdout_to_file {
+            return Run::of(command, self.timeout);
+        }
+        let path = dir.join("stdout-file");
+        command.stdout(std::fs::File::create(&path).expect("create the stdout file"));
+        let mut run = Run::of(command, self.timeout);
+        run.out.stdout = std::fs::read(&path).expect("read the stdout file");
+        run
     }
 
     fn identical(&self, dir: &Path, argv: &[String]) -> Result<(), String> {
@@ -328,7 +346,7 @@ impl Case {
             let which = if self.recordings > 1 { format!("recording {r}") } else { "recording".to_string() };
             check_not_hung(&rec, &which, self.timeout)?;
             if !text(&rec.stderr).contains("rdb: recorded") {
-                return Err(format!("{which} failed:\n{}", crate::describe(&rec)));
+                return Err(format!("{which} failed: {}\n{}", headline(&text(&rec.stderr)), crate::describe(&rec)));
             }
             if rec.status.code() != Some(self.exit) {
                 return Err(format!(
@@ -349,7 +367,8 @@ impl Case {
                 };
                 check_not_hung(&rep, &which, self.timeout)?;
                 if rep.status.code() != Some(0) {
-                    return Err(format!("{which} failed (exit {:?}):\n{}", rep.status.code(), text(&rep.stderr)));
+                    let err = text(&rep.stderr);
+                    return Err(format!("{which} failed (exit {:?}): {}\n{err}", rep.status.code(), headline(&err)));
                 }
                 if rep.stdout != rec.stdout {
                     return Err(format!("{which}: stdout differs: {}", difference(&rec.stdout, &rep.stdout)));
@@ -493,6 +512,19 @@ fn check_not_hung(run: &Run, what: &str, timeout: u64) -> Result<(), String> {
         return Err(format!("{what} did not end within {timeout} s (killed by timeout); stderr ends:\n{tail}"));
     }
     Ok(())
+}
+
+/// The line of rdb's stderr that says what went wrong: its first `error:` line (with the
+/// `expected:`/`actual:` lines of a divergence), else its last line.
+fn headline(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().map(str::trim).collect();
+    match lines.iter().position(|l| l.starts_with("error:")) {
+        Some(i) => {
+            let detail = lines[i + 1..].iter().take_while(|l| l.starts_with("expected:") || l.starts_with("actual:"));
+            std::iter::once(&lines[i]).chain(detail).copied().collect::<Vec<_>>().join(" / ")
+        }
+        None => lines.iter().rev().find(|l| !l.is_empty()).map_or(String::new(), |l| l.to_string()),
+    }
 }
 
 /// Where two outputs first differ, briefly.
