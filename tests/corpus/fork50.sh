@@ -1,7 +1,7 @@
 # A shell script forking 50 children, replayed 10 times: every replay must print the same.
 # rdb-expect: fails "issue 17: a script forking many children replays nondeterministically"
 # rdb-replays: 10
-# rdb-timeout: 60
+# rdb-timeout: 20
 i=0
 while [ $i -lt 50 ]; do
   ( echo "child $i" ) &
