@@ -539,3 +539,48 @@ fn difference(recorded: &[u8], replayed: &[u8]) -> String {
         context(replayed)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_text(file: &str, text: &str) -> Result<Case, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(file);
+        std::fs::write(&path, text).unwrap();
+        parse("group", &path)
+    }
+
+    #[test]
+    fn directives_of_a_source_file_are_its_rdb_comment_lines() {
+        let case = parse_text(
+            "prog.c",
+            "// A program.\n// rdb-build: -O0 -lpthread\n// rdb-exit: 3\n// rdb-replays: 2\n// rdb-nondeterministic\n\
+             // rdb-stdout-contains: \"a \\\"b\\\"\\n\"\nint main(void) { return 3; } // exit: 4\n",
+        )
+        .unwrap();
+        assert_eq!(case.name, "group::prog");
+        assert_eq!(case.build, Some(vec!["-O0".to_string(), "-lpthread".to_string()]));
+        assert_eq!((case.exit, case.replays, case.recordings), (3, 2, 2));
+        assert_eq!(case.stdout_contains, ["a \"b\"\n"]);
+        assert_eq!(case.expect, Expect::Identical);
+    }
+
+    #[test]
+    fn a_case_file_is_all_directives_and_needs_a_command() {
+        let case = parse_text("x.case", "# comment\nrun: sh -c 'echo a b'\nexpect: refused \"no `x`\"\n").unwrap();
+        assert_eq!(case.run, ["sh", "-c", "echo a b"]);
+        assert_eq!(case.expect, Expect::Refused("no `x`".into()));
+        assert!(parse_text("y.case", "exit: 1\n").unwrap_err().contains("needs a `run:` line"));
+    }
+
+    #[test]
+    fn mistakes_in_a_case_file_are_errors_with_their_line() {
+        let e = parse_text("z.sh", "# rdb-exit: 1\n# rdb-stdout-has: \"x\"\n").unwrap_err();
+        assert!(e.ends_with("z.sh:2: unknown directive `stdout-has: \"x\"`"), "{e}");
+        let e = parse_text("z.py", "# rdb-expect: broken\n").unwrap_err();
+        assert!(e.contains("z.py:1: expect is"), "{e}");
+        let e = parse_text("z.rs", "// rdb-stdout: unquoted\n").unwrap_err();
+        assert!(e.contains("z.rs:1: expected a quoted string"), "{e}");
+    }
+}

@@ -64,14 +64,19 @@ pub fn timed(seconds: u64, program: impl AsRef<std::ffi::OsStr>) -> Command {
 pub fn tools() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
+        let dir = target_dir();
+        // The profile the tests were built with: `target/debug` is cargo's `dev`.
+        let profile = match dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => "dev".to_string(),
+            Some(other) => other.to_string(),
+        };
         let out = timed(3600, std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
             .current_dir(repo_root())
             .args(["build", "-q", "-p", "rdb-cli", "-p", "rdb-host", "-p", "rdb-codegen-llvm", "-p", "cargo-rdb"])
-            .arg("--bins")
+            .args(["--bins", "--profile", &profile])
             .output()
             .expect("run cargo build");
         assert_success("building rdb's binaries", &out);
-        let dir = target_dir();
         for tool in ["rdb", "rdb-debug-host", "rdb-clang", "cargo-rdb"] {
             assert!(dir.join(tool).is_file(), "{} missing after the build", dir.join(tool).display());
         }
