@@ -15,7 +15,7 @@
 //! | `stdin: FILE` | the recording's standard input (/dev/null; replays always read /dev/null) |
 //! | `expect: identical` | every replay prints exactly what its recording printed, exits 0 |
 //! | `expect: refused "TEXT"` | `rdb record` or `rdb replay` fails with TEXT on stderr |
-//! | `expect: fails "WHY"` | a known fault (WHY names the issue): the case runs as `identical`; failing is reported, passing is news |
+//! | `expect: fails "WHY" [GOAL]` | a known fault (WHY names the issue): the case is checked against GOAL (`identical`, or `refused "TEXT"`); failing is reported, passing is news; fixing it deletes `fails "WHY"` |
 //! | `exit: N` | the recorded program's exit status (0) |
 //! | `recordings: N` / `replays: N` | recordings made, replays of each (1 / 1) |
 //! | `nondeterministic` | two recordings must print different output (so the replay shows *that* run) |
@@ -41,7 +41,8 @@ use crate::{output, rdb_timed, text, timed, EXIT_ERROR, EXIT_TIMED_OUT};
 pub enum Expect {
     Identical,
     Refused(String),
-    Fails(String),
+    /// A known fault (why, with its issue): rdb does not do the goal yet.
+    Fails(String, Box<Expect>),
 }
 
 /// One case file, parsed.
@@ -108,6 +109,33 @@ fn quoted(value: &str, path: &Path, line: usize) -> Result<String, String> {
         .map_err(|e| format!("{}:{line}: expected a quoted string, found `{value}`: {e}", path.display()))
 }
 
+/// `identical`, `refused "TEXT"`, or `fails "WHY"` followed by the goal (`identical` when none).
+fn expectation(value: &str, path: &Path, line: usize) -> Result<Expect, String> {
+    let value = value.trim();
+    let (word, rest) = value.split_once(char::is_whitespace).unwrap_or((value, ""));
+    match word {
+        "identical" if rest.trim().is_empty() => Ok(Expect::Identical),
+        "refused" => Ok(Expect::Refused(quoted(rest, path, line)?)),
+        "fails" => {
+            let mut strings = serde_json::Deserializer::from_str(rest.trim()).into_iter::<String>();
+            let why = match strings.next() {
+                Some(Ok(why)) => why,
+                _ => return Err(format!("{}:{line}: `fails` needs a quoted reason", path.display())),
+            };
+            let goal = rest.trim()[strings.byte_offset()..].trim();
+            let goal = if goal.is_empty() { Expect::Identical } else { expectation(goal, path, line)? };
+            if matches!(goal, Expect::Fails(..)) {
+                return Err(format!("{}:{line}: `fails` twice", path.display()));
+            }
+            Ok(Expect::Fails(why, Box::new(goal)))
+        }
+        _ => Err(format!(
+            "{}:{line}: expect is `identical`, `refused \"TEXT\"` or `fails \"WHY\"` before one of those, not `{value}`",
+            path.display()
+        )),
+    }
+}
+
 fn words(value: &str, path: &Path, line: usize) -> Result<Vec<String>, String> {
     shlex::split(value).ok_or_else(|| format!("{}:{line}: unbalanced quotes in `{value}`", path.display()))
 }
@@ -168,20 +196,7 @@ pub fn parse(group: &str, path: &Path) -> Result<Case, String> {
             "record" => case.record = words(value, path, line)?,
             "setup" => case.setup.push(value.to_string()),
             "stdin" => case.stdin = Some(PathBuf::from(value)),
-            "expect" => {
-                let (word, rest) = value.split_once(char::is_whitespace).unwrap_or((value, ""));
-                case.expect = match word {
-                    "identical" if rest.trim().is_empty() => Expect::Identical,
-                    "refused" => Expect::Refused(quoted(rest, path, line)?),
-                    "fails" => Expect::Fails(quoted(rest, path, line)?),
-                    _ => {
-                        return Err(format!(
-                            "{}:{line}: expect is `identical`, `refused \"TEXT\"` or `fails \"WHY\"`, not `{value}`",
-                            path.display()
-                        ))
-                    }
-                }
-            }
+            "expect" => case.expect = expectation(value, path, line)?,
             "exit" => case.exit = number(value, path, line)?,
             "recordings" => case.recordings = number(value, path, line)?,
             "replays" => case.replays = number(value, path, line)?,
@@ -216,7 +231,7 @@ impl Case {
         match self.expect {
             Expect::Identical => "identical",
             Expect::Refused(_) => "refused",
-            Expect::Fails(_) => "fails",
+            Expect::Fails(..) => "fails",
         }
     }
 
@@ -257,12 +272,17 @@ impl Case {
             }
         }
         let argv = self.program(dir)?;
-        match &self.expect {
-            Expect::Identical => self.identical(dir, &argv).map(|()| Verdict::Passed),
-            Expect::Fails(_) => {
-                Ok(self.identical(dir, &argv).map_or_else(Verdict::KnownFailure, |()| Verdict::KnownFailurePassed))
-            }
-            Expect::Refused(message) => self.refused(dir, &argv, message).map(|()| Verdict::Passed),
+        self.check(&self.expect, dir, &argv)
+    }
+
+    fn check(&self, expect: &Expect, dir: &Path, argv: &[String]) -> Result<Verdict, String> {
+        match expect {
+            Expect::Identical => self.identical(dir, argv).map(|()| Verdict::Passed),
+            Expect::Refused(message) => self.refused(dir, argv, message).map(|()| Verdict::Passed),
+            Expect::Fails(_, goal) => Ok(match self.check(goal, dir, argv) {
+                Ok(_) => Verdict::KnownFailurePassed,
+                Err(why) => Verdict::KnownFailure(why),
+            }),
         }
     }
 
@@ -572,6 +592,10 @@ mod tests {
         assert_eq!(case.run, ["sh", "-c", "echo a b"]);
         assert_eq!(case.expect, Expect::Refused("no `x`".into()));
         assert!(parse_text("y.case", "exit: 1\n").unwrap_err().contains("needs a `run:` line"));
+        let case = parse_text("w.case", "run: x\nexpect: fails \"issue 1: \\\"q\\\"\" refused \"no\"\n").unwrap();
+        assert_eq!(case.expect, Expect::Fails("issue 1: \"q\"".into(), Box::new(Expect::Refused("no".into()))));
+        let case = parse_text("v.case", "run: x\nexpect: fails \"issue 2\"\n").unwrap();
+        assert_eq!(case.expect, Expect::Fails("issue 2".into(), Box::new(Expect::Identical)));
     }
 
     #[test]
@@ -580,6 +604,10 @@ mod tests {
         assert!(e.ends_with("z.sh:2: unknown directive `stdout-has: \"x\"`"), "{e}");
         let e = parse_text("z.py", "# rdb-expect: broken\n").unwrap_err();
         assert!(e.contains("z.py:1: expect is"), "{e}");
+        let e = parse_text("z.py", "# rdb-expect: fails \"x\" fails \"y\"\n").unwrap_err();
+        assert!(e.contains("z.py:1: `fails` twice"), "{e}");
+        let e = parse_text("z.py", "# rdb-expect: fails refused \"y\"\n").unwrap_err();
+        assert!(e.contains("z.py:1: `fails` needs a quoted reason"), "{e}");
         let e = parse_text("z.rs", "// rdb-stdout: unquoted\n").unwrap_err();
         assert!(e.contains("z.rs:1: expected a quoted string"), "{e}");
     }

@@ -56,7 +56,7 @@ fn cases(group: &str) -> Vec<Trial> {
                 }
                 Ok(rdb_tests::cases::Verdict::KnownFailure(why)) => {
                     let expected = match &case.expect {
-                        rdb_tests::cases::Expect::Fails(issue) => issue.clone(),
+                        rdb_tests::cases::Expect::Fails(issue, _) => issue.clone(),
                         _ => unreachable!("only `expect: fails` cases have known failures"),
                     };
                     let first = why.lines().next().unwrap_or("").to_string();
