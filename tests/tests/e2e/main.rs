@@ -22,10 +22,12 @@ mod build_interrupt;
 mod build_workspace;
 mod clang_replay;
 mod record_replay;
+mod regions_in_generic_closure_async;
 mod replay_debug;
 mod sample_apps_replay;
 mod threads;
 mod ui;
+mod ui_accepted;
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
@@ -76,6 +78,7 @@ fn main() {
     trials.extend(cases("programs"));
     trials.extend(cases("corpus"));
     trials.extend(ui::trials());
+    trials.extend(ui_accepted::trials());
     trials.extend(scenarios!(ui: cargo_rdb_build_reports_and_writes_nothing));
     trials.extend(scenarios!(build_dlopen: region_of_minibc_main_runs_from_dlopen, every_region_is_in_the_table));
     trials.extend(scenarios!(build_identity:
@@ -113,6 +116,10 @@ fn main() {
         misbehaving_debug_code_is_reported_and_never_changes_the_replay,
         a_region_in_threads_finds_every_lost_update,
         a_region_ending_a_loop_body_never_runs_after_the_loop,
+    ));
+    trials.extend(scenarios!(regions_in_generic_closure_async:
+        regions_in_generics_closures_and_async_replay_in_a_dev_build,
+        regions_in_generics_closures_and_async_replay_in_a_release_build,
     ));
     trials.extend(scenarios!(sample_apps_replay: sample_apps_replay_exactly, rayon_and_crossbeam_replay_exactly));
     trials.extend(scenarios!(threads:

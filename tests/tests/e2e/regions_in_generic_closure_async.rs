@@ -4,40 +4,23 @@
 //! region runs with the values the program itself logged, the program's
 //! output is the recording's, and the main binary is the recorded one.
 
-use rdb_tests::{assert_success, cargo, repo_root, run_cargo, SampleApp};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use rdb_tests::{assert_success, cargo_rdb, output, run_cargo, scratch, text, timed, tools, SampleApp};
+use std::path::Path;
+use std::process::Output;
 
-fn tool(name: &str, package: &str) -> PathBuf {
-    let st = cargo().current_dir(repo_root()).args(["build", "-q", "-p", package, "--bin", name]).status().unwrap();
-    assert!(st.success(), "building {name} failed");
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target"))
-        .join("debug")
-        .join(name)
-}
-
+/// `program ARGS` in `dir` as a user would run it: rdb's tools first on `PATH`, none of this
+/// test run's cargo settings.
 fn run(dir: &Path, program: &Path, args: &[&str]) -> Output {
-    let tools = tool("rdb", "rdb-cli").parent().unwrap().to_path_buf();
-    tool("rdb-debug-host", "rdb-host");
-    let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap_or_default());
-    Command::new("timeout")
-        .arg("600")
-        .arg(program)
-        .args(args)
-        .current_dir(dir)
-        .env("PATH", path)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    let path = format!("{}:{}", tools().display(), std::env::var("PATH").unwrap_or_default());
+    output(
+        timed(600, program)
+            .args(args)
+            .current_dir(dir)
+            .env("PATH", path)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR"),
+    )
 }
 
 /// Appends `[profile.release] debug = "full"`: rustc's debug information
@@ -51,7 +34,7 @@ fn with_release_debug_info(dir: &Path) {
 }
 
 fn record_then_replay_with_regions(release: bool) {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch("bank");
     let app = SampleApp::plain("bank", tmp.path());
     if release {
         with_release_debug_info(&app.dir);
@@ -62,7 +45,7 @@ fn record_then_replay_with_regions(release: bool) {
     assert_success("cargo build bank", &run_cargo(&app.dir, &build));
     let binary = app.dir.join("target").join(dir).join("bank");
     let trace = tmp.path().join("trace");
-    let rdb = tool("rdb", "rdb-cli");
+    let rdb = tools().join("rdb");
     let rec = run(&app.dir, &rdb, &["record", "-o", trace.to_str().unwrap(), "--", binary.to_str().unwrap()]);
     assert_success("rdb record", &rec);
     let recorded = text(&rec.stdout);
@@ -71,7 +54,7 @@ fn record_then_replay_with_regions(release: bool) {
     if release {
         with_release_debug_info(&app.dir);
     }
-    let cargo_rdb = tool("cargo-rdb", "cargo-rdb");
+    let cargo_rdb = cargo_rdb();
     let mut replay = vec!["rdb", "replay", trace.to_str().unwrap(), "-q"];
     replay.extend_from_slice(profile_args);
     let rep = run(&app.dir, &cargo_rdb, &replay);
@@ -145,12 +128,10 @@ fn record_then_replay_with_regions(release: bool) {
     assert!(compares >= 3, "{replayed}");
 }
 
-#[test]
-fn regions_in_generics_closures_and_async_replay_in_a_dev_build() {
+pub fn regions_in_generics_closures_and_async_replay_in_a_dev_build() {
     record_then_replay_with_regions(false);
 }
 
-#[test]
-fn regions_in_generics_closures_and_async_replay_in_a_release_build() {
+pub fn regions_in_generics_closures_and_async_replay_in_a_release_build() {
     record_then_replay_with_regions(true);
 }
