@@ -11,6 +11,11 @@ command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v gdb >/dev/null || need+=(gdb)
 command -v pigz >/dev/null || need+=(pigz)
 command -v pbzip2 >/dev/null || need+=(pbzip2)
+# The corpus of real programs (tests/corpus/) records these.
+for pair in node:nodejs ps:procps openssl:openssl xz:xz-utils zstd:zstd lz4:lz4 bc:bc make:make gcc:gcc \
+    strace:strace git:git bzip2:bzip2 zip:zip unzip:unzip file:file jq:jq perl:perl python3:python3; do
+  command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
+done
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo

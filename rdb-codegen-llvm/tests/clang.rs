@@ -10,11 +10,23 @@ fn rdb_clang() -> &'static str {
 }
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    rdb_tests::repo_root()
+}
+
+/// A file of `tests/data/`.
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+/// `program ARGS` in `dir`, under a timeout.
+fn command(dir: &Path, program: &str, args: &[&str]) -> Command {
+    let mut command = rdb_tests::timed(600, program);
+    command.args(args).current_dir(dir);
+    command
 }
 
 fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
-    let out = Command::new(program).args(args).current_dir(dir).output().expect("spawn");
+    let out = command(dir, program, args).output().expect("spawn");
     assert!(
         out.status.success(),
         "`{program} {}` failed: {}\n{}",
@@ -150,10 +162,12 @@ fn debug_module_region_runs_with_hand_built_arguments() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "2 numbers: 1 3\n");
 }
 
-fn diagnose(source: &str) -> String {
+/// Compiles `tests/data/diagnostics/<name>.c` as `bad.c` with rdb-clang, which must refuse it;
+/// returns its diagnostics.
+fn diagnose(name: &str) -> String {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join("bad.c"), source).unwrap();
-    let out = Command::new(rdb_clang()).args(["-c", "bad.c", "-o", "bad.o"]).current_dir(tmp.path()).output().unwrap();
+    std::fs::copy(data(&format!("diagnostics/{name}.c")), tmp.path().join("bad.c")).unwrap();
+    let out = command(tmp.path(), rdb_clang(), &["-c", "bad.c", "-o", "bad.o"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!tmp.path().join("bad.o").exists());
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -161,43 +175,34 @@ fn diagnose(source: &str) -> String {
 
 #[test]
 fn break_and_continue_out_of_a_region_are_errors() {
-    let e = diagnose("#include \"rdb.h\"\nint f(int n) {\n  int s = 0;\n  for (int i = 0; i < n; i++) {\n    rdb_begin\n    if (i == 3)\n      break;\n    rdb_end\n    s += i;\n  }\n  return s;\n}\n");
+    let e = diagnose("break_out_of_region");
     assert!(e.starts_with("bad.c:7:7: error: control leaves the debug region"), "{e}");
-    let e = diagnose("#include \"rdb.h\"\nint f(int n) {\n  int s = 0;\n  while (n--) {\n    rdb_begin\n    if (n == 3) continue;\n    rdb_end\n    s += n;\n  }\n  return s;\n}\n");
+    let e = diagnose("continue_out_of_region");
     assert!(e.starts_with("bad.c:6:17: error: control leaves the debug region"), "{e}");
 }
 
 #[test]
 fn a_break_inside_a_loop_of_the_region_is_fine() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("ok.c"),
-        "#include <stdio.h>\n#include \"rdb.h\"\nint main(void) {\n  int s = 0;\n  rdb_begin\n  for (int i = 0; ; i++) {\n    if (i > s + 3) break;\n    printf(\"%d\\n\", i);\n  }\n  rdb_end\n  return s;\n}\n",
-    )
-    .unwrap();
+    std::fs::copy(data("break_inside_a_region_loop.c"), tmp.path().join("ok.c")).unwrap();
     run(tmp.path(), rdb_clang(), &["ok.c", "-o", "ok"]);
 }
 
 #[test]
 fn return_goto_and_unbalanced_markers_are_errors() {
-    let e =
-        diagnose("#include \"rdb.h\"\nint f(int n) {\n  rdb_begin\n  if (n) return 1;\n  rdb_end\n  return 0;\n}\n");
+    let e = diagnose("return_in_region");
     assert!(e.starts_with("bad.c:4:10: error: `return` inside a debug region"), "{e}");
-    let e = diagnose("#include \"rdb.h\"\nint f(int n) {\n  rdb_begin\n  n++;\n  return n;\n}\n");
+    let e = diagnose("begin_without_end");
     assert!(e.contains("bad.c:3:3: error: `rdb_begin` without a matching `rdb_end`"), "{e}");
-    let e = diagnose("int f(int n) {\n  rdb_begin\n  goto out;\n  rdb_end\nout:\n  return n;\n}\n");
+    let e = diagnose("goto_out_of_region");
     assert!(e.starts_with("bad.c:3:3: error: `goto out` leaves the debug region"), "{e}");
 }
 
 #[test]
 fn debug_only_code_may_not_use_program_objects_directly() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("p.c"),
-        "#include <stdio.h>\n#include \"rdb.h\"\nint counter;\nstatic void __rdb_show(void) {\n  printf(\"%d\\n\", counter);\n}\nint main(void) {\n  counter++;\n  rdb_begin\n  __rdb_show();\n  rdb_end\n  return 0;\n}\n",
-    )
-    .unwrap();
-    let out = Command::new(rdb_clang()).args(["p.c", "-o", "p"]).current_dir(tmp.path()).output().unwrap();
+    std::fs::copy(data("debug_only_uses_program_object.c"), tmp.path().join("p.c")).unwrap();
+    let out = command(tmp.path(), rdb_clang(), &["p.c", "-o", "p"]).output().unwrap();
     let e = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{e}");
     assert!(e.contains("debug-only `__rdb_show` uses the program's `counter` directly"), "{e}");
@@ -229,11 +234,7 @@ fn lua_with_a_region_in_its_hot_loop_is_identical() {
         run(&dir, compiler, &link);
     };
     build(rdb_clang());
-    std::fs::write(
-        dir.join("calls.lua"),
-        "local function f(x) return x + 1 end\nlocal s = 0\nfor i = 1, 250000 do s = f(s) end\nprint(s)\n",
-    )
-    .unwrap();
+    std::fs::copy(data("calls.lua"), dir.join("calls.lua")).unwrap();
     let out = run(&dir, "./lua", &["calls.lua"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "250000\n");
     let args = rdb_descriptors::load_arguments(&dir.join("lua.rdb-arguments.json")).unwrap();
@@ -360,8 +361,7 @@ fn program_objects_of_other_translation_units() {
     assert!(shown[0].starts_with("helper Static Symbol { symbol: \"helper\""), "{shown:?}");
     assert!(shown[1].starts_with("shared Static Symbol { symbol: \"shared\""), "{shown:?}");
     assert!(shown[2].starts_with("v Local Stack"), "{shown:?}");
-    let out =
-        Command::new(rdb_clang()).args(["a.o", "b.o", "bad.rdb.c", "-o", "bad"]).current_dir(dir).output().unwrap();
+    let out = command(dir, rdb_clang(), &["a.o", "b.o", "bad.rdb.c", "-o", "bad"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("debug-only code refers to program symbols by name: shared"));
     assert!(!dir.join("bad").exists() && !dir.join("bad.rdb.so").exists());
@@ -388,8 +388,7 @@ fn constructs_outline_at_o0_and_o2() {
         assert_eq!(String::from_utf8_lossy(&out.stdout), "20\n");
         let args = rdb_descriptors::load_arguments(&dir.join("s.rdb-arguments.json")).unwrap();
         assert_eq!(args.arguments.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), expected, "{flags:?}");
-        let harness = "#include <dlfcn.h>\nint main(int c, char **v) { return !(c == 2 && dlopen(v[1], RTLD_NOW) && dlsym(dlopen(v[1], RTLD_NOW), \"__rdb_entry_1\")); }\n";
-        std::fs::write(dir.join("load.c"), harness).unwrap();
+        std::fs::copy(data("load.c"), dir.join("load.c")).unwrap();
         run(dir, "clang-14", &["load.c", "-ldl", "-o", "load"]);
         run(dir, "./load", &[dir.join("s.rdb.so").to_str().unwrap()]);
     }
@@ -401,11 +400,11 @@ fn twin_check_refuses_different_code() {
     use rdb_codegen_llvm::driver::{check_same_code, DriverError};
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    std::fs::write(dir.join("a.c"), "int f(int x) { return x + 1; }\n").unwrap();
+    std::fs::copy(data("twin_plus_one.c"), dir.join("a.c")).unwrap();
     run(dir, "clang-14", &["-O2", "-c", "a.c", "-o", "a.o"]);
     run(dir, "clang-14", &["-O2", "-g", "-c", "a.c", "-o", "a-g.o"]);
     check_same_code(&dir.join("a.o"), &dir.join("a-g.o")).unwrap();
-    std::fs::write(dir.join("a.c"), "int f(int x) { return x + 2; }\n").unwrap();
+    std::fs::copy(data("twin_plus_two.c"), dir.join("a.c")).unwrap();
     run(dir, "clang-14", &["-O2", "-g", "-c", "a.c", "-o", "b-g.o"]);
     let e = check_same_code(&dir.join("a.o"), &dir.join("b-g.o")).unwrap_err();
     assert!(matches!(e, DriverError::TwinMismatch { .. }), "{e}");

@@ -12,22 +12,6 @@ use common::{compile_c, symbol};
 use rdb_runtime::trace::{Event, TraceReader, TraceWriter};
 use rdb_runtime::{record, replay, BreakpointStop, Error, ProcessImage, RecordOptions, ReplayObserver, ReplayOptions};
 
-const PROGRAM: &str = r#"#include <stdio.h>
-#include <unistd.h>
-int counter;
-__attribute__((noinline)) int work(int x) {
-    counter += x;
-    return counter * 2;
-}
-int main(void) {
-    int total = 0;
-    for (int i = 1; i <= 3; i++) total += work(i);
-    printf("total %d\n", total);
-    write(1, "bye\n", 4);
-    return 0;
-}
-"#;
-
 struct Watch {
     exe: PathBuf,
     work: u64,
@@ -61,7 +45,7 @@ fn opts(trace: &Path) -> ReplayOptions {
 #[test]
 fn breakpoints_and_divergence_reports() {
     let tmp = tempfile::tempdir().unwrap();
-    let exe = compile_c(tmp.path(), "prog", PROGRAM, &["-O1", "-g", "-fPIE", "-pie"], &[]);
+    let exe = compile_c(tmp.path(), "replay_api", "replay_api", &["-O1", "-g", "-fPIE", "-pie"], &[]);
     let trace = tmp.path().join("trace");
     let rec = record(&RecordOptions {
         program: exe.clone().into_os_string(),
@@ -113,7 +97,7 @@ fn breakpoints_and_divergence_reports() {
             assert!(d.expected.contains("write(0x5,"), "{}", d.expected);
             assert!(d.actual.contains("write(0x1,"), "{}", d.actual);
             let loc = d.location.clone().unwrap_or_default();
-            assert!(loc.contains("prog.c:12") && loc.contains("main"), "source location: {loc}");
+            assert!(loc.contains("replay_api.c:12") && loc.contains("main"), "source location: {loc}");
             let report = d.to_string();
             assert!(report.contains("diverged") && report.contains("expected"), "{report}");
         }

@@ -14,29 +14,6 @@ use rdb_runtime::{
     record_with, replay, BreakpointStop, ProcessImage, RecordOptions, ReplayObserver, ReplayOptions, Schedule,
 };
 
-const PROGRAM: &str = r#"#include <pthread.h>
-#include <stdio.h>
-#include <unistd.h>
-int counter;
-__attribute__((noinline)) int work(long who) {
-    int seen = counter;
-    write(2, "", 0);
-    counter = seen + 1;
-    return seen + (int)who;
-}
-static void *run(void *arg) {
-    for (int i = 0; i < 20; i++) work((long)arg);
-    return 0;
-}
-int main(void) {
-    pthread_t t[3];
-    for (long i = 0; i < 3; i++) pthread_create(&t[i], 0, run, (void *)(i + 1));
-    for (int i = 0; i < 3; i++) pthread_join(t[i], 0);
-    printf("counter %d\n", counter);
-    return 0;
-}
-"#;
-
 /// Debug-side state shared by all threads' hits: every hit's thread, argument and the value of
 /// `counter` then, plus the lost updates it detects (a hit seeing a value already seen).
 struct Watch {
@@ -65,7 +42,7 @@ impl ReplayObserver for Watch {
 #[test]
 fn breakpoints_in_every_thread_follow_the_recorded_schedule() {
     let tmp = tempfile::tempdir().unwrap();
-    let exe = compile_c(tmp.path(), "thr", PROGRAM, &["-O1", "-g", "-fPIE", "-pie"], &["-lpthread"]);
+    let exe = compile_c(tmp.path(), "thread_breakpoints", "thr", &["-O1", "-g", "-fPIE", "-pie"], &["-lpthread"]);
     let trace = tmp.path().join("trace");
     let schedule = Schedule { chaos: Some(5), ..Schedule::default() };
     let opts =

@@ -1,17 +1,48 @@
-//! End-to-end tests of rdb live in `tests/tests/`; helpers shared by them live here.
+//! Helpers shared by rdb's tests, in one place: the end-to-end harness (`tests/tests/e2e.rs`)
+//! and the crates' own integration tests use them.
 //!
-//! Sample apps (`sample-apps/<app>/`) come in two variants: the plain crate,
-//! and the instrumented one obtained by overlaying the files of
-//! `sample-apps/<app>/rdb/` onto it ([`SampleApp`]).
+//! - [`tools`] builds rdb's binaries once per test process (`cargo build`, so never a stale
+//!   binary) and finds them; [`rdb`], [`rdb_clang`] and [`cargo_rdb`] are commands for them.
+//! - Every command a test runs goes through [`timed`]: `timeout` ends it (and its process group)
+//!   when it hangs, so a hang fails one test instead of stalling the suite.
+//! - [`scratch`] makes a directory for one test; [`program`] names a test program's file;
+//!   [`clang`] and [`rustc`] build one.
+//! - Sample apps (`sample-apps/<app>/`) come in two variants: the plain crate, and the
+//!   instrumented one obtained by overlaying the files of `sample-apps/<app>/rdb/` onto it
+//!   ([`SampleApp`]).
+
+pub mod cases;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
+
+/// Exit codes of `rdb` (rdb-cli/src/main.rs and rdb-debugger).
+pub const EXIT_ERROR: i32 = 1;
+pub const EXIT_DIVERGED: i32 = 3;
+pub const EXIT_ENDS_EARLY: i32 = 4;
+pub const EXIT_REGION_PROBLEMS: i32 = 5;
+/// What `timeout` exits with when it had to end the command.
+pub const EXIT_TIMED_OUT: i32 = 124;
+
+/// Seconds a command may run unless a test says otherwise.
+pub const DEFAULT_TIMEOUT: u64 = 300;
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is in the repo").to_path_buf()
+}
+
+/// `target/<profile>` of the running test binary (which lives in `target/<profile>/deps`).
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let deps = exe.parent().expect("test binary directory");
+    if deps.file_name().is_some_and(|n| n == "deps") {
+        deps.parent().expect("target/<profile>").to_path_buf()
+    } else {
+        deps.to_path_buf()
+    }
 }
 
 /// The cargo running the tests.
@@ -19,56 +50,184 @@ pub fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
-/// Path of a freshly built `cargo-rdb` (built once per test process).
-pub fn cargo_rdb() -> &'static Path {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let root = repo_root();
-        let status = cargo()
-            .current_dir(&root)
-            .args(["build", "-q", "-p", "cargo-rdb", "--bin", "cargo-rdb"])
-            .status()
-            .expect("run cargo build -p cargo-rdb");
-        assert!(status.success(), "building cargo-rdb failed");
-        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
-        target.join("debug").join("cargo-rdb")
+/// `program` under `timeout -k 10 SECONDS`: a hang ends with exit status 124 (the whole process
+/// group of the command is signalled, tracees included).
+pub fn timed(seconds: u64, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = Command::new("timeout");
+    command.args(["-k", "10"]).arg(seconds.to_string()).arg(program).stdin(Stdio::null());
+    command
+}
+
+/// The directory holding rdb's binaries (`rdb`, `rdb-debug-host`, `rdb-clang`, `cargo-rdb`),
+/// built once per test process: the build is cargo's, so a binary is never older than its
+/// sources.
+pub fn tools() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = target_dir();
+        // The profile the tests were built with: `target/debug` is cargo's `dev`.
+        let profile = match dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => "dev".to_string(),
+            Some(other) => other.to_string(),
+        };
+        let out = timed(3600, std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .current_dir(repo_root())
+            .args(["build", "-q", "-p", "rdb-cli", "-p", "rdb-host", "-p", "rdb-codegen-llvm", "-p", "cargo-rdb"])
+            .args(["--bins", "--profile", &profile])
+            .output()
+            .expect("run cargo build");
+        assert_success("building rdb's binaries", &out);
+        for tool in ["rdb", "rdb-debug-host", "rdb-clang", "cargo-rdb"] {
+            assert!(dir.join(tool).is_file(), "{} missing after the build", dir.join(tool).display());
+        }
+        dir
     })
 }
 
-/// Runs `cargo rdb <args>` in `dir`.
-pub fn run_cargo_rdb(dir: &Path, args: &[&str]) -> Output {
-    Command::new(cargo_rdb())
-        .current_dir(dir)
-        .arg("rdb")
-        .args(args)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .output()
-        .expect("run cargo-rdb")
+/// `rdb ARGS` under [`timed`] with `seconds`, stdin from /dev/null.
+pub fn rdb_timed(seconds: u64, args: &[&str]) -> Command {
+    let mut command = timed(seconds, tools().join("rdb"));
+    command.args(args);
+    command
 }
 
-/// Runs plain `cargo <args>` in `dir`.
-pub fn run_cargo(dir: &Path, args: &[&str]) -> Output {
-    cargo()
-        .current_dir(dir)
-        .args(args)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .output()
-        .expect("run cargo")
+/// `rdb ARGS` under the default timeout, stdin from /dev/null.
+pub fn rdb(args: &[&str]) -> Command {
+    rdb_timed(DEFAULT_TIMEOUT, args)
+}
+
+/// Path of `rdb-clang`.
+pub fn rdb_clang() -> PathBuf {
+    tools().join("rdb-clang")
+}
+
+/// Path of `cargo-rdb`.
+pub fn cargo_rdb() -> PathBuf {
+    tools().join("cargo-rdb")
+}
+
+/// Runs a command and returns its output; panics only when it cannot start.
+pub fn output(command: &mut Command) -> Output {
+    command.output().unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"))
+}
+
+/// Runs a command and panics with its output unless it succeeded.
+pub fn run_ok(what: &str, command: &mut Command) -> Output {
+    let out = output(command);
+    assert_success(what, &out);
+    out
+}
+
+/// `rdb record -o TRACE -- PROG...` in `dir`; panics unless the recording completed
+/// (`rdb: recorded` on stderr). Returns the output: the program's, plus rdb's `rdb: ` lines.
+pub fn record(dir: &Path, trace: &Path, prog: &[&str]) -> Output {
+    let mut args = vec!["record", "-o", trace.to_str().expect("UTF-8 path"), "--"];
+    args.extend_from_slice(prog);
+    let out = output(rdb(&args).current_dir(dir));
+    assert!(text(&out.stderr).contains("rdb: recorded"), "recording {prog:?} failed:\n{}", describe(&out));
+    out
+}
+
+/// `rdb replay TRACE` in `dir`.
+pub fn replay(dir: &Path, trace: &Path) -> Output {
+    output(rdb(&["replay", trace.to_str().expect("UTF-8 path")]).current_dir(dir))
+}
+
+/// Lossy UTF-8.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The lines of `s` that `keep` accepts, each ending in a newline.
+pub fn lines_where(s: &str, keep: impl Fn(&str) -> bool) -> String {
+    s.lines().filter(|l| keep(l)).map(|l| format!("{l}\n")).collect()
+}
+
+/// What a program wrote to stderr under rdb: its stderr without rdb's own `rdb: ` lines.
+pub fn program_stderr(out: &Output) -> String {
+    lines_where(&text(&out.stderr), |l| !l.starts_with("rdb: "))
+}
+
+/// A command's status, stdout and stderr, for failure messages.
+pub fn describe(out: &Output) -> String {
+    format!("status: {}\n--- stdout\n{}\n--- stderr\n{}", out.status, text(&out.stdout), text(&out.stderr))
 }
 
 /// Panics with the command's output unless it succeeded.
 pub fn assert_success(what: &str, out: &Output) {
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{what} failed:\n{}", describe(out));
+}
+
+/// A fresh directory for one test, removed when dropped.
+pub fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("rdb-test-{name}-")).tempdir().expect("create a scratch directory")
+}
+
+/// A file of `tests/programs/` (test programs and their support files).
+pub fn program(rel: &str) -> PathBuf {
+    let path = repo_root().join("tests/programs").join(rel);
+    assert!(path.exists(), "{} missing", path.display());
+    path
+}
+
+/// `clang-14 FLAGS SOURCE -o OUT LIBS` (under a timeout); returns `out`.
+pub fn clang(source: &Path, out: &Path, flags: &[&str], libs: &[&str]) -> PathBuf {
+    run_ok("clang-14", timed(DEFAULT_TIMEOUT, "clang-14").args(flags).arg(source).arg("-o").arg(out).args(libs));
+    out.to_path_buf()
+}
+
+/// `rustc FLAGS SOURCE -o OUT` (under a timeout); returns `out`.
+pub fn rustc(source: &Path, out: &Path, flags: &[&str]) -> PathBuf {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    run_ok("rustc", timed(DEFAULT_TIMEOUT, rustc).args(flags).arg(source).arg("-o").arg(out));
+    out.to_path_buf()
+}
+
+/// Link-time address of a symbol of an ELF file, and whether the file is position-independent.
+pub fn symbol(binary: &Path, name: &str) -> (u64, bool) {
+    use object::{Object, ObjectKind, ObjectSymbol};
+    let data = std::fs::read(binary).unwrap_or_else(|e| panic!("read {}: {e}", binary.display()));
+    let file = object::File::parse(&*data).unwrap_or_else(|e| panic!("parse {}: {e}", binary.display()));
+    let sym = file
+        .symbols()
+        .find(|s| s.name() == Ok(name))
+        .unwrap_or_else(|| panic!("no symbol {name} in {}", binary.display()));
+    (sym.address(), file.kind() == ObjectKind::Dynamic)
+}
+
+/// Copies the files (not directories) of `from` into `to`.
+pub fn copy_files(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("read {}: {e}", from.display())) {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+/// Runs `cargo rdb <args>` in `dir`.
+pub fn run_cargo_rdb(dir: &Path, args: &[&str]) -> Output {
+    output(
+        timed(DEFAULT_TIMEOUT * 2, cargo_rdb())
+            .current_dir(dir)
+            .arg("rdb")
+            .args(args)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR"),
+    )
+}
+
+/// Runs plain `cargo <args>` in `dir`, as a user would (none of this test run's flags).
+pub fn run_cargo(dir: &Path, args: &[&str]) -> Output {
+    output(
+        timed(DEFAULT_TIMEOUT * 2, std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .current_dir(dir)
+            .args(args)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR"),
+    )
 }
 
 /// BLAKE3 of a file, hex.
@@ -104,30 +263,60 @@ fn copy_tree(from: &Path, to: &Path, skip: &[&str]) {
     }
 }
 
-/// A sample app copied into a directory of its own.
+/// A sample app (`sample-apps/<name>`) or a test fixture project (`tests/fixtures/<name>`)
+/// copied into a directory of its own. Its `rdb/` directory, if any, holds the instrumented
+/// variant's files; `rdb-macros` dependencies, whatever relative path they give, are pointed at
+/// this repository's copy.
 pub struct SampleApp {
     pub name: String,
     pub dir: PathBuf,
+    source: PathBuf,
 }
 
 impl SampleApp {
     /// Copies the plain variant of `sample-apps/<name>` to `parent/<name>`.
     pub fn plain(name: &str, parent: &Path) -> SampleApp {
-        let src = repo_root().join("sample-apps").join(name);
-        let dir = parent.join(name);
-        copy_tree(&src, &dir, &["rdb", "target", "Cargo.lock"]);
-        SampleApp { name: name.to_string(), dir }
+        SampleApp::copy(repo_root().join("sample-apps").join(name), parent)
     }
 
-    /// Overlays the instrumented files (`sample-apps/<name>/rdb/`), pointing
-    /// the `rdb-macros` dependency at this repository's copy.
+    /// Copies the plain variant of the project `tests/fixtures/<name>` to `parent/<name>`.
+    pub fn fixture(name: &str, parent: &Path) -> SampleApp {
+        SampleApp::copy(repo_root().join("tests/fixtures").join(name), parent)
+    }
+
+    fn copy(source: PathBuf, parent: &Path) -> SampleApp {
+        let name = source.file_name().expect("project name").to_string_lossy().into_owned();
+        let dir = parent.join(&name);
+        copy_tree(&source, &dir, &["rdb", "target", "Cargo.lock"]);
+        point_at_rdb_macros(&dir);
+        SampleApp { name, dir, source }
+    }
+
+    /// Overlays the instrumented files (`rdb/`).
     pub fn instrument(&self) {
-        let overlay = repo_root().join("sample-apps").join(&self.name).join("rdb");
-        copy_tree(&overlay, &self.dir, &[]);
-        let manifest = self.dir.join("Cargo.toml");
-        let text = std::fs::read_to_string(&manifest).unwrap();
-        let macros = repo_root().join("rdb-macros");
-        std::fs::write(&manifest, text.replace("\"../../rdb-macros\"", &format!("{:?}", macros.display().to_string())))
-            .unwrap();
+        self.overlay("rdb");
+    }
+
+    /// Overlays the files of the project's directory `name` (an instrumented variant).
+    pub fn overlay(&self, name: &str) {
+        copy_tree(&self.source.join(name), &self.dir, &[]);
+        point_at_rdb_macros(&self.dir);
+    }
+}
+
+/// Rewrites `rdb-macros = { path = "..." }` in every manifest under `dir` to this repository's
+/// copy.
+fn point_at_rdb_macros(dir: &Path) {
+    const KEY: &str = "rdb-macros = { path = \"";
+    let absolute = repo_root().join("rdb-macros").display().to_string();
+    for entry in walkdir::WalkDir::new(dir).into_iter().filter_map(|e| e.ok()) {
+        if entry.file_name() != "Cargo.toml" {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        let Some(start) = text.find(KEY).map(|i| i + KEY.len()) else { continue };
+        let end = start + text[start..].find('"').expect("closing quote");
+        let fixed = format!("{}{}{}", &text[..start], absolute, &text[end..]);
+        std::fs::write(entry.path(), fixed).unwrap();
     }
 }

@@ -8,7 +8,6 @@ use nix::sys::signal::Signal;
 use nix::sys::uio::{process_vm_readv, RemoteIoVec};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::Pid;
-use object::{Object, ObjectKind, ObjectSymbol};
 use rdb_descriptors::*;
 use rdb_tracee::{Memory, Regs, Target};
 use std::io::{self, IoSliceMut};
@@ -31,14 +30,14 @@ pub fn fixtures() -> &'static Fixtures {
         let dir = tempfile::Builder::new().prefix("rdb-host-test").tempdir().unwrap().keep();
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         let program = dir.join("program");
-        run(Command::new("clang-14").args(["-O0", "-g", "-o"]).arg(&program).arg(src.join("program.c")));
+        run(rdb_tests::timed(600, "clang-14").args(["-O0", "-g", "-o"]).arg(&program).arg(src.join("program.c")));
         let c_module = dir.join("module.so");
-        run(Command::new("clang-14")
+        run(rdb_tests::timed(600, "clang-14")
             .args(["-O1", "-g", "-shared", "-fPIC", "-o"])
             .arg(&c_module)
             .arg(src.join("module.c")));
         let rust_module = dir.join("rust_module.so");
-        run(Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        run(rdb_tests::timed(600, std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
             .args(["--edition", "2021", "--crate-type", "cdylib", "-C", "link-dead-code", "-o"])
             .arg(&rust_module)
             .arg(src.join("module.rs")));
@@ -47,16 +46,12 @@ pub fn fixtures() -> &'static Fixtures {
 }
 
 fn run(cmd: &mut Command) {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    rdb_tests::run_ok("building a fixture", cmd);
 }
 
 /// Module-relative address of a symbol of `binary`, and whether it is PIE.
 pub fn symbol(binary: &Path, name: &str) -> (u64, bool) {
-    let data = std::fs::read(binary).unwrap();
-    let file = object::File::parse(&*data).unwrap();
-    let sym = file.symbols().find(|s| s.name() == Ok(name)).unwrap_or_else(|| panic!("no symbol {name}"));
-    (sym.address(), file.kind() == ObjectKind::Dynamic)
+    rdb_tests::symbol(binary, name)
 }
 
 /// The program's output when run without any tracing.

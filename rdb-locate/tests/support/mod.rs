@@ -47,9 +47,7 @@ fn build_once(binary: &Path, command: &mut Command) {
 /// `program` under `timeout`, so a hung compiler fails the test instead of
 /// stalling the suite.
 fn timed(program: &str) -> Command {
-    let mut command = Command::new("timeout");
-    command.args(["600", program]);
-    command
+    rdb_tests::timed(600, program)
 }
 
 fn run(command: &mut Command) {

@@ -1,0 +1,6 @@
+#include "rdb.h"
+int f(int n) {
+  rdb_begin
+  n++;
+  return n;
+}

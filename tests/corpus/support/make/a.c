@@ -1,0 +1,1 @@
+int a(int x) { return x * 2 + 1; }

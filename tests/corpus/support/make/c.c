@@ -1,0 +1,1 @@
+int c(int x) { return x * 4 + 1; }

@@ -1,0 +1,2 @@
+# SIGPIPE in a pipeline.
+yes | head -n 3

@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "script $0 $*"
+date +%N

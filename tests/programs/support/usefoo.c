@@ -1,0 +1,3 @@
+#include <stdio.h>
+int foo(void);
+int main(void) { printf("%d\n", foo()); return 0; }

@@ -1,0 +1,130 @@
+//! rdb's end-to-end suite: one harness, one test case per program or scenario.
+//!
+//! - `programs::NAME`: each file of `tests/programs/` (a C, Rust, shell or Python program written
+//!   for rdb's tests) is recorded and replayed as its `rdb-` directives say
+//!   (`rdb_tests::cases` documents them).
+//! - `corpus::NAME`: each file of `tests/corpus/` is an unmodified program of this machine with
+//!   its current expectation: `identical`, `refused "why"`, or `fails "issue N: why"` for a known
+//!   fault (reported, not hidden; flipping it to `identical` is a one-line change).
+//! - `ui::NAME`: each malformed source of `tests/ui/` against the diagnostics in the `.stderr`
+//!   file beside it (`RDB_BLESS=1` rewrites them).
+//! - `MODULE::NAME`: scenarios that are more than one program and its output (changed binaries,
+//!   killed recorders, Ctrl-C, builds, replay debugging), one function each, in the modules
+//!   below.
+//!
+//! rdb's binaries are built once per run (`rdb_tests::tools`, cargo's own up-to-date check) and
+//! every command runs under `timeout`. Run one case with `cargo test -p rdb-tests --test e2e --
+//! corpus::ls`, list them with `-- --list`.
+
+mod build_dlopen;
+mod build_identity;
+mod build_interrupt;
+mod build_workspace;
+mod clang_replay;
+mod record_replay;
+mod regions_in_generic_closure_async;
+mod replay_debug;
+mod sample_apps_replay;
+mod threads;
+mod ui;
+mod ui_accepted;
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+/// Trials named `module::function` for scenario functions.
+macro_rules! scenarios {
+    ($module:ident: $($test:ident),+ $(,)?) => {
+        vec![$(Trial::test(concat!(stringify!($module), "::", stringify!($test)), || {
+            $module::$test();
+            Ok(())
+        })),+]
+    };
+}
+
+/// One trial per case file of `tests/<group>/`.
+fn cases(group: &str) -> Vec<Trial> {
+    rdb_tests::cases::discover(group)
+        .into_iter()
+        .enumerate()
+        .map(|(i, case)| match case {
+            Ok(case) => Trial::ignorable_test(case.name.clone(), move || match case.run() {
+                Ok(rdb_tests::cases::Verdict::Passed) => Ok(Completion::Completed),
+                Ok(rdb_tests::cases::Verdict::KnownFailurePassed) => {
+                    eprintln!(
+                        "{}: known failure did not show this time; make it `expect: identical` once it passes 10 runs in a row",
+                        case.name
+                    );
+                    Ok(Completion::Completed)
+                }
+                Ok(rdb_tests::cases::Verdict::KnownFailure(why)) => {
+                    let expected = match &case.expect {
+                        rdb_tests::cases::Expect::Fails(issue, _) => issue.clone(),
+                        _ => unreachable!("only `expect: fails` cases have known failures"),
+                    };
+                    let first = why.lines().next().unwrap_or("").to_string();
+                    Ok(Completion::ignored_with(format!("known failure ({expected}): {first}")))
+                }
+                Err(why) => Err(Failed::from(format!("{}: {why}", case.path.display()))),
+            }),
+            // A malformed case file is a failing case of its own.
+            Err(why) => Trial::test(format!("{group}::malformed-{i}"), move || Err(Failed::from(why))),
+        })
+        .collect()
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut trials = Vec::new();
+    trials.extend(cases("programs"));
+    trials.extend(cases("corpus"));
+    trials.extend(ui::trials());
+    trials.extend(ui_accepted::trials());
+    trials.extend(scenarios!(ui: cargo_rdb_build_reports_and_writes_nothing));
+    trials.extend(scenarios!(build_dlopen: region_of_minibc_main_runs_from_dlopen, every_region_is_in_the_table));
+    trials.extend(scenarios!(build_identity:
+        minibc_dev,
+        minibc_release,
+        jobq_dev,
+        jobq_release,
+        race_dev,
+        rebuild_without_change_is_identical,
+        user_rustflags_are_kept,
+    ));
+    trials.extend(scenarios!(build_interrupt: killed_build_leaves_the_tree_unchanged));
+    trials.extend(scenarios!(build_workspace: workspace_with_path_dependency, missing_debug_info_is_explained));
+    trials.extend(scenarios!(clang_replay:
+        list_region_shows_the_lost_tail_on_replay,
+        minibc_regions_explain_the_recorded_crash,
+        lua_region_in_the_hot_loop_runs_on_replay,
+    ));
+    trials.extend(scenarios!(record_replay:
+        replay_works_from_another_place_and_environment,
+        corrupt_and_foreign_traces_are_refused,
+        changed_binary_is_refused_by_name,
+        killed_recorder_leaves_a_trace_that_replays_to_its_end,
+        info_describes_a_trace,
+        default_trace_dir_and_latest_link,
+        recorded_stdin_is_not_needed_for_replay,
+        scripts_and_relative_execs_replay_from_elsewhere,
+        changed_shared_library_is_refused_by_name,
+        git_commit_replays_after_the_repository_changed,
+        ctrl_c_reaches_the_program_and_the_trace_completes,
+    ));
+    trials.extend(scenarios!(replay_debug:
+        minibc_regions_show_branch_popping_an_empty_stack,
+        a_trace_from_another_binary_is_refused,
+        misbehaving_debug_code_is_reported_and_never_changes_the_replay,
+        a_region_in_threads_finds_every_lost_update,
+        a_region_ending_a_loop_body_never_runs_after_the_loop,
+    ));
+    trials.extend(scenarios!(regions_in_generic_closure_async:
+        regions_in_generics_closures_and_async_replay_in_a_dev_build,
+        regions_in_generics_closures_and_async_replay_in_a_release_build,
+    ));
+    trials.extend(scenarios!(sample_apps_replay: sample_apps_replay_exactly, rayon_and_crossbeam_replay_exactly));
+    trials.extend(scenarios!(threads:
+        racy_recordings_replay_to_their_own_outcome,
+        the_chaos_seed_is_stored_in_the_trace,
+    ));
+    libtest_mimic::run(&args, trials).exit();
+}
