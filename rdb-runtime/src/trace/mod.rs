@@ -20,6 +20,7 @@
 mod chunk;
 pub mod event;
 pub mod files;
+pub mod fuzz;
 pub mod pack;
 pub mod progress;
 mod reader;
