@@ -90,14 +90,18 @@ pub fn run(a: Args) -> Result<i32> {
         chaos,
         watchdog: std::time::Duration::from_secs(a.watchdog.max(1)),
     };
+    let existed = std::fs::symlink_metadata(&dir).is_ok();
     let progress = Progress::start("recorded", None);
     let result = record_with(&opts, &schedule);
     drop(progress);
     let out = match result {
         Ok(out) => out,
         Err(e) => {
-            // Leave no empty trace directory behind (a partial trace stays: it replays).
-            let _ = std::fs::remove_dir(&dir);
+            // Leave no empty trace directory of ours behind (a partial trace stays: it
+            // replays; a directory that was there before is not ours to remove).
+            if !existed || default_place {
+                let _ = std::fs::remove_dir(&dir);
+            }
             return Err(e.into());
         }
     };

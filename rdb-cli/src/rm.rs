@@ -29,8 +29,15 @@ fn locate(arg: &Path) -> Result<PathBuf> {
 }
 
 pub fn run(a: Args) -> Result<i32> {
+    // Resolve every name first: `rdb rm latest prog-3` must not see `latest` dangle midway.
+    let mut targets = Vec::new();
     for arg in &a.traces {
         let p = locate(arg)?;
+        if !targets.contains(&p) {
+            targets.push(p);
+        }
+    }
+    for p in targets {
         let md = std::fs::symlink_metadata(&p)?;
         if md.is_file() {
             if !pack::looks_like_pack(&p) {

@@ -27,7 +27,7 @@ pub fn base_dir() -> Result<PathBuf> {
 /// else (others could replace `latest` or the traces in it).
 pub fn root() -> Result<Dir> {
     let base = base_dir()?;
-    Dir::create_private(&base, false).map_err(|e| {
+    Dir::create_private_following(&base).map_err(|e| {
         anyhow!(
             "cannot use the trace root {}: {e}\n(set RDB_TRACE_DIR to a directory of yours, or record with -o DIR)",
             base.display()

@@ -865,12 +865,15 @@ impl Replayer<'_> {
         // What ran was the trace's copy of the executable (or the checked original). A script's
         // interpreter and an executable's dynamic loader are loaded by the kernel from their
         // paths: those must be the recorded files.
-        let ran = self.files.get(Path::new(OsStr::from_bytes(&exe)), &blake3)?.path.clone();
+        let ran = self.files.get(Path::new(OsStr::from_bytes(&exe)), &blake3)?;
+        let (ran, kept) = (ran.path.clone(), ran.kept);
         let exe = PathBuf::from(OsStr::from_bytes(&image));
-        let loaded = if image_blake3 == blake3 {
+        let loaded = if image_blake3 == blake3 && kept {
             ran
         } else {
-            self.files.check_in_place(&exe, &image_blake3)?;
+            if image_blake3 != blake3 {
+                self.files.check_in_place(&exe, &image_blake3)?;
+            }
             exe.clone()
         };
         if let Some((path, hash)) = &interp {

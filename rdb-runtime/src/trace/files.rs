@@ -217,6 +217,8 @@ pub struct Checked {
     pub path: PathBuf,
     pub file: std::fs::File,
     pub size: u64,
+    /// It is the trace's copy.
+    pub kept: bool,
 }
 
 /// Where replay finds the files a trace names: the trace's kept copies first, else the
@@ -265,7 +267,7 @@ impl ReplayFiles {
                     crate::Error::FileChanged { path, recorded: hex(blake3) }
                 });
             }
-            self.checked.insert(*blake3, Checked { path, file, size });
+            self.checked.insert(*blake3, Checked { path, file, size, kept: is_kept });
         }
         Ok(&self.checked[blake3])
     }

@@ -44,6 +44,16 @@ impl Dir {
     /// owned by the user and writable by nobody else, and, with `must_be_empty`, empty; it is
     /// then made private (0700).
     pub fn create_private(path: &Path, must_be_empty: bool) -> io::Result<Dir> {
+        Self::create_private_at(path, must_be_empty, false)
+    }
+
+    /// Like [`Dir::create_private`], but `path` itself may be a symlink to such a directory (a
+    /// trace root the user configured), whose target is checked instead.
+    pub fn create_private_following(path: &Path) -> io::Result<Dir> {
+        Self::create_private_at(path, false, true)
+    }
+
+    fn create_private_at(path: &Path, must_be_empty: bool, follow: bool) -> io::Result<Dir> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             if !parent.exists() {
                 std::fs::DirBuilder::new().recursive(true).mode_private().create(parent)?;
@@ -56,7 +66,10 @@ impl Dir {
         }
         let fd = rustix::fs::open(
             path,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlags::RDONLY
+                | OFlags::DIRECTORY
+                | OFlags::CLOEXEC
+                | if follow { OFlags::empty() } else { OFlags::NOFOLLOW },
             Mode::empty(),
         )
         .map_err(|e| match e {
