@@ -44,6 +44,7 @@ pub fn run(a: Args) -> Result<i32> {
     }
     let (mut procs, mut syscalls, mut signals, mut execs) = (BTreeSet::new(), 0u64, 0u64, 0u64);
     let mut threads = BTreeSet::new();
+    let (mut snapshots, mut snapshot_bytes) = (0u64, 0u64);
     let mut events = trace.events()?;
     let mut index = 0u64;
     while let Some(e) = events.next_event()? {
@@ -53,7 +54,13 @@ pub fn run(a: Args) -> Result<i32> {
         index += 1;
         procs.insert(e.tid());
         match e {
-            Event::Syscall { .. } => syscalls += 1,
+            Event::Syscall { file, .. } => {
+                syscalls += 1;
+                if let Some(snap) = file.and_then(|f| f.snapshot) {
+                    snapshots += 1;
+                    snapshot_bytes += snap.len() as u64;
+                }
+            }
             Event::Signal { .. } => signals += 1,
             Event::Exec { .. } => execs += 1,
             Event::NewProcess { child, flags, .. } if flags & libc::CLONE_THREAD as u64 != 0 => {
@@ -67,7 +74,13 @@ pub fn run(a: Args) -> Result<i32> {
     println!("size:       {} bytes in {} chunks", trace.event_bytes(), trace.chunk_count());
     let kept = trace.kept_files();
     let kept_bytes: u64 = kept.iter().map(|(_, s)| s).sum();
-    println!("files:      {} kept ({} bytes)", kept.len(), kept_bytes);
+    println!(
+        "files:      {} kept ({} bytes); {} mappings of data files snapshotted in the events ({} bytes before compression)",
+        kept.len(),
+        kept_bytes,
+        snapshots,
+        snapshot_bytes
+    );
     match (trace.summary(), trace.state()) {
         (Some(s), _) => {
             println!("duration:   {} ms", s.duration_ms);

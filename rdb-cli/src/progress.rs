@@ -50,10 +50,8 @@ fn draw(stop: Arc<AtomicBool>, verb: &'static str, total: Option<u64>, base: u64
             .progress_chars("=> "),
         ),
         None => ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden()).with_style(
-            ProgressStyle::with_template(&format!(
-                "rdb: [{{elapsed_precise}}] {{human_pos}} events {verb} ({{per_sec}})"
-            ))
-            .expect("valid template"),
+            ProgressStyle::with_template(&format!("rdb: [{{elapsed_precise}}] {{human_pos}} events {verb}"))
+                .expect("valid template"),
         ),
     };
     while !stop.load(Ordering::Relaxed) {

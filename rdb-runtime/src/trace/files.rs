@@ -10,7 +10,7 @@
 //! replay uses it, so a file rewritten in place through a hard link is refused, never used.
 
 use std::collections::BTreeMap;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -157,11 +157,11 @@ fn put(dir: &Dir, src: &Path, name: &str, want: &Digest, link: bool) -> io::Resu
         use std::os::unix::fs::PermissionsExt;
         from.metadata()?.permissions().mode() & 0o111 != 0
     };
-    let out = dir.create_file(&tmp, executable)?;
-    let mut tee = HashingWriter { out, hasher: blake3::Hasher::new() };
-    let copied = io::copy(&mut from, &mut tee).and_then(|n| tee.out.sync_all().map(|_| n));
+    let mut out = dir.create_file(&tmp, executable)?;
+    let mut hasher = blake3::Hasher::new();
+    let copied = copy_hashing(&mut from, &mut out, &mut hasher).and_then(|_| out.sync_all());
     match copied {
-        Ok(_) if tee.hasher.finalize().as_bytes() == want => {
+        Ok(()) if hasher.finalize().as_bytes() == want => {
             dir.rename(&tmp, name)?;
             Ok((size, false))
         }
@@ -176,19 +176,16 @@ fn put(dir: &Dir, src: &Path, name: &str, want: &Digest, link: bool) -> io::Resu
     }
 }
 
-struct HashingWriter {
-    out: std::fs::File,
-    hasher: blake3::Hasher,
-}
-
-impl Write for HashingWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.out.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+/// Copy `from` to `to`, hashing what is copied (large buffers: see [`safe_fs::IO_BUF`]).
+fn copy_hashing(from: &mut impl Read, to: &mut impl Write, hasher: &mut blake3::Hasher) -> io::Result<()> {
+    let mut buf = vec![0u8; safe_fs::IO_BUF];
+    loop {
+        let n = from.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        hasher.update(&buf[..n]);
+        to.write_all(&buf[..n])?;
     }
 }
 

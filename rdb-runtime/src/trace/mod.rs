@@ -189,7 +189,7 @@ pub fn hex(hash: &[u8; 32]) -> String {
 
 /// The hash named by 64 hex digits.
 pub fn unhex(s: &str) -> Option<[u8; 32]> {
-    if s.len() != 64 {
+    if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
         return None;
     }
     let mut out = [0u8; 32];
@@ -197,4 +197,54 @@ pub fn unhex(s: &str) -> Option<[u8; 32]> {
         *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header_of(cpu: String, cpu_flags: Vec<String>, kernel: String) -> Header {
+        Header {
+            format: FORMAT_NAME.into(),
+            version: FORMAT_VERSION,
+            rdb_version: "test".into(),
+            program: "/bin/true".into(),
+            argv: vec![],
+            program_blake3: String::new(),
+            cwd: "/".into(),
+            started_unix: 0,
+            pinned_cpu: None,
+            cpu,
+            cpu_flags,
+            kernel,
+            chaos_seed: None,
+        }
+    }
+
+    #[test]
+    fn the_same_machine_has_no_differences_and_another_one_is_described() {
+        let (cpu, flags) = cpu_identity();
+        assert!(machine_differences(&header_of(cpu.clone(), flags.clone(), kernel_release())).is_empty());
+        let mut other_flags = flags.clone();
+        other_flags.retain(|f| f != "sse2");
+        other_flags.push("avx512_imaginary".into());
+        let other = header_of("Other CPU 9000 (flags 0123456789abcdef)".into(), other_flags, "1.2.3".into());
+        let d = machine_differences(&other).join("\n");
+        assert!(d.contains("CPU model: recorded on Other CPU 9000"), "{d}");
+        assert!(d.contains("lacks: avx512_imaginary"), "{d}");
+        assert!(d.contains("kernel: recorded on 1.2.3"), "{d}");
+        if flags.iter().any(|f| f == "sse2") {
+            assert!(d.contains("this machine has and the recording machine lacked: sse2"), "{d}");
+        }
+    }
+
+    #[test]
+    fn hashes_round_trip_through_hex() {
+        let h = *blake3::hash(b"x").as_bytes();
+        assert_eq!(unhex(&hex(&h)), Some(h));
+        assert_eq!(unhex("zz"), None);
+        assert_eq!(unhex(&"g".repeat(64)), None);
+        assert_eq!(unhex(&"+1".repeat(32)), None);
+        assert_eq!(unhex(&hex(&h).to_uppercase()), None);
+    }
 }

@@ -247,10 +247,20 @@ pub fn read_bounded(mut f: &File, size: u64, limit: u64) -> io::Result<Vec<u8>> 
     Ok(out)
 }
 
-/// blake3 of an open file, from its start.
-pub fn hash_file(f: &File) -> io::Result<[u8; 32]> {
+/// Read buffer for hashing and copying: blake3 hashes large inputs several chunks at a time
+/// (SIMD), which `io::copy`'s 8 KiB buffer defeats (measured: 3x slower on libLLVM).
+pub const IO_BUF: usize = 1 << 20;
+
+/// blake3 of an open file, from its current position (its start when just opened).
+pub fn hash_file(mut f: &File) -> io::Result<[u8; 32]> {
     let mut h = blake3::Hasher::new();
-    let mut r = f;
-    io::copy(&mut r, &mut h)?;
+    let mut buf = vec![0u8; IO_BUF];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
     Ok(*h.finalize().as_bytes())
 }
