@@ -41,6 +41,22 @@ fn main() {
             Err(e) => eprintln!("seed {:?} not recorded: {e}", argv),
         }
     }
+    if let Some(out) = std::env::var_os("RDB_FUZZ_WRITE_REPLAYABLE") {
+        // Traces of real programs with one event changed, for `fuzz/replay-crafted.sh`.
+        let real: Vec<&TraceFiles> = corpus[corpus.len() - programs.len()..].iter().collect();
+        let mut rng = fuzz::Rng::new(seed);
+        let mut n = 0;
+        while n < secs {
+            let base = real[rng.below(real.len())];
+            if let Some(t) = fuzz::mutate_event(&mut rng, base) {
+                let dir = std::path::Path::new(&out).join(format!("crafted-{n}"));
+                t.write_to(&dir).expect("write crafted trace");
+                n += 1;
+            }
+        }
+        let _ = std::fs::remove_dir_all(&tmp);
+        return;
+    }
     eprintln!("corpus: {} traces; fuzzing for {secs} s with seed {seed}", corpus.len());
     let report = fuzz::run(&corpus, &tmp, Duration::from_secs(secs), seed, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&tmp);

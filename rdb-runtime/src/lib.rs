@@ -78,6 +78,7 @@ pub mod observer;
 pub mod process;
 pub mod record;
 pub mod replay;
+mod stall;
 pub mod sys;
 pub mod syscalls;
 pub mod trace;

@@ -134,6 +134,8 @@ struct Proc {
 /// Events read ahead of the current position (needed to see a process's next event).
 struct Events {
     reader: EventReader,
+    /// Bumped at every event consumed and breakpoint hit (see `stall`).
+    progress: std::sync::Arc<std::sync::atomic::AtomicU64>,
     buf: VecDeque<Event>,
     index: u64,
     exhausted: bool,
@@ -156,6 +158,7 @@ impl Events {
     fn pop(&mut self) -> Result<Event, Error> {
         self.fill(1)?;
         self.index += 1;
+        self.progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(self.buf.pop_front().expect("pop after head"))
     }
     /// The next event of `tid`, looking ahead (bounded).
@@ -233,7 +236,24 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
         );
     }
     let mut files = ReplayFiles::new(&trace);
-    let mut ev = Events { reader: trace.events()?, buf: VecDeque::new(), index: 0, exhausted: false };
+    let recorded = match trace.summary() {
+        Some(s) => std::time::Duration::from_millis(s.duration_ms),
+        None => std::fs::metadata(trace.path().join(trace::EVENTS_FILE))
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(std::time::Duration::ZERO, |t| {
+                t.saturating_sub(std::time::Duration::from_secs(trace.header().started_unix))
+            }),
+    };
+    let stall = crate::stall::StallWatch::start(recorded);
+    let mut ev = Events {
+        reader: trace.events()?,
+        progress: stall.progress.clone(),
+        buf: VecDeque::new(),
+        index: 0,
+        exhausted: false,
+    };
     let Some(Event::Start { tid, exe, argv, envp, .. }) = ev.head()?.cloned() else {
         if ends_early {
             // Cut short before its first complete chunk: nothing to replay.
@@ -327,12 +347,38 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
         r.run()
     });
     drop(tsc);
-    let leftover: Vec<i32> = r.procs.values().map(|p| p.pid).collect();
+    let result = match result {
+        Err(_) if stall.fired() => {
+            let expected = r.head_desc().unwrap_or_default();
+            Err(Error::Divergence(Box::new(Divergence {
+                index: r.ev.index,
+                tid: r.ev.buf.front().map_or(tid, |e| e.tid()),
+                pid: -1,
+                expected,
+                actual: format!(
+                    "no progress for {} s: the program ran without reaching this event (it spins in user code on data the trace gave it: a damaged or crafted trace?) and was stopped",
+                    stall.limit.as_secs()
+                ),
+                pc: 0,
+                location: None,
+            })))
+        }
+        other => other,
+    };
+    drop(stall);
+    // Children that stopped before their fork event was handled are tracees too; one that
+    // shows up only now (a stop, not an exit) is killed as well, or waiting for it would block
+    // forever (seen replaying a crafted trace that diverged around a vfork).
+    let leftover: Vec<i32> = r.procs.values().map(|p| p.pid).chain(r.early_children.iter().copied()).collect();
     for p in &leftover {
         let _ = sys::kill(*p, libc::SIGKILL);
     }
     if !leftover.is_empty() {
-        while let Ok(Some(_)) = sys::wait_any() {}
+        while let Ok(Some((pid, w))) = sys::wait_any() {
+            if matches!(w, Wait::Stopped { .. }) {
+                let _ = sys::kill(pid, libc::SIGKILL);
+            }
+        }
     }
     let _ = std::io::stdout().flush();
     result?;
@@ -963,6 +1009,7 @@ impl Replayer<'_> {
         let pid = self.proc(tid).pid;
         regs.rip = addr;
         self.hits += 1;
+        self.ev.progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let image = self.proc(tid).image.clone().unwrap_or(ProcessImage {
             tid,
             pid,

@@ -486,6 +486,92 @@ pub fn mutate(rng: &mut Rng, base: &TraceFiles, other: &TraceFiles) -> (TraceFil
     (t, name)
 }
 
+/// A crafted trace for replaying (not just reading): one event of `base` changed in a way the
+/// codec accepts (a field of a decoded event set to another value), framed validly. Returns
+/// `None` when `base` has no events chunk.
+pub fn mutate_event(rng: &mut Rng, base: &TraceFiles) -> Option<TraceFiles> {
+    let mut pieces = split(&base.events);
+    let chunks: Vec<usize> = (0..pieces.len()).filter(|&i| pieces[i].kind == Kind::Events).collect();
+    if chunks.is_empty() {
+        return None;
+    }
+    let c = chunks[rng.below(chunks.len())];
+    let mut d = super::event::Decoder::new(&pieces[c].raw);
+    let mut events = Vec::new();
+    while !d.is_empty() {
+        events.push(d.next_event().ok()?);
+    }
+    if events.is_empty() {
+        return None;
+    }
+    let i = rng.below(events.len());
+    let pick = |rng: &mut Rng, v: u64| -> u64 {
+        match rng.below(5) {
+            0 => v.wrapping_add(1),
+            1 => v.wrapping_sub(1),
+            2 => 0,
+            3 => u64::MAX,
+            _ => rng.next_u64() % 4096,
+        }
+    };
+    match &mut events[i] {
+        Event::Syscall { tid, nr, args, ret, writes, .. } => match rng.below(5) {
+            0 => tid.0 = pick(rng, tid.0 as u64) as u32,
+            1 => *nr = pick(rng, *nr),
+            2 => {
+                let a = rng.below(6);
+                args[a] = pick(rng, args[a])
+            }
+            3 => *ret = pick(rng, *ret as u64) as i64,
+            _ => {
+                if let Some(w) = writes.first_mut() {
+                    w.addr = pick(rng, w.addr)
+                }
+            }
+        },
+        Event::NewProcess { tid, child, flags } => match rng.below(3) {
+            0 => tid.0 = pick(rng, tid.0 as u64) as u32,
+            1 => child.0 = pick(rng, child.0 as u64) as u32,
+            _ => *flags = pick(rng, *flags),
+        },
+        Event::Exec { tid, sp, stack, .. } => match rng.below(3) {
+            0 => tid.0 = pick(rng, tid.0 as u64) as u32,
+            1 => *sp = pick(rng, *sp),
+            _ => stack.truncate(rng.below(stack.len() + 1)),
+        },
+        Event::Signal { tid, sig, siginfo, .. } => match rng.below(3) {
+            0 => tid.0 = pick(rng, tid.0 as u64) as u32,
+            1 => *sig = pick(rng, *sig as u64) as i32,
+            _ => siginfo.truncate(rng.below(siginfo.len() + 1)),
+        },
+        Event::Exit { tid, status } => match rng.below(2) {
+            0 => tid.0 = pick(rng, tid.0 as u64) as u32,
+            _ => *status = pick(rng, *status as u64) as i32,
+        },
+        Event::Rdtsc { tid, .. } | Event::ThreadStart { tid } | Event::Start { tid, .. } => {
+            tid.0 = pick(rng, tid.0 as u64) as u32
+        }
+    }
+    let mut raw = Vec::new();
+    for e in &events {
+        super::event::encode(e, &mut raw);
+    }
+    pieces[c].raw = raw;
+    pieces[c].events = events.len() as u32;
+    let mut t = base.clone();
+    t.events = assemble(&t.header, &pieces, t.summary.as_deref());
+    // Keep the summary consistent (its byte count), so that the trace reaches the replayer.
+    if let Some(summary) = &t.summary {
+        if let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(summary) {
+            v["event_bytes"] = serde_json::json!(t.events.len());
+            let summary = serde_json::to_vec_pretty(&v).expect("serializes");
+            t.events = assemble(&t.header, &pieces, Some(&summary));
+            t.summary = Some(summary);
+        }
+    }
+    Some(t)
+}
+
 /// What a fuzzing run found.
 #[derive(Debug, Default, Clone)]
 pub struct Report {
