@@ -206,9 +206,12 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
         } else if rel.file_name().is_some_and(|n| n == "Cargo.toml") {
             let text = std::fs::read_to_string(ws_root.join(&rel))
                 .with_context(|| format!("cannot read {}", rel.display()))?;
-            let stripped = rdb_extract::strip_manifest(&text);
-            let debug = if stripped.contains("[package]") {
-                debug_package::add_region_dependency(&stripped, &region_crate)
+            let bad = || format!("cannot read {} as TOML", rel.display());
+            let stripped = rdb_extract::strip_manifest(&text).with_context(bad)?;
+            let debug = if text.parse::<toml_edit::DocumentMut>().with_context(bad)?.contains_key("package") {
+                // The package's debug code calls `::rdb_region::region`.
+                rdb_extract::add_path_dependency(&stripped, "rdb-region", &region_crate.to_string_lossy())
+                    .with_context(bad)?
             } else {
                 stripped.clone()
             };
@@ -225,8 +228,8 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
     let synced = shadow::sync(&shadow_main, &main_files)?;
     shadow::sync(&shadow_debug, &debug_files)?;
     for shadow in [&shadow_main, &shadow_debug] {
-        if let Ok(lock) = std::fs::read(ws_root.join("Cargo.lock")) {
-            shadow::write_atomic(&lock_stamp(shadow), blake3::hash(&lock).to_hex().as_bytes())?;
+        if let Ok(hash) = rdb_descriptors::hash_file(&ws_root.join("Cargo.lock")) {
+            shadow::write_atomic(&lock_stamp(shadow), hash.as_bytes())?;
         }
     }
     timing(args, "shadow sync", started);
@@ -331,26 +334,63 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
     let toolchain = cargo::rustc_version()?;
     let out_dir = rdb_dir.join(&profile_dir);
     std::fs::create_dir_all(&out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let mut outputs = Vec::new();
-    for ((pkg, bin), so) in bins.iter().zip(debug_modules) {
+    let mut exes = Vec::new();
+    for (_, bin) in &bins {
         let exe = main_artefacts
             .iter()
             .find(|a| a.target_name == bin.name && a.kinds.iter().any(|k| k == "bin"))
             .and_then(|a| a.executable.clone())
             .with_context(|| format!("cargo reported no executable for binary `{}`", bin.name))?;
-        if !artefacts::has_debug_info(&exe)? {
-            bail!(
-                "binary `{}` was built without debug info, so rdb cannot find where regions run nor where variables live\n\
-                 help: add to {}:\n\n    [profile.{profile}]\n    debug = \"full\"\n",
-                bin.name,
-                ws_root.join("Cargo.toml").display()
-            );
+        exes.push(exe);
+    }
+    // Where the DWARF comes from: the binary itself, or (a profile without
+    // full debug information, like cargo's default release profile) a twin
+    // build with it whose code is checked identical.
+    let mut dwarf = exes.clone();
+    let lacking: Vec<usize> = (0..exes.len())
+        .filter(|&i| !matches!(rdb_locate::debug_info(&exes[i]), Ok(rdb_locate::DebugInfo::Full)))
+        .collect();
+    if !lacking.is_empty() {
+        let twin_dir = rdb_dir.join("target-twin");
+        let twin_flags = RustFlags::with(&[
+            format!("--remap-path-prefix={}={}", shadow_main.display(), ws_root.display()),
+            format!("--remap-path-prefix={}={}", shadow_debug.display(), ws_root.display()),
+            "-Cdebuginfo=2".into(),
+            "-Cstrip=none".into(),
+        ]);
+        let mut twin_args = main_args.clone();
+        if let Some(i) = twin_args.iter().position(|a| a == "--target-dir") {
+            twin_args[i + 1] = twin_dir.into();
         }
-
+        term::status("Building", format!("twin with debug information ({profile} profile has none)"));
+        let twins = cargo::build(&shadow_main, &twin_args, &twin_flags, &[], args.quiet)?;
+        timing(args, "twin build", started);
+        for i in lacking {
+            let name = &bins[i].1.name;
+            let twin = twins
+                .iter()
+                .find(|a| a.target_name == *name && a.kinds.iter().any(|k| k == "bin"))
+                .and_then(|a| a.executable.clone())
+                .with_context(|| format!("cargo reported no executable for the twin of `{name}`"))?;
+            rdb_locate::check_same_code(&exes[i], &twin).with_context(|| {
+                format!(
+                    "binary `{name}` was built without debug info, and its twin built with debug info has other \
+                     code, so rdb cannot find where regions run nor where variables live from it (rustc adds a \
+                     `.debug_gdb_scripts` section and a reference to it in `main` when it emits debug info, and \
+                     optimizes differently)\nhelp: add to {}:\n\n    [profile.{profile}]\n    debug = \"full\"\n\n\
+                     then build and record again",
+                    ws_root.join("Cargo.toml").display()
+                )
+            })?;
+            dwarf[i] = twin;
+        }
+    }
+    let mut outputs = Vec::new();
+    for (((pkg, bin), so), (exe, dwarf)) in bins.iter().zip(debug_modules).zip(exes.iter().zip(&dwarf)) {
         // 5. Artefacts.
         let out_bin = out_dir.join(&bin.name);
         let paths = rdb_descriptors::artefact_paths(&out_bin);
-        shadow::copy_atomic(&exe, &out_bin)?;
+        shadow::copy_atomic(exe, &out_bin)?;
         shadow::copy_atomic(&so, &paths.debug_module)?;
         let closure = member_closure(&meta, &pkg.id);
         let pkg_rel = pkg
@@ -367,8 +407,10 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
             .filter(|r| file_pkg.get(&r.file).is_some_and(|id| closure.contains(id)))
             .filter(|r| region_in_binary(&r.file, &pkg_rel, pkg, bin, &file_pkg))
             .collect();
-        // Descriptors come from the binary as copied (its identity is recorded).
-        let (functions, arguments, warnings) = artefacts::write_descriptors(&out_bin, &toolchain, &regions, &ws_root)?;
+        // Descriptors describe the binary as copied (its identity is recorded).
+        let dwarf = if dwarf == exe { &out_bin } else { dwarf };
+        let (functions, arguments, warnings) =
+            artefacts::write_descriptors(&out_bin, dwarf, &toolchain, &regions, &ws_root)?;
         for w in warnings {
             term::warn(format!("`{}`: {w}", bin.name));
         }
@@ -398,9 +440,9 @@ fn lock_stamp(shadow: &Path) -> PathBuf {
 /// keep that version while the user's lock file is unchanged, so that a
 /// rebuild without changes writes nothing.
 fn keep_shadow_lock(ws_root: &Path, shadow: &Path, files: &mut BTreeMap<PathBuf, Vec<u8>>) -> Result<()> {
-    let Ok(user_lock) = std::fs::read(ws_root.join("Cargo.lock")) else { return Ok(()) };
+    let Ok(user_lock) = rdb_descriptors::hash_file(&ws_root.join("Cargo.lock")) else { return Ok(()) };
     let stamp = std::fs::read(lock_stamp(shadow)).unwrap_or_default();
-    if stamp == blake3::hash(&user_lock).to_hex().as_bytes() {
+    if stamp == user_lock.as_bytes() {
         if let Ok(current) = std::fs::read(shadow.join("Cargo.lock")) {
             files.insert(PathBuf::from("Cargo.lock"), current);
         }

@@ -7,7 +7,7 @@
 //! resolved features), `P`'s library when it has one, and `rdb-region`.
 //! The crate keeps the binary's crate name, so type names match the program's.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use cargo_metadata::{DependencyKind, Metadata, Package, Target};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -155,68 +155,11 @@ pub fn manifest(
     for f in own.iter().filter(|f| *f != "default") {
         writeln!(m, "{} = []", toml_str(f))?;
     }
-    let profiles = profile_tables(root_manifest);
+    // The generated package is a workspace of its own and must know the same
+    // profiles (custom ones included).
+    let profiles = rdb_extract::profile_tables(root_manifest).context("cannot read the workspace's Cargo.toml")?;
     if !profiles.is_empty() {
         writeln!(m, "\n# Profiles of the user's workspace.\n{profiles}")?;
     }
     Ok(m)
-}
-
-/// The `[profile.*]` tables of the workspace's root manifest, verbatim:
-/// the generated package is a workspace of its own and must know the same
-/// profiles (custom ones included).
-pub fn profile_tables(root_manifest: &str) -> String {
-    let mut out = String::new();
-    let mut in_profile = false;
-    for line in root_manifest.split_inclusive('\n') {
-        let t = line.trim_start();
-        if t.starts_with('[') {
-            in_profile = t.trim_start_matches('[').trim_start().starts_with("profile.");
-        }
-        if in_profile {
-            out.push_str(line);
-        }
-    }
-    if !out.is_empty() && !out.ends_with('\n') {
-        out.push('\n');
-    }
-    out
-}
-
-/// Adds `rdb-region` to the `[dependencies]` of a debug-shadow manifest
-/// (the package's debug code calls `::rdb_region::region`).
-pub fn add_region_dependency(manifest: &str, region_crate: &Path) -> String {
-    let line = format!("rdb-region = {{ path = {} }}\n", toml_str(&region_crate.to_string_lossy()));
-    let mut out = String::with_capacity(manifest.len() + line.len());
-    let mut inserted = false;
-    for l in manifest.split_inclusive('\n') {
-        out.push_str(l);
-        if !inserted && l.trim() == "[dependencies]" {
-            if !l.ends_with('\n') {
-                out.push('\n');
-            }
-            out.push_str(&line);
-            inserted = true;
-        }
-    }
-    if !inserted {
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-        out.push_str("\n[dependencies]\n");
-        out.push_str(&line);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn profile_tables_are_copied_verbatim() {
-        let root = "[package]\nname = \"a\"\n\n[profile.release]\ndebug = \"full\"\n\n[profile.dev.package.\"*\"]\nopt-level = 1\n\n[dependencies]\nx = \"1\"\n[profile.fast]\ninherits = \"release\"\n";
-        assert_eq!(
-            super::profile_tables(root),
-            "[profile.release]\ndebug = \"full\"\n\n[profile.dev.package.\"*\"]\nopt-level = 1\n\n[profile.fast]\ninherits = \"release\"\n"
-        );
-    }
 }

@@ -25,7 +25,23 @@ pub fn run() -> ! {
     // Queries such as `rustc -vV` or `--print` must not get codegen flags.
     let compiles = rest.windows(2).any(|w| w[0] == "--crate-name" && w[1] != "___");
     if compiles {
-        cmd.args(["-C", "link-dead-code", "--cap-lints", "allow"]);
+        // Debug information tells which instantiation of a generic region
+        // each trampoline belongs to (see `artefacts`), whatever the profile
+        // says; and no optimization: at -O LLVM deletes the region helpers
+        // nothing calls (with the table entries they emit), link-dead-code or
+        // not. Type layouts do not depend on the optimization level.
+        cmd.args([
+            "-C",
+            "link-dead-code",
+            "--cap-lints",
+            "allow",
+            "-C",
+            "debuginfo=2",
+            "-C",
+            "strip=none",
+            "-C",
+            "opt-level=0",
+        ]);
     }
     match cmd.status() {
         Ok(s) => std::process::exit(s.code().unwrap_or(101)),

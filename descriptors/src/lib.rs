@@ -27,7 +27,7 @@ pub const FUNCTIONS_FORMAT: &str = "rdb-functions";
 /// Value of the `format` field of an argument descriptor file.
 pub const ARGUMENTS_FORMAT: &str = "rdb-arguments";
 /// The descriptor format version this crate reads and writes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// Name of the ELF section of a Rust debug module that maps region ids to
 /// debug functions: pairs of little-endian `u64` (region id, function address).
@@ -63,6 +63,26 @@ pub struct BinaryIdentity {
     pub size: u64,
     /// BLAKE3 hash of the whole file, lowercase hex.
     pub blake3: String,
+}
+
+impl BinaryIdentity {
+    /// The identity of the file at `path` as it is now. This is the one place
+    /// rdb hashes a binary: producers write it into the descriptors, consumers
+    /// compare it with a trace's recorded executable.
+    pub fn of(path: &Path) -> std::io::Result<BinaryIdentity> {
+        let data = std::fs::read(path)?;
+        Ok(BinaryIdentity { path: path.to_path_buf(), size: data.len() as u64, blake3: hash_bytes(&data) })
+    }
+}
+
+/// BLAKE3 of a file's bytes, lowercase hex (the `blake3` of [`BinaryIdentity`]).
+pub fn hash_file(path: &Path) -> std::io::Result<String> {
+    Ok(hash_bytes(&std::fs::read(path)?))
+}
+
+/// BLAKE3 of bytes, lowercase hex.
+pub fn hash_bytes(data: &[u8]) -> String {
+    blake3::hash(data).to_hex().to_string()
 }
 
 /// Source language.
@@ -146,6 +166,12 @@ pub struct CodeLocation {
     /// Symbol (function) containing the address, and the offset into it.
     pub symbol: String,
     pub offset: u64,
+    /// For [`DebugEntry::RegionTable`]: the id of the table entry to call at
+    /// this location, when it is not the region id. A region in a generic
+    /// function has one debug function per instantiation; each location
+    /// (the code of one instantiation) names the entry of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_id: Option<u32>,
 }
 
 /// `<bin>.rdb-arguments.json`.
@@ -191,6 +217,13 @@ pub struct PlacedLocation {
     /// The code address (a `CodeLocation::address` of the region).
     pub address: u64,
     pub location: Location,
+    /// The variable's type and size at this address when they differ from
+    /// the argument's `type_name` and `size`: the code of another
+    /// instantiation of a generic function.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub type_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
 }
 
 /// Where a variable's value is, at one code address.
@@ -206,6 +239,12 @@ pub enum Location {
     Symbol { symbol: String, offset: i64, address: u64 },
     /// The value is split: each piece gives `size` bytes, in order.
     Pieces { pieces: Vec<Piece> },
+    /// The value is in memory at `P + offset`, where `P` is the 8-byte
+    /// pointer held at `pointer` (a register's value, or the 8 bytes in
+    /// memory at a `stack`, `symbol` or `indirect` location). Captured
+    /// variables of closures and locals of `async` bodies live behind the
+    /// closure's or future's `self` pointer.
+    Indirect { pointer: Box<Location>, offset: i64 },
     /// The value is a constant known at compile time (little-endian bytes, hex).
     Implicit { bytes: String },
     /// The compiler kept no location for the variable here.

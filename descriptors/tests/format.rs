@@ -34,6 +34,8 @@ fn round_trip_and_version_check() {
                     Piece { size: 16, location: Location::Stack { base: Register::x86_64(7), offset: -24 } },
                 ],
             },
+            type_name: None,
+            size: None,
         }],
     });
     let path = dir.path().join("a.rdb-arguments.json");
@@ -43,7 +45,7 @@ fn round_trip_and_version_check() {
     // Wrong format and wrong version are refused with a message naming them.
     let err = load_functions(&path).unwrap_err().to_string();
     assert!(err.contains("format `rdb-arguments`, expected `rdb-functions`"), "{err}");
-    let text = std::fs::read_to_string(&path).unwrap().replace("\"version\": 1", "\"version\": 99");
+    let text = std::fs::read_to_string(&path).unwrap().replace(&format!("\"version\": {VERSION}"), "\"version\": 99");
     std::fs::write(&path, text).unwrap();
     let err = load_arguments(&path).unwrap_err().to_string();
     assert!(err.contains("version 99"), "{err}");

@@ -31,8 +31,11 @@
 //! descriptor files.
 
 use crate::command::{Command, Input, Mode};
-use crate::pass::{outline_file, PassError, PassInput, RegionSpec};
+use crate::descriptors::CRegion;
+use crate::pass::{outline_file, OutlinedRegion, PassError, PassInput, RegionSpec};
 use crate::source::{analyse, Analysis, Diagnostic, Pos};
+use rdb_descriptors::{ArgumentKind, SourceLocation};
+use rdb_locate::{ArgumentSite, RegionSite};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -58,14 +61,14 @@ pub enum DriverError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: not a readable ELF file: {message}")]
     Elf { path: PathBuf, message: String },
-    #[error("{twin}: the code compiled with `-g` differs from {main} (section `{section}`); rdb cannot describe this build. Add `-g` to your own flags")]
-    TwinMismatch { main: PathBuf, twin: PathBuf, section: String },
+    #[error("{0}. Add `-g` to your own flags")]
+    TwinMismatch(#[from] rdb_locate::TwinError),
     #[error(transparent)]
     Pass(#[from] PassError),
     #[error("{0}")]
     DebugModule(String),
-    #[error("cannot compute the descriptors: {0}")]
-    Locate(String),
+    #[error(transparent)]
+    Descriptors(#[from] crate::descriptors::DescriptorError),
 }
 
 impl DriverError {
@@ -537,7 +540,7 @@ impl Run {
             debug_only: analysis.debug_only.clone(),
             removed_lines: analysis.removed_lines.clone(),
             object_blake3: match twin_dir {
-                None => Some(blake3::hash(&std::fs::read(object).map_err(io(object))?).to_hex().to_string()),
+                None => Some(rdb_descriptors::hash_file(object).map_err(io(object))?),
                 Some(_) => None,
             },
         };
@@ -627,7 +630,7 @@ impl Run {
                 let (json, _, _) = sidecars(&input.path);
                 if json.exists() {
                     let info = load_object_info(&json)?;
-                    let current = std::fs::read(&input.path).map(|d| blake3::hash(&d).to_hex().to_string()).ok();
+                    let current = rdb_descriptors::hash_file(&input.path).ok();
                     if info.object_blake3.is_some() && info.object_blake3 != current {
                         eprintln!(
                             "rdb-clang: warning: {} changed since rdb-clang compiled it (rebuilt by another compiler?); its debug regions are left out",
@@ -653,8 +656,7 @@ impl Run {
         // Outline every object's regions.
         let mut outlined_bc = Vec::new();
         let mut next_id = 1u32;
-        let mut sites = Vec::new();
-        let mut brace_anchors = Vec::new();
+        let mut regions = Vec::new();
         for (n, info) in infos.iter().enumerate() {
             let specs: Vec<RegionSpec> = info
                 .regions
@@ -678,7 +680,7 @@ impl Run {
             let outlined = outline_file(&info.bitcode, &out, &input)?;
             for o in outlined {
                 let mut r = info.regions[(o.id - specs[0].id) as usize].clone();
-                brace_anchors.push(r.anchor);
+                let at_block_end = r.anchor;
                 // A region ending its block runs before whatever executes
                 // next (a loop's step, the code after an `if`): anchor there.
                 if let Some((line, column)) = o.continues_at {
@@ -692,13 +694,16 @@ impl Run {
                         r.anchor = (crate::source::stripped_line(&info.removed_lines, line), column);
                     }
                 }
-                sites.push((info.clone(), r, o));
+                regions.push(c_region(info, &r, at_block_end, o));
             }
             outlined_bc.push(out);
         }
         let paths = rdb_descriptors::artefact_paths(&prog);
         self.debug_module(&outlined_bc, &paths.debug_module, &program_symbols)?;
-        crate::descriptors::write(&prog, &dwarf_binary, &paths, &sites, &brace_anchors)?;
+        let warnings = crate::descriptors::write(&prog, &dwarf_binary, &paths, &regions, toolchain())?;
+        for w in warnings {
+            eprintln!("rdb-clang: warning: {w}");
+        }
         Ok(())
     }
 
@@ -831,40 +836,48 @@ pub fn defined_symbols(path: &Path) -> Result<HashSet<String>, DriverError> {
         .collect())
 }
 
-/// Checks that two builds have identical code: every allocated section's
-/// bytes (relocations of objects included).
+/// Checks that a DWARF twin (object or executable) has the same code as the
+/// user's build (see [`rdb_locate::check_same_code`]).
 pub fn check_same_code(main: &Path, twin: &Path) -> Result<(), DriverError> {
-    use object::{Object, ObjectSection, SectionKind};
-    let a = std::fs::read(main).map_err(io(main))?;
-    let b = std::fs::read(twin).map_err(io(twin))?;
-    let fa = object::File::parse(&*a).map_err(|e| DriverError::Elf { path: main.into(), message: e.to_string() })?;
-    let fb = object::File::parse(&*b).map_err(|e| DriverError::Elf { path: twin.into(), message: e.to_string() })?;
-    let mismatch =
-        |section: &str| DriverError::TwinMismatch { main: main.into(), twin: twin.into(), section: section.into() };
-    for s in fa.sections() {
-        let name = s.name().unwrap_or("").to_string();
-        // Every loaded section sits at the same address with the same size
-        // (the twin only adds non-loaded .debug_* sections) ...
-        if s.address() != 0 {
-            match fb.section_by_name(&name) {
-                Some(t) if t.address() == s.address() && t.size() == s.size() => {}
-                _ => return Err(mismatch(&name)),
-            }
-        }
-        // ... and code is byte-identical, relocations included.
-        let code = s.kind() == SectionKind::Text || name.starts_with(".text");
-        if !code {
-            continue;
-        }
-        let Some(t) = fb.section_by_name(&name) else { return Err(mismatch(&name)) };
-        if s.address() != t.address() || s.data().ok() != t.data().ok() {
-            return Err(mismatch(&name));
-        }
-        let ra: Vec<_> = s.relocations().map(|(o, r)| (o, r.kind(), r.addend(), format!("{:?}", r.target()))).collect();
-        let rb: Vec<_> = t.relocations().map(|(o, r)| (o, r.kind(), r.addend(), format!("{:?}", r.target()))).collect();
-        if ra.len() != rb.len() || ra.iter().zip(&rb).any(|(x, y)| x.0 != y.0 || x.1 != y.1 || x.2 != y.2) {
-            return Err(mismatch(&format!("{name} relocations")));
-        }
-    }
-    Ok(())
+    Ok(rdb_locate::check_same_code(main, twin)?)
+}
+
+/// A located region's site: positions in the user's file (`begin`, `end`)
+/// and in the stripped one (`anchor`, `block_end`), its arguments (program
+/// functions are statics found by symbol).
+fn c_region(info: &ObjectInfo, region: &RegionInfo, at_block_end: (u32, u32), outlined: OutlinedRegion) -> CRegion {
+    let loc = |file: &Path, (line, column): (u32, u32)| SourceLocation { file: file.to_path_buf(), line, column };
+    let site = RegionSite {
+        region: outlined.id,
+        begin: loc(&info.source_abs, region.begin),
+        end: loc(&info.source_abs, region.end),
+        anchor: loc(&info.source, region.anchor),
+        // C regions that end a block are anchored where execution continues (see
+        // `source.rs`), never at the brace; the brace says which variables they see.
+        ends_block: false,
+        block_end: (at_block_end != region.anchor).then(|| loc(&info.source, at_block_end)),
+        bodies: Vec::new(),
+        function: outlined.function.clone(),
+        arguments: outlined
+            .arguments
+            .iter()
+            .map(|a| ArgumentSite {
+                name: a.name.clone(),
+                kind: if a.local { ArgumentKind::Local } else { ArgumentKind::Static },
+                static_path: None,
+            })
+            .collect(),
+    };
+    CRegion { site, entry: outlined.entry }
+}
+
+/// First line of `clang --version`.
+fn toolchain() -> String {
+    Process::new(clang())
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(str::to_string))
+        .unwrap_or_else(|| "clang (unknown version)".into())
 }

@@ -9,7 +9,7 @@
 //! a call of `rdb_region::region`), plus one [`Region`] per region with the
 //! program variables it reads. Malformed regions come back as rustc-style
 //! [`Diagnostics`]. [`strip_manifest`] removes the `rdb-macros` dependency
-//! from a `Cargo.toml`.
+//! from a `Cargo.toml` (edited with `toml_edit`).
 //!
 //! Stripping rule: a removed piece of code that sits alone on its lines takes
 //! those whole lines with it (indentation and line break); one that shares a
@@ -22,11 +22,14 @@
 
 mod diag;
 mod manifest;
+mod parse;
+mod rewrite;
+mod syntax;
 mod text;
-mod walk;
+mod valid;
 
 pub use diag::{Diagnostic, Diagnostics};
-pub use manifest::strip_manifest;
+pub use manifest::{add_path_dependency, profile_tables, strip_manifest, ManifestError};
 pub use rdb_descriptors::ArgumentKind;
 
 use std::path::{Path, PathBuf};
@@ -95,6 +98,29 @@ pub struct Region {
     pub ends_block: bool,
     /// The program variables the region reads, in `argv` order.
     pub arguments: Vec<RegionArgument>,
+    /// The closures and `async` bodies the region is in, outermost first
+    /// (empty for a region in a function's own body): their code is a
+    /// function of its own in the binary.
+    pub nesting: Vec<Nested>,
+}
+
+/// A closure or `async` body around a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Nested {
+    pub kind: NestKind,
+    /// Where it starts in the stripped text (the closure's first token, the
+    /// `async` keyword, the `fn` keyword of an `async fn`).
+    pub at: LineCol,
+}
+
+/// What kind of body a region is nested in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NestKind {
+    Closure,
+    /// An `async` block.
+    AsyncBlock,
+    /// The body of an `async fn`.
+    AsyncFn,
 }
 
 /// A program variable passed to a region's debug function.
@@ -113,7 +139,89 @@ pub struct RegionArgument {
 /// All files are checked before anything is returned: either every file
 /// extracted cleanly, or the error lists every problem found.
 pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagnostics> {
-    walk::extract(files, first_id)
+    let mut findings = Vec::new();
+    let mut parsed = Vec::new();
+    let mut statics = syntax::Statics::new();
+    for input in files {
+        // Files without markers need no parse: nothing to strip or rewrite.
+        let relevant = input.text.contains("rdb_") || input.text.contains("debug_only");
+        if !relevant {
+            parsed.push(None);
+            continue;
+        }
+        match syntax::parse(&input.text) {
+            Ok(f) => {
+                syntax::collect_statics(&f, input, &mut statics);
+                parsed.push(Some(f));
+            }
+            Err(e) => {
+                let idx = text::LineIndex::new(&input.text);
+                let start = idx.offset(e.span().start());
+                let end = idx.offset(e.span().end()).max(start);
+                findings.push((input, start..end, valid::Finding::Parse { message: e.to_string() }));
+                parsed.push(None);
+            }
+        }
+    }
+    // Files without markers may still declare statics regions use.
+    for (input, p) in files.iter().zip(&parsed) {
+        if p.is_none() && syntax::declares_static(&input.text) {
+            if let Ok(f) = syntax::parse(&input.text) {
+                syntax::collect_statics(&f, input, &mut statics);
+            }
+        }
+    }
+    let mut next_id = first_id;
+    let mut out_files = Vec::new();
+    let mut regions = Vec::new();
+    for (input, p) in files.iter().zip(&parsed) {
+        let Some(file) = p else {
+            out_files.push(ExtractedFile {
+                path: input.path.clone(),
+                stripped: input.text.clone(),
+                debug: input.text.clone(),
+                instrumented: false,
+            });
+            continue;
+        };
+        let (mut model, next) = parse::walk(input, file, &statics, next_id);
+        next_id = next;
+        let idx = text::LineIndex::new(&input.text);
+        let range = |s: proc_macro2::Span| idx.offset(s.start())..idx.offset(s.end());
+        let (markers, hidden) = syntax::all_markers(file);
+        let name = |kind| if kind == syntax::Marker::Begin { "rdb_begin" } else { "rdb_end" };
+        for (kind, span) in hidden {
+            model.findings.push((range(span), valid::Finding::MarkerInMacro { marker: name(kind) }));
+        }
+        for (kind, span) in markers {
+            let r = range(span);
+            if !model.placed_markers.contains(&r.start) {
+                model.findings.push((r, valid::Finding::MisplacedMarker { marker: name(kind) }));
+            }
+        }
+        findings.extend(std::mem::take(&mut model.findings).into_iter().map(|(r, f)| (input, r, f)));
+        let (extracted, mut found) = rewrite::rewrite(input, model);
+        out_files.push(extracted);
+        regions.append(&mut found);
+    }
+    if !findings.is_empty() {
+        let mut diags = Vec::new();
+        let mut sources: Vec<(&std::path::Path, std::sync::Arc<str>)> = Vec::new();
+        for (input, range, finding) in findings {
+            let source = match sources.iter().find(|(p, _)| *p == input.path) {
+                Some((_, s)) => s.clone(),
+                None => {
+                    let s: std::sync::Arc<str> = std::sync::Arc::from(input.text.as_str());
+                    sources.push((&input.path, s.clone()));
+                    s
+                }
+            };
+            diags.push(valid::diagnostic(input, &source, range, &finding));
+        }
+        return Err(Diagnostics(diags));
+    }
+    regions.sort_by_key(|r| r.id);
+    Ok(Extraction { files: out_files, regions })
 }
 
 /// The module path of a file from its path relative to the crate's source

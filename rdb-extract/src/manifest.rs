@@ -1,61 +1,131 @@
-//! Removing the `rdb-macros` dependency from a manifest.
+//! Editing `Cargo.toml` files (with `toml_edit`, which keeps everything it
+//! is not asked to change as it was).
 
-/// Removes the `rdb-macros` dependency from a `Cargo.toml` text, byte-exactly:
-/// `rdb-macros = ...` lines (possibly spanning several lines when the value
-/// is a multi-line inline table) in any dependency table, and whole
-/// `[dependencies.rdb-macros]`-style tables. Everything else is kept as is.
-pub fn strip_manifest(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut skipping_table = false;
-    let mut open_braces = 0i32;
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_start();
-        if open_braces > 0 {
-            open_braces += brace_balance(line);
-            continue;
-        }
-        if trimmed.starts_with('[') {
-            let header = trimmed.trim_end().trim_start_matches('[').trim_end_matches(']').trim();
-            skipping_table = header
-                .rsplit_once('.')
-                .is_some_and(|(table, key)| table.ends_with("dependencies") && is_rdb_macros(key));
-            if skipping_table {
-                continue;
-            }
-        } else if skipping_table {
-            continue;
-        }
-        if let Some((key, _)) = trimmed.split_once('=') {
-            if is_rdb_macros(key) && !trimmed.starts_with('#') {
-                open_braces = brace_balance(line);
-                continue;
+use toml_edit::{DocumentMut, Item, Table};
+
+/// The keys a dependency on `rdb-macros` may use.
+const MACROS: [&str; 2] = ["rdb-macros", "rdb_macros"];
+
+/// Why a manifest could not be edited.
+pub type ManifestError = toml_edit::TomlError;
+
+/// Removes the `rdb-macros` dependency from a `Cargo.toml` text: its entry in
+/// every dependency table (`[dependencies]`, `[dev-dependencies]`,
+/// `[build-dependencies]`, their `[target.'cfg(..)'.*]` forms and
+/// `[workspace.dependencies]`), whether written inline or as a table of its
+/// own. The rest of the text is kept byte for byte; a manifest without that
+/// dependency comes back unchanged.
+pub fn strip_manifest(text: &str) -> Result<String, ManifestError> {
+    let mut doc: DocumentMut = text.parse()?;
+    let mut changed = false;
+    let root = doc.as_table_mut();
+    changed |= strip_dependency_tables(root);
+    if let Some(targets) = root.get_mut("target").and_then(Item::as_table_like_mut) {
+        for (_, target) in targets.iter_mut() {
+            if let Some(t) = target.as_table_like_mut() {
+                for (_, item) in t.iter_mut() {
+                    changed |= remove_macros(item);
+                }
             }
         }
-        out.push_str(line);
     }
-    out
+    if let Some(ws) = root.get_mut("workspace").and_then(Item::as_table_like_mut) {
+        if let Some(deps) = ws.get_mut("dependencies") {
+            changed |= remove_macros(deps);
+        }
+    }
+    Ok(if changed { doc.to_string() } else { text.to_string() })
 }
 
-fn is_rdb_macros(key: &str) -> bool {
-    let k = key.trim().trim_matches('"').trim_matches('\'');
-    k == "rdb-macros" || k == "rdb_macros"
+fn strip_dependency_tables(root: &mut Table) -> bool {
+    let mut changed = false;
+    for key in ["dependencies", "dev-dependencies", "dev_dependencies", "build-dependencies", "build_dependencies"] {
+        if let Some(item) = root.get_mut(key) {
+            changed |= remove_macros(item);
+        }
+    }
+    changed
 }
 
-fn brace_balance(line: &str) -> i32 {
-    let code = line.split('#').next().unwrap_or("");
-    code.matches(['{', '[']).count() as i32 - code.matches(['}', ']']).count() as i32
+fn remove_macros(deps: &mut Item) -> bool {
+    let Some(table) = deps.as_table_like_mut() else { return false };
+    let mut changed = false;
+    for key in MACROS {
+        changed |= table.remove(key).is_some();
+    }
+    changed
+}
+
+/// Adds a path dependency `name = { path = "..." }` to the `[dependencies]`
+/// of a manifest (creating the table when there is none).
+pub fn add_path_dependency(text: &str, name: &str, path: &str) -> Result<String, ManifestError> {
+    let mut doc: DocumentMut = text.parse()?;
+    let deps = doc.as_table_mut().entry("dependencies").or_insert_with(|| Item::Table(Table::new()));
+    let mut spec = toml_edit::InlineTable::new();
+    spec.insert("path", path.into());
+    match deps.as_table_like_mut() {
+        Some(t) => {
+            t.insert(name, Item::Value(spec.into()));
+        }
+        None => {
+            let mut t = Table::new();
+            t.insert(name, Item::Value(spec.into()));
+            *deps = Item::Table(t);
+        }
+    }
+    Ok(doc.to_string())
+}
+
+/// The `[profile.*]` tables of a manifest, as a manifest text of their own
+/// (empty when there are none).
+pub fn profile_tables(text: &str) -> Result<String, ManifestError> {
+    let doc: DocumentMut = text.parse()?;
+    let mut out = DocumentMut::new();
+    if let Some(profile) = doc.get("profile") {
+        out.insert("profile", profile.clone());
+    }
+    Ok(out.to_string())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::strip_manifest;
+    use super::*;
 
     #[test]
-    fn removes_dependency_lines_and_tables() {
-        let m = "[package]\nname = \"a\"\n\n[dependencies]\nrdb-macros = { path = \"../rdb-macros\" }\nlibc = \"0.2\"\n\n[dependencies.rdb_macros]\npath = \"x\"\n\n[dev-dependencies]\nrdb-macros = {\n  path = \"y\",\n}\nz = \"1\"\n";
+    fn removes_dependency_entries_and_tables() {
+        let m = "[package]\nname = \"a\"\n\n[dependencies]\nrdb-macros = { path = \"../rdb-macros\" }\nlibc = \"0.2\"\n\n[dependencies.rdb_macros]\npath = \"x\"\n\n[dev-dependencies]\nrdb-macros = {\n  path = \"y\",\n}\nz = \"1\"\n\n[target.'cfg(unix)'.dependencies]\nrdb-macros = \"0.1\"\nnix = \"0.29\"\n";
         assert_eq!(
-            strip_manifest(m),
-            "[package]\nname = \"a\"\n\n[dependencies]\nlibc = \"0.2\"\n\n[dev-dependencies]\nz = \"1\"\n"
+            strip_manifest(m).unwrap(),
+            "[package]\nname = \"a\"\n\n[dependencies]\nlibc = \"0.2\"\n\n[dev-dependencies]\nz = \"1\"\n\n[target.'cfg(unix)'.dependencies]\nnix = \"0.29\"\n"
         );
+    }
+
+    #[test]
+    fn leaves_other_manifests_untouched() {
+        let m = "# comment\n[package]\nname   =   \"a\"  # spaced\n[dependencies]\nlibc='0.2'\n";
+        assert_eq!(strip_manifest(m).unwrap(), m);
+        assert!(strip_manifest("[package\n").is_err());
+    }
+
+    #[test]
+    fn adds_a_path_dependency() {
+        let with =
+            add_path_dependency("[package]\nname = \"a\"\n\n[dependencies]\nlibc = \"0.2\"\n", "rdb-region", "/r")
+                .unwrap();
+        assert_eq!(with, "[package]\nname = \"a\"\n\n[dependencies]\nlibc = \"0.2\"\nrdb-region = { path = \"/r\" }\n");
+        let without = add_path_dependency("[package]\nname = \"a\"\n", "rdb-region", "/r").unwrap();
+        assert!(without.contains("[dependencies]\nrdb-region = { path = \"/r\" }\n"), "{without}");
+    }
+
+    #[test]
+    fn profile_tables_are_kept() {
+        let root = "[package]\nname = \"a\"\n\n[profile.release]\ndebug = \"full\"\n\n[profile.dev.package.\"*\"]\nopt-level = 1\n\n[dependencies]\nx = \"1\"\n[profile.fast]\ninherits = \"release\"\n";
+        let p = profile_tables(root).unwrap();
+        let doc: DocumentMut = p.parse().unwrap();
+        assert_eq!(doc["profile"]["release"]["debug"].as_str(), Some("full"));
+        assert_eq!(doc["profile"]["dev"]["package"]["*"]["opt-level"].as_integer(), Some(1));
+        assert_eq!(doc["profile"]["fast"]["inherits"].as_str(), Some("release"));
+        assert!(!p.contains("dependencies"));
+        assert_eq!(profile_tables("[package]\nname = \"a\"\n").unwrap(), "");
     }
 }

@@ -64,19 +64,25 @@ pub fn compute(
             .iter()
             .find(|p| p.address == address)
             .ok_or_else(|| unavailable(format!("not described at address {address:#x}")))?;
+        // Another instantiation of generic code may give the variable another size here.
+        let size = placed.size.unwrap_or(arg.size);
         let value = match &placed.location {
             Location::Stack { base, offset } => {
                 let at = register_u64(tracee, base).map_err(unavailable)?.wrapping_add(*offset as u64);
-                copied(tracee, at, arg.size).unwrap_or(ArgValue::Address(at))
+                copied(tracee, at, size).unwrap_or(ArgValue::Address(at))
             }
             Location::Symbol { address, .. } => ArgValue::Address(tracee.load_bias().wrapping_add(*address)),
+            Location::Indirect { .. } => {
+                let at = address_of(tracee, &placed.location).map_err(unavailable)?;
+                copied(tracee, at, size).unwrap_or(ArgValue::Address(at))
+            }
             Location::Register { register } => {
                 let bytes = register_bytes(tracee, register).map_err(unavailable)?;
-                ArgValue::Bytes(fit(bytes, arg.size).map_err(unavailable)?)
+                ArgValue::Bytes(fit(bytes, size).map_err(unavailable)?)
             }
             Location::Implicit { bytes } => ArgValue::Bytes(decode_hex(bytes).map_err(unavailable)?),
             Location::Pieces { pieces } => {
-                let mut value = Vec::with_capacity(arg.size as usize);
+                let mut value = Vec::with_capacity(size as usize);
                 for piece in pieces {
                     let part = piece_bytes(tracee, &piece.location, piece.size).map_err(|e| match e {
                         PieceError::Unavailable(reason) => unavailable(reason),
@@ -119,6 +125,7 @@ fn piece_bytes(tracee: &dyn TraceeView, location: &Location, size: u64) -> Resul
             read(register_u64(tracee, base).map_err(PieceError::Unavailable)?.wrapping_add(*offset as u64))
         }
         Location::Symbol { address, .. } => read(tracee.load_bias().wrapping_add(*address)),
+        Location::Indirect { .. } => read(address_of(tracee, location).map_err(PieceError::Unavailable)?),
         Location::Implicit { bytes } => {
             let bytes = decode_hex(bytes).map_err(PieceError::Unavailable)?;
             fit(bytes, size).map_err(PieceError::Unavailable)
@@ -128,6 +135,30 @@ fn piece_bytes(tracee: &dyn TraceeView, location: &Location, size: u64) -> Resul
             Err(PieceError::Unavailable("described by nested pieces (malformed descriptor)".into()))
         }
     }
+}
+
+/// The program address of a memory-resident location (`stack`, `symbol`,
+/// `indirect`).
+fn address_of(tracee: &dyn TraceeView, location: &Location) -> Result<u64, String> {
+    Ok(match location {
+        Location::Stack { base, offset } => register_u64(tracee, base)?.wrapping_add(*offset as u64),
+        Location::Symbol { address, .. } => tracee.load_bias().wrapping_add(*address),
+        Location::Indirect { pointer, offset } => {
+            let p = match &**pointer {
+                Location::Register { register } => register_u64(tracee, register)?,
+                memory => {
+                    let at = address_of(tracee, memory)?;
+                    let mut word = [0u8; 8];
+                    tracee
+                        .read(at, &mut word)
+                        .map_err(|e| format!("behind a pointer at {at:#x} that cannot be read: {e}"))?;
+                    u64::from_le_bytes(word)
+                }
+            };
+            p.wrapping_add(*offset as u64)
+        }
+        _ => return Err("described as a pointer held where no pointer can be".into()),
+    })
 }
 
 /// `bytes` truncated or zero-extended to `size`.
@@ -222,7 +253,7 @@ mod tests {
             kind: ArgumentKind::Local,
             type_name: "T".into(),
             size,
-            locations: vec![PlacedLocation { address: 0x40, location }],
+            locations: vec![PlacedLocation { address: 0x40, location, type_name: None, size: None }],
         }
     }
 
@@ -265,6 +296,27 @@ mod tests {
                 ArgValue::Bytes(vec![0xff, 0x01]),
             ]
         );
+    }
+
+    #[test]
+    fn indirect_locations_follow_pointers() {
+        // SAFETY: user_regs_struct is plain integers.
+        let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        regs.rsp = 0x6ff0;
+        // At rsp + 8 a pointer to 0x7000 + 16, where the value is.
+        let mut memory = vec![0u8; 64];
+        memory[8..16].copy_from_slice(&0x7000u64.to_le_bytes());
+        memory[32..36].copy_from_slice(&[9, 8, 7, 6]);
+        let fake = Fake { regs, memory: (0x6ff0, memory) };
+        let pointer = Box::new(Location::Stack { base: Register::x86_64(7), offset: 8 });
+        let a = arg(0, 4, Location::Indirect { pointer, offset: 16 });
+        let b = arg(
+            1,
+            2,
+            Location::Indirect { pointer: Box::new(Location::Register { register: Register::x86_64(7) }), offset: 34 },
+        );
+        let values = compute(7, 0x40, &[&a, &b], &fake, &loc()).unwrap();
+        assert_eq!(values, vec![ArgValue::Bytes(vec![9, 8, 7, 6]), ArgValue::Bytes(vec![7, 6])]);
     }
 
     #[test]

@@ -247,13 +247,18 @@ impl DebugHost {
     pub fn invoke(&mut self, region: u32, address: u64, tracee: &dyn TraceeView) -> Result<Invocation, HostError> {
         let entry = self.regions.get(&region).ok_or(HostError::UnknownRegion { region })?;
         let source_location = Loc(entry.function.begin.clone());
-        if !entry.function.locations.iter().any(|l| l.address == address) {
+        let Some(location) = entry.function.locations.iter().find(|l| l.address == address) else {
             return Err(HostError::NoLocation { region, address, source_location });
-        }
+        };
+        // The debug function of this location's instantiation.
+        let function = location.entry_id.unwrap_or(region);
         let mut refs: Vec<&ArgumentDescriptor> = entry.arguments.iter().collect();
         refs.sort_by_key(|a| a.position);
         let values = args::compute(region, address, &refs, tracee, &source_location)?;
-        let sizes: Vec<u64> = refs.iter().map(|a| a.size).collect();
+        let sizes: Vec<u64> = refs
+            .iter()
+            .map(|a| a.locations.iter().find(|p| p.address == address).and_then(|p| p.size).unwrap_or(a.size))
+            .collect();
         if tracee.process_id() != self.last_pid {
             // Another process of the trace: its own address space.
             self.invalidate_mappings();
@@ -264,7 +269,7 @@ impl DebugHost {
             if self.process.is_none() {
                 self.start(tracee.process_id())?;
             }
-            let result = self.call(region, &values, &sizes, tracee, &source_location)?;
+            let result = self.call(region, function, &values, &sizes, tracee, &source_location)?;
             match result {
                 Called::Done(outcome) => return Ok(outcome),
                 Called::Collision(text) => {
@@ -282,9 +287,11 @@ impl DebugHost {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn call(
         &mut self,
         region: u32,
+        function: u32,
         values: &[ArgValue],
         sizes: &[u64],
         tracee: &dyn TraceeView,
@@ -301,7 +308,7 @@ impl DebugHost {
         } else {
             None
         };
-        w.u32(region).u32(flags).u32(tracee.process_id() as u32).u64(tracee.load_bias());
+        w.u32(function).u32(flags).u32(tracee.process_id() as u32).u64(tracee.load_bias());
         if let Some(maps) = &maps {
             w.ranges(maps);
         }
@@ -533,13 +540,30 @@ impl DebugHost {
             .u32(if has_mailbox { MAILBOX_FD as u32 } else { u32::MAX })
             .u32(self.options.tsc_disabled as u32)
             .bytes(self.module.as_os_str().as_encoded_bytes());
-        let mut entries: Vec<(&u32, &Region)> = self.regions.iter().collect();
-        entries.sort_by_key(|(id, _)| **id);
-        w.u32(entries.len() as u32);
-        for (id, region) in entries {
+        // One debug function per region, or per location that names a
+        // table entry of its own (an instantiation of a generic region).
+        let mut wants: std::collections::BTreeMap<u32, &DebugEntry> = Default::default();
+        for (id, region) in &self.regions {
+            let locations = &region.function.locations;
             match &region.function.entry {
-                DebugEntry::Symbol { name } => w.u32(*id).u32(0).bytes(name.as_bytes()),
-                DebugEntry::RegionTable => w.u32(*id).u32(1).bytes(b""),
+                DebugEntry::RegionTable if !locations.is_empty() && locations.iter().all(|l| l.entry_id.is_some()) => {
+                    for l in locations {
+                        wants.insert(l.entry_id.unwrap_or(*id), &region.function.entry);
+                    }
+                }
+                entry => {
+                    wants.insert(*id, entry);
+                    for l in locations.iter().filter(|_| matches!(entry, DebugEntry::RegionTable)) {
+                        wants.insert(l.entry_id.unwrap_or(*id), entry);
+                    }
+                }
+            }
+        }
+        w.u32(wants.len() as u32);
+        for (id, entry) in wants {
+            match entry {
+                DebugEntry::Symbol { name } => w.u32(id).u32(0).bytes(name.as_bytes()),
+                DebugEntry::RegionTable => w.u32(id).u32(1).bytes(b""),
             };
         }
         w.u32(self.code_bytes.len() as u32);

@@ -45,6 +45,8 @@ fn main() -> ExitCode {
         function: args[2].clone(),
         arguments,
         ends_block: false,
+        block_end: None,
+        bodies: Vec::new(),
     };
     let start = std::time::Instant::now();
     match rdb_locate::locate(args[0].as_ref(), &[site]) {

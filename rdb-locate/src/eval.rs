@@ -6,7 +6,7 @@
 //! or the symbolic machine of `symbolic` (which turns an expression
 //! into a descriptor [`Location`](rdb_descriptors::Location)) all plug in here.
 
-use crate::loader::R;
+use crate::reader::R;
 use gimli::{EvaluationResult, Expression, Piece, Register, Value};
 
 /// The state of the machine at the program counter of interest.

@@ -168,16 +168,20 @@ fn instances_matching(
             let declaration = index.declaration(r)?;
             let Some(name) = index.string(declaration, gimli::DW_AT_name)? else { continue };
             if strip_generics(&name) != strip_generics(wanted.rsplit("::").next().unwrap_or(wanted).trim())
-                && !name.starts_with("{closure#")
+                && !is_body(&name)
             {
                 continue;
             }
             let path = index.scope_path(declaration)?;
             let matched = if unscoped {
                 path.is_empty() && matches_function(wanted.rsplit("::").next().unwrap_or(wanted), &path, &name)
-            } else if name.starts_with("{closure#") {
-                // A closure's code is its own function, nested in the one the
-                // user wrote the region in.
+            } else if is_body(&name) {
+                // A closure's (or `async` body's) code is its own function,
+                // nested in the one the user wrote the region in.
+                let mut path = path.clone();
+                while path.last().is_some_and(|p| is_body(p)) {
+                    path.pop();
+                }
                 path.split_last().is_some_and(|(outer, scopes)| matches_function(wanted, scopes, outer))
             } else {
                 matches_function(wanted, &path, &name)
@@ -200,6 +204,47 @@ fn instances_matching(
             let mut qualified = path.clone();
             qualified.push(name);
             out.push(Instance { unit, die: Some(r), frame_owner, ranges, name: qualified.join("::"), linkage_name });
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a DWARF function name is a closure's or an `async` body's.
+fn is_body(name: &str) -> bool {
+    ["{closure#", "{async_block#", "{async_fn#", "{coroutine#"].iter().any(|p| name.starts_with(p))
+}
+
+/// The copies among `instances` that are the region's own code: those of the
+/// innermost closure or `async` body around it (`body`, declared at that
+/// line), or, for a region in a function's own body, those of the function
+/// itself (a closure written on the anchor's line is other code).
+pub fn in_body(
+    index: &Index<'_>,
+    instances: Vec<Instance>,
+    body: Option<&crate::Body>,
+) -> Result<Vec<Instance>, gimli::Error> {
+    let mut out = Vec::new();
+    for instance in instances {
+        let short = instance.name.rsplit("::").next().unwrap_or(&instance.name);
+        let keep = match body {
+            None => !is_body(short),
+            Some(body) => {
+                let prefix = match body.kind {
+                    crate::BodyKind::Closure => "{closure#",
+                    crate::BodyKind::AsyncBlock => "{async_block#",
+                    crate::BodyKind::AsyncFn => "{async_fn#",
+                };
+                let line = match instance.die {
+                    Some(die) => index
+                        .inherited(index.declaration(die)?, gimli::DW_AT_decl_line)?
+                        .and_then(|(_, v)| v.udata_value()),
+                    None => None,
+                };
+                short.starts_with(prefix) && line.is_none_or(|l| l == u64::from(body.line))
+            }
+        };
+        if keep {
+            out.push(instance);
         }
     }
     Ok(out)

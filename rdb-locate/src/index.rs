@@ -1,7 +1,8 @@
 //! Lazy per-unit indexes of the DWARF: the DIE tree (flattened, with
 //! parents) and the line table, each parsed on first use.
 
-use crate::loader::{Binary, R};
+use crate::loader::Binary;
+use crate::reader::R;
 use gimli::{AttributeValue, DwTag, Reader, UnitOffset};
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};

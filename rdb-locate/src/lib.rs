@@ -71,8 +71,11 @@
 
 pub mod eval;
 mod function;
+mod identity;
 mod index;
 pub mod loader;
+mod module;
+mod reader;
 mod symbolic;
 mod types;
 mod variable;
@@ -85,6 +88,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub use function::matches_function;
+pub use identity::{binary_identity, check_same_code, debug_info, DebugInfo, TwinError};
+pub use module::{patch_entry_ids, region_table, TableEntry};
 
 /// What the source side knows about one debug region.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +113,35 @@ pub struct RegionSite {
     /// place: the code after a block runs after the loop, or also when the
     /// branch was not taken, so the region would run at the wrong place.
     pub ends_block: bool,
+    /// When the anchor lies after the region's block (a C region that ends a
+    /// loop body runs before the loop's step): the closing brace of that
+    /// block in the stripped source. Variables the anchor's line does not see
+    /// yet (the step's line precedes the body's declarations) are looked up
+    /// there; only frame slots, which hold for the whole function, are taken.
+    pub block_end: Option<SourceLocation>,
+    /// The closures and `async` bodies the region is written in, outermost
+    /// first (Rust; empty for a region in a function's own body). Their code
+    /// is a function of its own (`{closure#N}`, `{async_block#N}`,
+    /// `{async_fn#N}`): the region runs in the copies of the innermost one
+    /// declared at that line, never in the enclosing function's code that
+    /// happens to share the anchor's line.
+    pub bodies: Vec<Body>,
+}
+
+/// A closure or `async` body around a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Body {
+    pub kind: BodyKind,
+    /// Line (in the stripped source) where it starts: its `DW_AT_decl_line`.
+    pub line: u32,
+}
+
+/// What kind of body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    Closure,
+    AsyncBlock,
+    AsyncFn,
 }
 
 /// One argument of a region.
@@ -116,7 +150,9 @@ pub struct ArgumentSite {
     pub name: String,
     pub kind: ArgumentKind,
     /// For statics: the path (Rust `app::COUNTER`; C: the global's name).
-    /// `None` means `name`.
+    /// `None` means `name`. A static no variable matches but a function
+    /// symbol of that name does is passed by the function's address (C
+    /// regions may call the program's functions through their arguments).
     pub static_path: Option<String>,
 }
 
@@ -131,6 +167,12 @@ pub struct Located {
     /// Things the user should know (variables optimised out, regions without
     /// code, ...), one sentence each.
     pub warnings: Vec<String>,
+    /// Per function, per code location: the generic arguments of the
+    /// instantiation whose code it is, as the DWARF writes them after the
+    /// function's name (`<u8>`, `<app::Sq>`; empty when not generic). A
+    /// Rust debug module has one debug function per instantiation, found by
+    /// the same arguments ([`region_table`]).
+    pub instantiations: Vec<Vec<String>>,
 }
 
 impl Located {
@@ -166,12 +208,6 @@ pub enum LocateError {
     NoDebugInfo { path: PathBuf, detail: String },
     #[error("malformed DWARF in {path}: {source}")]
     Dwarf { path: PathBuf, source: gimli::Error },
-}
-
-/// The identity (path, size, BLAKE3) of a file.
-pub fn binary_identity(path: &Path) -> Result<BinaryIdentity, LocateError> {
-    let data = std::fs::read(path).map_err(|source| LocateError::Io { path: path.into(), source })?;
-    Ok(BinaryIdentity { path: path.into(), size: data.len() as u64, blake3: blake3::hash(&data).to_hex().to_string() })
 }
 
 /// Computes the descriptors of `sites` from the DWARF of `binary`.
@@ -210,7 +246,8 @@ pub fn locate_in(binary: &loader::Binary, sites: &[RegionSite]) -> Result<Locate
             ),
         });
     }
-    let mut located = Located { functions: Vec::new(), arguments: Vec::new(), warnings: Vec::new() };
+    let mut located =
+        Located { functions: Vec::new(), arguments: Vec::new(), warnings: Vec::new(), instantiations: Vec::new() };
     let mut has_variables: HashMap<usize, bool> = HashMap::new();
     for site in sites {
         locate_site(&index, site, &mut located, &mut has_variables).map_err(|e| match e {
@@ -239,6 +276,26 @@ impl From<gimli::Error> for SiteError {
     }
 }
 
+/// `<u8>` of `app::show<u8>` (the generic arguments after the last path
+/// segment's name), empty when there are none.
+pub fn generic_arguments(name: &str) -> String {
+    // `::` may sit inside the arguments (`show<app::Sq>`): the last segment
+    // starts after the last `::` outside angle brackets.
+    let mut depth = 0i32;
+    let mut start = 0;
+    let bytes = name.as_bytes();
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            ':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => start = i + 2,
+            _ => {}
+        }
+    }
+    let segment = &name[start.min(name.len())..];
+    segment.find('<').map(|i| segment[i..].to_string()).unwrap_or_default()
+}
+
 fn show(location: &SourceLocation) -> String {
     format!("{}:{}:{}", location.file.display(), location.line, location.column)
 }
@@ -262,6 +319,7 @@ fn locate_site(
         ));
     } else {
         let instances = function::instances(index, &units, &site.function)?;
+        let instances = function::in_body(index, instances, site.bodies.last())?;
         let mut found = Vec::new();
         for instance in instances {
             if let Some(code) = function::code_address(index, &instance, &site.anchor)? {
@@ -318,9 +376,10 @@ fn locate_site(
         .iter()
         .map(|(_, address)| {
             let (symbol, offset) = index.binary.symbols.lookup(*address);
-            CodeLocation { address: *address, symbol, offset: offset as u64 }
+            CodeLocation { address: *address, symbol, offset: offset as u64, entry_id: None }
         })
         .collect();
+    located.instantiations.push(placed.iter().map(|(instance, _)| generic_arguments(&instance.name)).collect());
     located.functions.push(FunctionDescriptor {
         region,
         entry: DebugEntry::RegionTable,
@@ -389,14 +448,20 @@ fn locate_local(
         if !full {
             return Err(SiteError::LineTablesOnly);
         }
-        let location = match variable::find_local(index, instance, *address, name, site.anchor.line)? {
+        let mut found = variable::find_local(index, instance, *address, name, site.anchor.line)?;
+        if found.is_none() {
+            if let Some(block_end) = &site.block_end {
+                found = frame_slot_at_block_end(index, instance, *address, name, block_end.line)?;
+            }
+        }
+        let location = match found {
             None => {
                 warnings.push(format!(
                     "region {region}: no variable `{name}` is visible in `{}` at {} ({address:#x}); it is passed as optimized out",
                     instance.name,
                     show(&site.anchor)
                 ));
-                Location::OptimizedOut
+                (Location::OptimizedOut, None)
             }
             Some(found) => {
                 if found.outside_scope {
@@ -428,22 +493,48 @@ fn locate_local(
                         Location::OptimizedOut
                     }
                 };
-                match &type_info {
-                    None => type_info = Some((type_name, size)),
-                    Some((first, first_size)) if *first != type_name || *first_size != size => warnings.push(format!(
-                        "region {region}: the type of `{name}` differs between copies of `{}` ({first}, {type_name}); \
-                         the descriptor gives the first",
-                        site.function
-                    )),
-                    Some(_) => {}
-                }
-                location
+                // Instantiations of generic code give the variable other
+                // types: each location says its own when it differs.
+                let own = match &type_info {
+                    None => {
+                        type_info = Some((type_name, size));
+                        None
+                    }
+                    Some((first, first_size)) if *first != type_name || *first_size != size => Some((type_name, size)),
+                    Some(_) => None,
+                };
+                (location, own)
             }
         };
-        locations.push(PlacedLocation { address: *address, location });
+        let (location, own) = location;
+        let (type_name, size) = own.map_or((None, None), |(t, s)| (Some(t), Some(s)));
+        locations.push(PlacedLocation { address: *address, location, type_name, size });
     }
     let (type_name, size) = type_info.unwrap_or_else(|| ("<unknown>".into(), 0));
     Ok((type_name, size, locations, warnings))
+}
+
+/// A variable declared in the region's block, which the anchor's line does
+/// not see: taken when it lives in a frame slot (`rbp`-based), the same all
+/// through the function.
+fn frame_slot_at_block_end(
+    index: &index::Index<'_>,
+    instance: &function::Instance,
+    address: u64,
+    name: &str,
+    line: u32,
+) -> Result<Option<variable::FoundLocal>, gimli::Error> {
+    let Some(found) = variable::find_local(index, instance, address, name, line)? else { return Ok(None) };
+    if found.only_in_origin {
+        return Ok(None);
+    }
+    let (_, size) = variable::variable_type(index, found.die)?;
+    Ok(match variable::variable_location(index, found.die, instance.frame_owner, address, size)? {
+        Ok(Location::Stack { base, .. }) if base.dwarf == 6 => {
+            Some(variable::FoundLocal { outside_scope: false, ..found })
+        }
+        _ => None,
+    })
 }
 
 fn locate_static(
@@ -469,6 +560,10 @@ fn locate_static(
             let (type_name, size) = variable::variable_type(index, found.die)?;
             (type_name, size, found.location.clone())
         }
+        None if search.rejected.is_none() && index.binary.symbols.function_address(path).is_some() => {
+            let address = index.binary.symbols.function_address(path).unwrap_or(0);
+            ("function".into(), 0, Location::Symbol { symbol: path.to_string(), offset: 0, address })
+        }
         None => {
             let why = match &search.rejected {
                 Some(why) => format!("the static `{path}` cannot be passed: {why}"),
@@ -478,7 +573,14 @@ fn locate_static(
             ("<unknown>".into(), 0, Location::OptimizedOut)
         }
     };
-    let locations =
-        placed.iter().map(|(_, address)| PlacedLocation { address: *address, location: location.clone() }).collect();
+    let locations = placed
+        .iter()
+        .map(|(_, address)| PlacedLocation {
+            address: *address,
+            location: location.clone(),
+            type_name: None,
+            size: None,
+        })
+        .collect();
     Ok((type_name, size, locations, warnings))
 }

@@ -11,9 +11,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-/// The reader type used for all DWARF sections (sections are decompressed
-/// into owned buffers when needed).
-pub type R = gimli::EndianRcSlice<RunTimeEndian>;
+pub use crate::reader::R;
 
 /// A loaded binary.
 pub struct Binary {
@@ -143,15 +141,14 @@ impl SymbolTable {
         self.symbols.iter().filter(|s| s.code && s.size > 0).map(|s| (s.name.as_str(), s.address, s.size))
     }
 
+    /// Address of a function symbol by name.
+    pub fn function_address(&self, name: &str) -> Option<u64> {
+        self.symbols.iter().find(|s| s.code && s.name == name).map(|s| s.address)
+    }
+
     /// Address of a symbol by name.
     pub fn address_of(&self, name: &str) -> Option<u64> {
         self.symbols.iter().find(|s| s.name == name).map(|s| s.address)
-    }
-}
-
-impl crate::symbolic::Symbolizer for SymbolTable {
-    fn symbolize(&self, address: u64) -> (String, i64) {
-        self.lookup(address)
     }
 }
 

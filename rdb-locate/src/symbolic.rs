@@ -10,15 +10,23 @@
 //! registers) is reported as not expressible.
 
 use crate::eval::{evaluate, EvalError, Frame, Machine};
-use crate::loader::R;
+use crate::loader::SymbolTable;
+use crate::reader::R;
 use gimli::{Reader, Register};
 use rdb_descriptors::{Location, Piece as DescriptorPiece, Register as DescriptorRegister};
 
 const STRIDE_SHIFT: u32 = 36;
 const ORIGINS: [u64; 2] = [1 << 56, 2 << 56];
 
+/// Registers take slots 1..=64; the pointer read by the `k`-th memory read
+/// (`DW_OP_deref`) takes slot `65 + k`.
+const DEREF_SLOT: u64 = 65;
+const MAX_DEREFS: usize = 64;
+
 struct Symbolic {
     origin: u64,
+    /// Addresses of the 8-byte pointers read so far, as this run computed them.
+    reads: Vec<u64>,
 }
 
 impl Machine for Symbolic {
@@ -28,8 +36,41 @@ impl Machine for Symbolic {
         }
         Some(self.origin.wrapping_add((u64::from(register.0) + 1) << STRIDE_SHIFT))
     }
-    fn memory(&mut self, _address: u64, _size: u8) -> Option<u64> {
-        None
+    fn memory(&mut self, address: u64, size: u8) -> Option<u64> {
+        if size != 8 || self.reads.len() >= MAX_DEREFS {
+            return None;
+        }
+        let slot = DEREF_SLOT + self.reads.len() as u64;
+        self.reads.push(address);
+        Some(self.origin.wrapping_add(slot << STRIDE_SHIFT))
+    }
+}
+
+/// The pointers the two symbolic runs read, by read order.
+struct Reads<'a>(&'a [u64], &'a [u64]);
+
+impl Reads<'_> {
+    /// The descriptor location of the memory at a decoded address.
+    fn place(&self, symbol: Symbol, symbols: &dyn Symbolizer) -> Result<Location, String> {
+        match symbol {
+            Symbol::Absolute(address) => {
+                let (symbol, offset) = symbols.symbolize(address);
+                Ok(Location::Symbol { symbol, offset, address })
+            }
+            Symbol::Relative { register, offset } if u64::from(register) + 1 < DEREF_SLOT => {
+                Ok(Location::Stack { base: DescriptorRegister::x86_64(register), offset })
+            }
+            Symbol::Relative { register, offset } => {
+                let k = (u64::from(register) + 1 - DEREF_SLOT) as usize;
+                let (a, b) = (self.0.get(k), self.1.get(k));
+                let (Some(&a), Some(&b)) = (a, b) else {
+                    return Err("its location reads memory inconsistently".into());
+                };
+                let at =
+                    decode(a, b).ok_or("its location reads a pointer at an address a descriptor cannot express")?;
+                Ok(Location::Indirect { pointer: Box::new(self.place(at, symbols)?), offset })
+            }
+        }
     }
 }
 
@@ -50,7 +91,7 @@ fn decode(first: u64, second: u64) -> Option<Symbol> {
     let relative = first.wrapping_sub(ORIGINS[0]) as i64;
     let half = 1i64 << (STRIDE_SHIFT - 1);
     let slot = relative.checked_add(half)? >> STRIDE_SHIFT;
-    if !(1..=64).contains(&slot) {
+    if !(1..(DEREF_SLOT + MAX_DEREFS as u64) as i64).contains(&slot) {
         return None;
     }
     let offset = relative - (slot << STRIDE_SHIFT);
@@ -64,6 +105,12 @@ pub trait Symbolizer {
     fn symbolize(&self, address: u64) -> (String, i64);
 }
 
+impl Symbolizer for SymbolTable {
+    fn symbolize(&self, address: u64) -> (String, i64) {
+        self.lookup(address)
+    }
+}
+
 /// The descriptor location of a variable whose location expression is
 /// `expression`, or why it cannot be expressed. `size` is the variable's
 /// size, used to cut constant values.
@@ -74,19 +121,23 @@ pub fn describe(
     symbols: &dyn Symbolizer,
 ) -> Result<Location, String> {
     let mut runs = Vec::with_capacity(2);
+    let mut reads = Vec::with_capacity(2);
     for origin in ORIGINS {
-        let pieces = evaluate(expression.clone(), frame, &mut Symbolic { origin }).map_err(|e| match e {
+        let mut machine = Symbolic { origin, reads: Vec::new() };
+        let pieces = evaluate(expression.clone(), frame, &mut machine).map_err(|e| match e {
             EvalError::Unavailable(what) => format!("its location needs {what}, which a descriptor cannot express"),
             other => other.to_string(),
         })?;
         runs.push(pieces);
+        reads.push(machine.reads);
     }
+    let reads = Reads(&reads[0], &reads[1]);
     let (first, second) = (&runs[0], &runs[1]);
     if first.len() != second.len() || first.is_empty() {
         return Err("its location expression does not evaluate consistently".into());
     }
     if first.len() == 1 && first[0].size_in_bits.is_none() {
-        return piece_location(&first[0], &second[0], size, symbols);
+        return piece_location(&first[0], &second[0], size, symbols, &reads);
     }
     let mut pieces = Vec::new();
     for (a, b) in first.iter().zip(second) {
@@ -95,7 +146,7 @@ pub fn describe(
             return Err("it is split into bit pieces, which a descriptor cannot express".into());
         }
         let piece_size = bits / 8;
-        pieces.push(DescriptorPiece { size: piece_size, location: piece_location(a, b, piece_size, symbols)? });
+        pieces.push(DescriptorPiece { size: piece_size, location: piece_location(a, b, piece_size, symbols, &reads)? });
     }
     Ok(Location::Pieces { pieces })
 }
@@ -105,19 +156,14 @@ fn piece_location(
     second: &gimli::Piece<R>,
     size: u64,
     symbols: &dyn Symbolizer,
+    reads: &Reads<'_>,
 ) -> Result<Location, String> {
     use gimli::Location as G;
     match (&first.location, &second.location) {
         (G::Empty, _) => Ok(Location::OptimizedOut),
         (G::Register { register }, _) => Ok(Location::Register { register: DescriptorRegister::x86_64(register.0) }),
         (G::Address { address: a }, G::Address { address: b }) => match decode(*a, *b) {
-            Some(Symbol::Absolute(address)) => {
-                let (symbol, offset) = symbols.symbolize(address);
-                Ok(Location::Symbol { symbol, offset, address })
-            }
-            Some(Symbol::Relative { register, offset }) => {
-                Ok(Location::Stack { base: DescriptorRegister::x86_64(register), offset })
-            }
+            Some(at) => reads.place(at, symbols),
             None => Err("its address is computed in a way a descriptor cannot express".into()),
         },
         (G::Value { value: a }, G::Value { value: b }) => {
@@ -125,8 +171,20 @@ fn piece_location(
             let b = b.to_u64(!0).map_err(|e| e.to_string())?;
             match decode(a, b) {
                 Some(Symbol::Absolute(value)) => Ok(Location::Implicit { bytes: hex(&value.to_le_bytes(), size) }),
-                Some(Symbol::Relative { register, offset: 0 }) => {
+                Some(Symbol::Relative { register, offset: 0 }) if u64::from(register) + 1 < DEREF_SLOT => {
                     Ok(Location::Register { register: DescriptorRegister::x86_64(register) })
+                }
+                Some(Symbol::Relative { register, offset: 0 }) => {
+                    // The value is a pointer read from memory: the variable is
+                    // those 8 bytes.
+                    let k = (u64::from(register) + 1 - DEREF_SLOT) as usize;
+                    match (reads.0.get(k), reads.1.get(k)) {
+                        (Some(&a), Some(&b)) if size <= 8 => match decode(a, b) {
+                            Some(at) => reads.place(at, symbols),
+                            None => Err("its value is read at an address a descriptor cannot express".into()),
+                        },
+                        _ => Err("its value is computed in a way a descriptor cannot express".into()),
+                    }
                 }
                 Some(Symbol::Relative { register, offset }) => Err(format!(
                     "its value is computed ({} {:+}), which a descriptor cannot express",
@@ -231,9 +289,27 @@ mod tests {
     }
 
     #[test]
+    fn pointers_read_from_memory_are_indirect() {
+        let stack = |r: u16, offset: i64| Location::Stack { base: Reg::x86_64(r), offset };
+        // breg6 8; deref: the value is at the pointer stored at rbp + 8.
+        assert_eq!(
+            describe_bytes(&[0x76, 0x08, 0x06], &[0x57], 8),
+            Ok(Location::Indirect { pointer: Box::new(stack(6, 8)), offset: 0 })
+        );
+        // A by-reference capture of a closure: fbreg 32; deref; plus_uconst 8; deref.
+        assert_eq!(
+            describe_bytes(&[0x91, 0x20, 0x06, 0x23, 0x08, 0x06], &[0x57], 24),
+            Ok(Location::Indirect {
+                pointer: Box::new(Location::Indirect { pointer: Box::new(stack(7, 32)), offset: 8 }),
+                offset: 0
+            })
+        );
+        // A 4-byte read cannot be a pointer.
+        assert!(describe_bytes(&[0x76, 0x08, 0x94, 0x04], &[0x57], 8).is_err());
+    }
+
+    #[test]
     fn what_a_descriptor_cannot_express() {
-        // A pointer to the value: needs memory at replay time.
-        assert!(describe_bytes(&[0x76, 0x08, 0x06], &[0x57], 8).unwrap_err().contains("memory"));
         // rbx + 8 as a value, twice rbx, rbx + rsi.
         assert!(describe_bytes(&[0x73, 0x08, 0x9f], &[0x57], 8).unwrap_err().contains("rbx +8"));
         assert!(describe_bytes(&[0x73, 0x00, 0x32, 0x1e, 0x9f], &[0x57], 8).is_err());

@@ -31,8 +31,10 @@
 //!   (the debug module receives every program variable as `&T`, so rustc
 //!   rejects the cases the syntax check cannot see). Debug-only locals,
 //!   `#[debug_only]` statics and helpers are free to change.
-//! - Not supported yet: regions in closures, `async` code and generic
-//!   functions (including methods of generic impls and trait default methods).
+//! - Regions may sit in generic functions and impls, trait methods, closures,
+//!   `async fn` bodies, `async` blocks and nested functions. In a closure, a
+//!   variable of the enclosing function must be used by the closure's own
+//!   code (so the program captures it).
 //! - Program statics a region reads are taken from the running program; in
 //!   format strings, name them as explicit arguments (`"{}", COUNTER`), not as
 //!   inline captures (`"{COUNTER}"`). A static of another crate of the

@@ -23,7 +23,13 @@
 //! debug code sees the program's real types, methods and `Debug` impls. The
 //! enclosing function is never called in the debug module; what matters is
 //! that compiling it instantiates `region::<ID, A, F>`, which emits one entry
-//! of the region table and instantiates the region's trampoline.
+//! of the region table and instantiates the region's trampoline. In generic
+//! code (and closures or `async` bodies of generic functions) there is one
+//! instantiation, so one entry, per instantiation of the enclosing function:
+//! `F`, the closure's type, is named in the module's DWARF with the enclosing
+//! function's generic arguments, which is how `cargo rdb build` matches each
+//! entry with the code of the same instantiation in the main binary and gives
+//! it an id of its own.
 //!
 //! # Calling convention
 //!

@@ -215,7 +215,7 @@ pub fn descriptors(
             end: src(region * 10 + 2),
             anchor: src(region * 10 + 3),
             function: EnclosingFunction { name: "checkpoint".into(), linkage_name: None },
-            locations: vec![CodeLocation { address: location, symbol: "checkpoint".into(), offset: 0 }],
+            locations: vec![CodeLocation { address: location, symbol: "checkpoint".into(), offset: 0, entry_id: None }],
             note: None,
         });
         let args = [
@@ -241,7 +241,7 @@ pub fn descriptors(
                 kind: ArgumentKind::Local,
                 type_name: "long".into(),
                 size,
-                locations: vec![PlacedLocation { address: location, location: place }],
+                locations: vec![PlacedLocation { address: location, location: place, type_name: None, size: None }],
             });
         }
     }

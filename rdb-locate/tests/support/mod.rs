@@ -143,7 +143,17 @@ pub fn site(region: u32, file: &str, marker: &str, function: &str, arguments: Ve
     let anchor = anchor(file, marker);
     let begin = SourceLocation { line: anchor.line.saturating_sub(2), ..anchor.clone() };
     let end = SourceLocation { line: anchor.line.saturating_sub(1), ..anchor.clone() };
-    RegionSite { region, begin, end, anchor, function: function.into(), arguments, ends_block: false }
+    RegionSite {
+        region,
+        begin,
+        end,
+        anchor,
+        function: function.into(),
+        arguments,
+        ends_block: false,
+        block_end: None,
+        bodies: Vec::new(),
+    }
 }
 
 /// What gdb printed for one expression: the text after `= `.

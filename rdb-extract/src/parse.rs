@@ -1,251 +1,95 @@
-//! The syntax walk: finds regions and rdb items, checks them, computes each
-//! region's arguments and produces both rewritten texts.
+//! The walk: reads each parsed file's functions, finds its regions and rdb
+//! items, resolves the names each region uses (program locals and statics
+//! become arguments) and records what is wrong as [`Finding`]s. It builds
+//! the [`FileModel`]; `valid` turns findings into diagnostics and `rewrite`
+//! turns the model into the two texts.
 
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::rewrite;
+use crate::syntax::{
+    format_captures, is_debug_only, is_rdb_macros_import, item_attrs, let_names, marker_of, pat_names, stmt_marker,
+    Marker, StaticDef, Statics,
+};
 use crate::text::{self, Edit, LineIndex};
-use crate::{ArgumentKind, ExtractedFile, Extraction, LineCol, Region, RegionArgument, SourceInput};
+use crate::valid::{Finding, MUTATING_METHODS};
+use crate::{ArgumentKind, LineCol, NestKind, Nested, Region, RegionArgument, SourceInput};
 use proc_macro2::{Span, TokenStream, TokenTree};
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::Arc;
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 use syn::{Attribute, Block, Expr, Item, Macro, Pat, Stmt};
 
-/// Methods of std types that write through `&mut self`; calling one on a
-/// program variable inside a region is reported before rustc does.
-const MUTATING_METHODS: &[&str] = &[
-    "push",
-    "push_str",
-    "push_back",
-    "push_front",
-    "pop",
-    "pop_back",
-    "pop_front",
-    "insert",
-    "remove",
-    "clear",
-    "truncate",
-    "extend",
-    "sort",
-    "sort_by",
-    "sort_by_key",
-    "sort_unstable",
-    "reverse",
-    "swap",
-    "drain",
-    "retain",
-    "dedup",
-    "append",
-    "split_off",
-    "resize",
-    "fill",
-    "get_mut",
-    "iter_mut",
-    "as_mut",
-    "entry",
-    "set",
-    "replace",
-    "take",
-    "store",
-    "fetch_add",
-    "fetch_sub",
-    "swap_remove",
-    "borrow_mut",
-];
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Marker {
-    Begin,
-    End,
+/// What the walk found in one file.
+#[derive(Default)]
+pub(crate) struct FileModel {
+    /// Code removed from the main text (before widening).
+    pub(crate) removals: Vec<Range<usize>>,
+    /// Edits turning the user's text into the debug text.
+    pub(crate) debug_edits: Vec<Edit>,
+    /// Regions, with the offset of their anchor in the user's text and the
+    /// start offsets of the closures or `async` bodies around them.
+    pub(crate) regions: Vec<(Region, usize, Vec<usize>)>,
+    pub(crate) findings: Vec<(Range<usize>, Finding)>,
+    /// Start offsets of markers that are statements of a well-formed or
+    /// diagnosed region (any other marker is misplaced).
+    pub(crate) placed_markers: Vec<usize>,
 }
 
-fn marker_of(mac: &Macro) -> Option<Marker> {
-    let segs: Vec<String> = mac.path.segments.iter().map(|s| s.ident.to_string()).collect();
-    let name = match segs.as_slice() {
-        [n] => n,
-        [k, n] if k == "rdb_macros" => n,
-        _ => return None,
+/// Walks `file` (the parse of `input`), numbering regions from `next_id`;
+/// returns the model and the next free id.
+pub(crate) fn walk(input: &SourceInput, file: &syn::File, statics: &Statics, next_id: u32) -> (FileModel, u32) {
+    let mut w = FileWalk {
+        input,
+        source: Arc::from(input.text.as_str()),
+        idx: LineIndex::new(&input.text),
+        statics,
+        module: input.module_path.clone(),
+        impl_ctx: Vec::new(),
+        fns: Vec::new(),
+        scopes: Vec::new(),
+        bodies: Vec::new(),
+        region: None,
+        model: FileModel::default(),
+        next_id,
     };
-    match name.as_str() {
-        "rdb_begin" => Some(Marker::Begin),
-        "rdb_end" => Some(Marker::End),
-        _ => None,
-    }
-}
-
-fn stmt_marker(stmt: &Stmt) -> Option<(Marker, &Macro)> {
-    match stmt {
-        Stmt::Macro(m) => marker_of(&m.mac).map(|k| (k, &m.mac)),
-        Stmt::Expr(Expr::Macro(m), Some(_)) => marker_of(&m.mac).map(|k| (k, &m.mac)),
-        _ => None,
-    }
-}
-
-fn is_debug_only(attrs: &[Attribute]) -> Option<&Attribute> {
-    attrs.iter().find(|a| {
-        let segs: Vec<String> = a.path().segments.iter().map(|s| s.ident.to_string()).collect();
-        matches!(segs.as_slice(), [n] if n == "debug_only")
-            || matches!(segs.as_slice(), [k, n] if k == "rdb_macros" && n == "debug_only")
-    })
-}
-
-fn item_attrs(item: &Item) -> &[Attribute] {
-    match item {
-        Item::Const(i) => &i.attrs,
-        Item::Enum(i) => &i.attrs,
-        Item::ExternCrate(i) => &i.attrs,
-        Item::Fn(i) => &i.attrs,
-        Item::ForeignMod(i) => &i.attrs,
-        Item::Impl(i) => &i.attrs,
-        Item::Macro(i) => &i.attrs,
-        Item::Mod(i) => &i.attrs,
-        Item::Static(i) => &i.attrs,
-        Item::Struct(i) => &i.attrs,
-        Item::Trait(i) => &i.attrs,
-        Item::TraitAlias(i) => &i.attrs,
-        Item::Type(i) => &i.attrs,
-        Item::Union(i) => &i.attrs,
-        Item::Use(i) => &i.attrs,
-        _ => &[],
-    }
-}
-
-/// `use rdb_macros::...;` or `extern crate rdb_macros;`. `Err` when the use
-/// tree mixes rdb_macros with other imports.
-fn is_rdb_macros_import(item: &Item) -> Result<bool, ()> {
-    fn root_is(tree: &syn::UseTree) -> Option<bool> {
-        match tree {
-            syn::UseTree::Path(p) => Some(p.ident == "rdb_macros"),
-            syn::UseTree::Name(n) => Some(n.ident == "rdb_macros"),
-            syn::UseTree::Rename(r) => Some(r.ident == "rdb_macros"),
-            syn::UseTree::Glob(_) => Some(false),
-            syn::UseTree::Group(g) => {
-                let roots: Vec<Option<bool>> = g.items.iter().map(root_is).collect();
-                if roots.iter().all(|r| *r == Some(true)) {
-                    Some(true)
-                } else if roots.iter().all(|r| *r == Some(false)) {
-                    Some(false)
-                } else {
-                    None
-                }
-            }
-        }
-    }
-    match item {
-        Item::Use(u) => root_is(&u.tree).ok_or(()),
-        Item::ExternCrate(e) => Ok(e.ident == "rdb_macros"),
-        _ => Ok(false),
-    }
-}
-
-/// Every identifier a pattern binds.
-fn pat_names(pat: &Pat, out: &mut Vec<String>) {
-    struct V<'o>(&'o mut Vec<String>);
-    impl<'ast> Visit<'ast> for V<'_> {
-        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
-            self.0.push(p.ident.to_string());
-            visit::visit_pat_ident(self, p);
-        }
-        fn visit_expr(&mut self, _: &'ast Expr) {}
-    }
-    V(out).visit_pat(pat);
-}
-
-/// Names bound by the `let` conditions of an `if`/`while` condition.
-fn let_names(cond: &Expr, out: &mut Vec<String>) {
-    match cond {
-        Expr::Let(l) => pat_names(&l.pat, out),
-        Expr::Binary(b) => {
-            let_names(&b.left, out);
-            let_names(&b.right, out);
-        }
-        Expr::Paren(p) => let_names(&p.expr, out),
-        _ => {}
-    }
-}
-
-fn has_type_generics(g: &syn::Generics) -> bool {
-    g.params.iter().any(|p| !matches!(p, syn::GenericParam::Lifetime(_)))
-}
-
-fn sig_is_generic(sig: &syn::Signature) -> bool {
-    has_type_generics(&sig.generics)
-        || sig.inputs.iter().any(|a| match a {
-            syn::FnArg::Typed(t) => {
-                let mut found = false;
-                struct V<'f>(&'f mut bool);
-                impl<'ast> Visit<'ast> for V<'_> {
-                    fn visit_type_impl_trait(&mut self, _: &'ast syn::TypeImplTrait) {
-                        *self.0 = true;
-                    }
-                }
-                V(&mut found).visit_type(&t.ty);
-                found
-            }
-            _ => false,
-        })
-}
-
-/// A program static: its module path inside the crate, and whether it is `static mut`.
-#[derive(Clone, Debug)]
-struct StaticDef {
-    module: Vec<String>,
-    mutable: bool,
-    crate_name: String,
-}
-
-/// Statics of the crate by name (several when different modules declare one).
-type Statics = HashMap<String, Vec<StaticDef>>;
-
-fn collect_statics(file: &syn::File, input: &SourceInput, statics: &mut Statics) {
-    fn walk_items(items: &[Item], module: &mut Vec<String>, crate_name: &str, statics: &mut Statics) {
-        for item in items {
-            if is_debug_only(item_attrs(item)).is_some() {
-                continue;
-            }
-            match item {
-                Item::Static(s) => statics.entry(s.ident.to_string()).or_default().push(StaticDef {
-                    module: module.clone(),
-                    mutable: matches!(s.mutability, syn::StaticMutability::Mut(_)),
-                    crate_name: crate_name.to_string(),
-                }),
-                Item::Mod(m) => {
-                    if let Some((_, inner)) = &m.content {
-                        module.push(m.ident.to_string());
-                        walk_items(inner, module, crate_name, statics);
-                        module.pop();
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    let mut module = input.module_path.clone();
-    walk_items(&file.items, &mut module, &input.crate_name, statics);
+    w.visit_file(file);
+    (w.model, w.next_id)
 }
 
 struct FnCtx {
     name: String,
-    generic: bool,
-    is_async: bool,
+}
+
+/// A closure or `async` body the walk is in, outside regions.
+struct Body {
+    kind: NestKind,
+    /// Start offset of the closure (or `async` block, or `async fn`).
+    start: usize,
+    /// Index in `FileWalk::scopes` of the body's first scope (its parameters):
+    /// names declared below it live outside the body.
+    scope_base: usize,
+    /// Names the program's own code in the body uses (region code left
+    /// out): what a closure or `async` block captures. `None` for an
+    /// `async fn` body, which holds every parameter.
+    used: Option<HashSet<String>>,
 }
 
 /// How a region reaches one program variable.
 #[derive(Clone, Debug)]
-struct Arg {
-    name: String,
-    kind: ArgumentKind,
-    static_path: Option<String>,
+pub(crate) struct Arg {
+    pub(crate) name: String,
+    pub(crate) kind: ArgumentKind,
+    pub(crate) static_path: Option<String>,
     /// Expression building the reference in the debug module's call.
-    reference: String,
+    pub(crate) reference: String,
     /// The closure parameter holding that reference.
-    param: String,
+    pub(crate) param: String,
 }
 
 struct RegionCtx {
-    /// Locals of the enclosing function visible at `rdb_begin!()`.
-    outer: Vec<String>,
+    /// Program scopes visible at `rdb_begin!()`, outermost first.
+    outer: Vec<Vec<String>>,
     /// Names bound inside the region (innermost scope last).
     scopes: Vec<Vec<String>>,
     loop_depth: usize,
@@ -255,9 +99,18 @@ struct RegionCtx {
     edits: Vec<Edit>,
 }
 
+impl RegionCtx {
+    fn outer_has(&self, name: &str) -> bool {
+        self.outer.iter().any(|s| s.iter().any(|n| n == name))
+    }
+}
+
 enum Resolved {
     RegionLocal,
     Arg(usize),
+    /// A variable of the enclosing function the program's closure does not
+    /// capture (the range is the closure's start).
+    Uncaptured(String, Range<usize>),
     Unknown,
 }
 
@@ -267,20 +120,12 @@ struct FileWalk<'a> {
     idx: LineIndex<'a>,
     statics: &'a Statics,
     module: Vec<String>,
-    impl_ctx: Vec<(String, bool)>,
+    impl_ctx: Vec<String>,
     fns: Vec<FnCtx>,
     scopes: Vec<Vec<String>>,
-    closure_depth: usize,
-    async_depth: usize,
+    bodies: Vec<Body>,
     region: Option<RegionCtx>,
-    /// Start offsets of markers that are statements of a well-formed or
-    /// diagnosed region (any other marker is misplaced).
-    placed_markers: Vec<usize>,
-    /// Removed from the main text (before widening).
-    removals: Vec<Range<usize>>,
-    debug_edits: Vec<Edit>,
-    regions: Vec<(Region, usize)>,
-    diags: Vec<Diagnostic>,
+    model: FileModel,
     next_id: u32,
 }
 
@@ -289,37 +134,9 @@ impl<'a> FileWalk<'a> {
         self.idx.offset(span.start())..self.idx.offset(span.end())
     }
 
-    fn error(&mut self, span: Span, message: impl Into<String>, label: impl Into<String>, help: Option<&str>) {
-        self.error_with_note(span, message, label, None, help)
-    }
-
-    fn error_with_note(
-        &mut self,
-        span: Span,
-        message: impl Into<String>,
-        label: impl Into<String>,
-        note: Option<(Span, &str)>,
-        help: Option<&str>,
-    ) {
+    fn finding(&mut self, span: Span, finding: Finding) {
         let range = self.range(span);
-        let (line, column) = self.idx.line_col(range.start);
-        let note = note.map(|(s, l)| (self.range(s), l.to_string()));
-        self.diags.push(Diagnostic {
-            message: message.into(),
-            file: self.input.path.clone(),
-            range,
-            line,
-            column,
-            label: label.into(),
-            note,
-            help: help.map(str::to_string),
-            source: self.source.clone(),
-        });
-    }
-
-    fn line_col(&self, offset: usize) -> LineCol {
-        let (line, column) = self.idx.line_col(offset);
-        LineCol { line, column }
+        self.model.findings.push((range, finding));
     }
 
     /// Handles an rdb item (`#[debug_only]` or an rdb_macros import);
@@ -329,19 +146,14 @@ impl<'a> FileWalk<'a> {
             Ok(true) => {
                 let r = self.range(item_span);
                 if self.region.is_none() {
-                    self.removals.push(r.clone());
+                    self.model.removals.push(r.clone());
                 }
                 let blank = text::newlines_of(&self.source[r.clone()]);
-                self.debug_edits.push(Edit { range: r, with: blank });
+                self.model.debug_edits.push(Edit { range: r, with: blank });
                 return true;
             }
             Err(()) => {
-                self.error(
-                    item_span,
-                    "this `use` mixes `rdb_macros` with other imports",
-                    "cannot be removed from the main build without rewriting it",
-                    Some("import from `rdb_macros` in a `use` item of its own"),
-                );
+                self.finding(item_span, Finding::MixedUse);
                 return true;
             }
             Ok(false) => {}
@@ -349,14 +161,14 @@ impl<'a> FileWalk<'a> {
         let Some(attr) = is_debug_only(attrs) else { return false };
         let r = self.range(item_span);
         if self.region.is_none() {
-            self.removals.push(r.clone());
+            self.model.removals.push(r.clone());
         }
         let ar = self.range(attr.span());
-        self.debug_edits.push(Edit { range: ar, with: "#[allow(dead_code, unused)]".into() });
+        self.model.debug_edits.push(Edit { range: ar, with: "#[allow(dead_code, unused)]".into() });
         true
     }
 
-    fn enter_fn(&mut self, name: String, sig: &syn::Signature, block: &'a Block, generic_outer: bool) {
+    fn enter_fn(&mut self, name: String, sig: &syn::Signature, block: &'a Block) {
         if self.region.is_some() {
             return;
         }
@@ -368,14 +180,34 @@ impl<'a> FileWalk<'a> {
             }
         }
         let saved_scopes = std::mem::replace(&mut self.scopes, vec![params]);
-        let saved_closure = std::mem::replace(&mut self.closure_depth, 0);
-        let saved_async = std::mem::replace(&mut self.async_depth, 0);
-        self.fns.push(FnCtx { name, generic: generic_outer || sig_is_generic(sig), is_async: sig.asyncness.is_some() });
+        let mut saved_bodies = std::mem::take(&mut self.bodies);
+        if sig.asyncness.is_some() {
+            // The body runs in the future the function returns, which holds
+            // every parameter.
+            let start = self.range(sig.fn_token.span).start;
+            self.bodies.push(Body { kind: NestKind::AsyncFn, start, scope_base: 0, used: None });
+        }
+        self.fns.push(FnCtx { name });
         self.visit_block(block);
         self.fns.pop();
         self.scopes = saved_scopes;
-        self.closure_depth = saved_closure;
-        self.async_depth = saved_async;
+        std::mem::swap(&mut self.bodies, &mut saved_bodies);
+    }
+
+    /// Walks a closure's or `async` block's body outside regions.
+    fn enter_body(
+        &mut self,
+        kind: NestKind,
+        start: usize,
+        params: Vec<String>,
+        used: HashSet<String>,
+        f: impl FnOnce(&mut Self),
+    ) {
+        self.bodies.push(Body { kind, start, scope_base: self.scopes.len(), used: Some(used) });
+        self.scopes.push(params);
+        f(self);
+        self.scopes.pop();
+        self.bodies.pop();
     }
 
     fn block_with_regions(&mut self, block: &'a Block) {
@@ -384,29 +216,19 @@ impl<'a> FileWalk<'a> {
         for (i, stmt) in block.stmts.iter().enumerate() {
             match stmt_marker(stmt) {
                 Some((Marker::Begin, mac)) => {
-                    self.placed_markers.push(self.range(mac.span()).start);
+                    self.model.placed_markers.push(self.range(mac.span()).start);
                     if let Some((_, outer)) = open {
-                        self.error_with_note(
-                            stmt.span(),
-                            "debug regions cannot be nested",
-                            "this `rdb_begin!()` opens a region inside another one",
-                            Some((outer.span(), "the enclosing region starts here")),
-                            Some("close the first region with `rdb_end!();` before opening the next"),
-                        );
+                        let outer = self.range(outer.span());
+                        self.finding(stmt.span(), Finding::NestedBegin { outer });
                     } else {
                         open = Some((i, mac));
                     }
                 }
                 Some((Marker::End, mac)) => {
-                    self.placed_markers.push(self.range(mac.span()).start);
+                    self.model.placed_markers.push(self.range(mac.span()).start);
                     match open.take() {
                         Some((b, _)) => self.region(block, b, i),
-                        None => self.error(
-                            stmt.span(),
-                            "`rdb_end!()` without a matching `rdb_begin!()` in the same block",
-                            "no region is open here",
-                            Some("a region is `rdb_begin!();` ... `rdb_end!();` as two statements of the same block"),
-                        ),
+                        None => self.finding(stmt.span(), Finding::UnmatchedEnd),
                     }
                 }
                 None => {
@@ -417,12 +239,7 @@ impl<'a> FileWalk<'a> {
             }
         }
         if let Some((_, mac)) = open {
-            self.error(
-                mac.span(),
-                "`rdb_begin!()` has no matching `rdb_end!()` in the same block",
-                "this region is never closed",
-                Some("add `rdb_end!();` later in the same block (markers in different blocks do not pair up)"),
-            );
+            self.finding(mac.span(), Finding::Unclosed);
         }
         self.scopes.pop();
     }
@@ -432,45 +249,11 @@ impl<'a> FileWalk<'a> {
         let begin_span = block.stmts[b].span();
         let end_span = block.stmts[e].span();
         let Some(fctx) = self.fns.last() else {
-            self.error(
-                begin_span,
-                "debug region outside a function body",
-                "regions run at a place in a function",
-                Some("move the region into the body of a function or method"),
-            );
+            self.finding(begin_span, Finding::OutsideFunction);
             return;
         };
-        let (fname, generic, is_async) = (fctx.name.clone(), fctx.generic, fctx.is_async);
-        if self.closure_depth > 0 {
-            self.error(
-                begin_span,
-                "debug regions inside closures are not supported yet",
-                "this region is in a closure body",
-                Some("move the region to the enclosing function body, next to the closure's call site"),
-            );
-            return;
-        }
-        if is_async || self.async_depth > 0 {
-            self.error(
-                begin_span,
-                "debug regions in `async` code are not supported yet",
-                "this region is in an async function or block",
-                Some("move the region into a synchronous function called from here"),
-            );
-            return;
-        }
-        if generic {
-            self.error(
-                begin_span,
-                format!("debug regions in generic functions are not supported yet (`{fname}` has type parameters)"),
-                "this region is in a generic function",
-                Some("move the region into a non-generic function, or make the enclosing function non-generic"),
-            );
-            return;
-        }
-        let mut outer: Vec<String> = self.scopes.iter().flatten().cloned().collect();
-        outer.sort();
-        outer.dedup();
+        let fname = fctx.name.clone();
+        let outer = self.scopes.clone();
         self.region = Some(RegionCtx {
             outer,
             scopes: vec![Vec::new()],
@@ -489,7 +272,7 @@ impl<'a> FileWalk<'a> {
 
         let begin_range = self.range(begin_span);
         let end_range = self.range(end_span);
-        self.removals.push(begin_range.start..end_range.end);
+        self.model.removals.push(begin_range.start..end_range.end);
         // Anchor: the next statement that stays in the main build.
         let mut anchor = None;
         let mut k = e + 1;
@@ -520,15 +303,10 @@ impl<'a> FileWalk<'a> {
         let ends_block = anchor.is_none();
         let anchor = anchor.unwrap_or_else(|| self.idx.offset(block.brace_token.span.close().start()));
 
-        let refs: Vec<&str> = ctx.args.iter().map(|a| a.reference.as_str()).collect();
-        let params: Vec<&str> = ctx.args.iter().map(|a| a.param.as_str()).collect();
-        let tuple = |v: &[&str]| if v.is_empty() { "()".to_string() } else { format!("({},)", v.join(", ")) };
-        self.debug_edits.push(Edit {
-            range: begin_range.clone(),
-            with: format!("::rdb_region::region::<{id}, _, _>({}, move |{}| {{", tuple(&refs), tuple(&params)),
-        });
-        self.debug_edits.extend(ctx.edits);
-        self.debug_edits.push(Edit { range: end_range.clone(), with: "});".into() });
+        let (open, close) = rewrite::region_call(id, &ctx.args);
+        self.model.debug_edits.push(Edit { range: begin_range.clone(), with: open });
+        self.model.debug_edits.extend(ctx.edits);
+        self.model.debug_edits.push(Edit { range: end_range.clone(), with: close });
         let region = Region {
             id,
             file: self.input.path.clone(),
@@ -537,13 +315,20 @@ impl<'a> FileWalk<'a> {
             anchor: LineCol { line: 0, column: 0 },
             function: fname,
             ends_block,
+            nesting: self.bodies.iter().map(|b| Nested { kind: b.kind, at: LineCol { line: 0, column: 0 } }).collect(),
             arguments: ctx
                 .args
                 .into_iter()
                 .map(|a| RegionArgument { name: a.name, kind: a.kind, static_path: a.static_path })
                 .collect(),
         };
-        self.regions.push((region, anchor));
+        let bodies = self.bodies.iter().map(|b| b.start).collect();
+        self.model.regions.push((region, anchor, bodies));
+    }
+
+    fn line_col(&self, offset: usize) -> LineCol {
+        let (line, column) = self.idx.line_col(offset);
+        LineCol { line, column }
     }
 
     // ---- inside a region ----
@@ -589,15 +374,39 @@ impl<'a> FileWalk<'a> {
         defs.iter().find(|d| d.module == module).map(|d| (name.clone(), d.clone()))
     }
 
-    /// Resolves a name or path used inside the region.
-    fn resolve(&mut self, segs: &[String]) -> Resolved {
+    /// Resolves a name or path used inside the region at `at`; reports a
+    /// variable the program's closure does not capture.
+    fn resolve(&mut self, segs: &[String], at: Span) -> Resolved {
+        let resolved = self.resolve_name(segs);
+        if let Resolved::Uncaptured(name, closure) = &resolved {
+            let range = self.range(at);
+            let finding = Finding::Uncaptured { name: name.clone(), closure: closure.clone() };
+            if !self.model.findings.iter().any(|(r, f)| *r == range && matches!(f, Finding::Uncaptured { .. })) {
+                self.model.findings.push((range, finding));
+            }
+        }
+        resolved
+    }
+
+    fn resolve_name(&mut self, segs: &[String]) -> Resolved {
         let ctx = self.region.as_ref().expect("only called inside a region");
         if segs.len() == 1 {
             let name = &segs[0];
             if ctx.scopes.iter().any(|s| s.contains(name)) {
                 return Resolved::RegionLocal;
             }
-            if ctx.outer.contains(name) {
+            if let Some(scope) = ctx.outer.iter().rposition(|s| s.contains(name)) {
+                // Declared outside a closure (or `async` block) the region is
+                // in: the program's closure must capture it.
+                let missing = self
+                    .bodies
+                    .iter()
+                    .rev()
+                    .find(|b| b.scope_base > scope && b.used.as_ref().is_some_and(|used| !used.contains(name)));
+                if let Some(body) = missing {
+                    let closure = body.start..body.start + 1;
+                    return Resolved::Uncaptured(name.clone(), closure);
+                }
                 let param = if name == "self" { "__rdb_self".to_string() } else { name.clone() };
                 let reference = format!("&{name}");
                 return self.arg(name.clone(), ArgumentKind::Local, None, reference, param);
@@ -661,29 +470,19 @@ impl<'a> FileWalk<'a> {
             }
         }
         let segs = Self::expr_path_segs(e)?;
-        match self.resolve(&segs) {
+        match self.resolve(&segs, e.span()) {
             Resolved::Arg(i) => Some(self.region.as_ref()?.args[i].name.clone()),
             _ => None,
         }
     }
 
     fn write_error(&mut self, span: Span, var: &str, what: &str) {
-        let is_local = self.region.as_ref().is_some_and(|c| c.outer.iter().any(|o| o == var)) && var != "self";
-        let help = if is_local {
-            format!("debug code may only read the program's state; work on a debug-only copy: `let mut {var} = {var}.clone();`")
-        } else {
-            "debug code may only read the program's state; work on a debug-only copy of what you need (`let mut copy = ....clone();`)".to_string()
-        };
-        self.error(span, format!("debug code must not modify program variable `{var}`"), what.to_string(), Some(&help));
+        let local = self.region.as_ref().is_some_and(|c| c.outer_has(var)) && var != "self";
+        self.finding(span, Finding::Write { var: var.to_string(), what: what.to_string(), local });
     }
 
-    fn exit_error(&mut self, span: Span, what: &str) {
-        self.error(
-            span,
-            format!("`{what}` leaves the debug region"),
-            "control must reach `rdb_end!()`",
-            Some("a region has one entry and one exit: it cannot return, use `?`, `break`/`continue` out of it, or `.await`"),
-        );
+    fn exit_error(&mut self, span: Span, what: &'static str) {
+        self.finding(span, Finding::Exit { what });
     }
 
     fn push_edit(&mut self, range: Range<usize>, with: String) {
@@ -729,7 +528,7 @@ impl<'a> FileWalk<'a> {
                         }
                         let called = matches!(trees.get(k + 1), Some(TokenTree::Punct(p)) if p.as_char() == '!');
                         if !called && segs.len() > 1 {
-                            if let Resolved::Arg(a) = self.resolve(&segs) {
+                            if let Resolved::Arg(a) = self.resolve(&segs, id.span()) {
                                 let param = self.region.as_ref().expect("in region").args[a].param.clone();
                                 let r = self.idx.offset(id.span().start())..self.idx.offset(last.end());
                                 self.push_edit(r, format!("(*{param})"));
@@ -742,7 +541,7 @@ impl<'a> FileWalk<'a> {
                     {
                         continue;
                     }
-                    if let Resolved::Arg(a) = self.resolve(std::slice::from_ref(&name)) {
+                    if let Resolved::Arg(a) = self.resolve(std::slice::from_ref(&name), id.span()) {
                         let param = self.region.as_ref().expect("in region").args[a].param.clone();
                         let r = self.range(id.span());
                         self.push_edit(r, format!("(*{param})"));
@@ -754,17 +553,10 @@ impl<'a> FileWalk<'a> {
                         continue;
                     }
                     for name in format_captures(&s) {
-                        if let Resolved::Arg(a) = self.resolve(std::slice::from_ref(&name)) {
+                        if let Resolved::Arg(a) = self.resolve(std::slice::from_ref(&name), lit.span()) {
                             let arg = self.region.as_ref().expect("in region").args[a].clone();
                             if arg.param != arg.name {
-                                self.error(
-                                    lit.span(),
-                                    format!(
-                                        "`{{{name}}}` in a format string cannot read program variable `{name}` here"
-                                    ),
-                                    "inline format arguments are resolved by name in the debug module",
-                                    Some(&format!("pass it explicitly: `\"{{}}\", {name}`")),
-                                );
+                                self.finding(lit.span(), Finding::FormatCapture { name });
                             }
                         }
                     }
@@ -773,36 +565,6 @@ impl<'a> FileWalk<'a> {
             }
         }
     }
-}
-
-/// The `{name}` / `{name:fmt}` captures of a format string literal.
-fn format_captures(lit: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let chars: Vec<char> = lit.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        if chars[i] == '{' {
-            if chars.get(i + 1) == Some(&'{') {
-                i += 2;
-                continue;
-            }
-            let mut j = i + 1;
-            while j < chars.len() && (chars[j].is_alphanumeric() || chars[j] == '_') {
-                j += 1;
-            }
-            let name: String = chars[i + 1..j].iter().collect();
-            if !name.is_empty()
-                && !name.chars().next().is_some_and(|c| c.is_ascii_digit())
-                && matches!(chars.get(j), Some('}') | Some(':'))
-            {
-                out.push(name);
-            }
-            i = j;
-        } else {
-            i += 1;
-        }
-    }
-    out
 }
 
 impl<'a> Visit<'a> for FileWalk<'a> {
@@ -818,19 +580,19 @@ impl<'a> Visit<'a> for FileWalk<'a> {
         match item {
             Item::Fn(f) => {
                 let name = f.sig.ident.to_string();
-                self.enter_fn(name, &f.sig, &f.block, false);
+                self.enter_fn(name, &f.sig, &f.block);
             }
             Item::Impl(i) => {
                 let ty = match &*i.self_ty {
                     syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
                     other => quote::ToTokens::to_token_stream(other).to_string(),
                 };
-                self.impl_ctx.push((ty, has_type_generics(&i.generics)));
+                self.impl_ctx.push(ty);
                 visit::visit_item_impl(self, i);
                 self.impl_ctx.pop();
             }
             Item::Trait(t) => {
-                self.impl_ctx.push((t.ident.to_string(), true));
+                self.impl_ctx.push(t.ident.to_string());
                 visit::visit_item_trait(self, t);
                 self.impl_ctx.pop();
             }
@@ -855,8 +617,8 @@ impl<'a> Visit<'a> for FileWalk<'a> {
             return;
         }
         if let syn::ImplItem::Fn(f) = item {
-            let (ty, generic) = self.impl_ctx.last().cloned().unwrap_or_default();
-            self.enter_fn(format!("{ty}::{}", f.sig.ident), &f.sig, &f.block, generic);
+            let ty = self.impl_ctx.last().cloned().unwrap_or_default();
+            self.enter_fn(format!("{ty}::{}", f.sig.ident), &f.sig, &f.block);
         } else {
             visit::visit_impl_item(self, item);
         }
@@ -875,9 +637,9 @@ impl<'a> Visit<'a> for FileWalk<'a> {
         }
         match item {
             syn::TraitItem::Fn(f) if f.default.is_some() => {
-                let (tr, _) = self.impl_ctx.last().cloned().unwrap_or_default();
+                let tr = self.impl_ctx.last().cloned().unwrap_or_default();
                 let body = f.default.as_ref().expect("checked above");
-                self.enter_fn(format!("{tr}::{}", f.sig.ident), &f.sig, body, true);
+                self.enter_fn(format!("{tr}::{}", f.sig.ident), &f.sig, body);
             }
             other => visit::visit_trait_item(self, other),
         }
@@ -897,17 +659,12 @@ impl<'a> Visit<'a> for FileWalk<'a> {
         if self.region.is_some() {
             if let Some((kind, mac)) = stmt_marker(stmt) {
                 let start = self.range(mac.span()).start;
-                if self.placed_markers.contains(&start) {
+                if self.model.placed_markers.contains(&start) {
                     return; // already reported by the enclosing block
                 }
-                self.placed_markers.push(start);
+                self.model.placed_markers.push(start);
                 let what = if kind == Marker::Begin { "rdb_begin" } else { "rdb_end" };
-                self.error(
-                    stmt.span(),
-                    "debug regions cannot be nested",
-                    format!("`{what}!()` inside a region"),
-                    Some("a region's markers must be statements of the same block, and regions cannot contain regions"),
-                );
+                self.finding(stmt.span(), Finding::NestedMarker { marker: what });
                 return;
             }
         }
@@ -951,11 +708,9 @@ impl<'a> Visit<'a> for FileWalk<'a> {
             ctx.closure_depth -= 1;
             ctx.scopes.pop();
         } else {
-            self.scopes.push(names);
-            self.closure_depth += 1;
-            self.visit_expr(&c.body);
-            self.closure_depth -= 1;
-            self.scopes.pop();
+            let start = self.range(c.span()).start;
+            let used = used_names(|v| v.visit_expr(&c.body));
+            self.enter_body(NestKind::Closure, start, names, used, |w| w.visit_expr(&c.body));
         }
     }
 
@@ -965,9 +720,9 @@ impl<'a> Visit<'a> for FileWalk<'a> {
             visit::visit_expr_async(self, a);
             self.region.as_mut().expect("still in region").closure_depth -= 1;
         } else {
-            self.async_depth += 1;
-            visit::visit_expr_async(self, a);
-            self.async_depth -= 1;
+            let start = self.range(a.async_token.span).start;
+            let used = used_names(|v| v.visit_block(&a.block));
+            self.enter_body(NestKind::AsyncBlock, start, Vec::new(), used, |w| w.visit_block(&a.block));
         }
     }
 
@@ -1123,7 +878,7 @@ impl<'a> Visit<'a> for FileWalk<'a> {
     fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
         if self.region.is_some() {
             if let Some(segs) = Self::expr_path_segs(&Expr::Path(p.clone())) {
-                if let Resolved::Arg(a) = self.resolve(&segs) {
+                if let Resolved::Arg(a) = self.resolve(&segs, p.span()) {
                     let param = self.region.as_ref().expect("in region").args[a].param.clone();
                     let r = self.range(p.span());
                     self.push_edit(r, format!("(*{param})"));
@@ -1137,7 +892,7 @@ impl<'a> Visit<'a> for FileWalk<'a> {
     fn visit_field_value(&mut self, fv: &'a syn::FieldValue) {
         if self.region.is_some() && fv.colon_token.is_none() {
             if let (syn::Member::Named(name), Some(segs)) = (&fv.member, Self::expr_path_segs(&fv.expr)) {
-                if let Resolved::Arg(a) = self.resolve(&segs) {
+                if let Resolved::Arg(a) = self.resolve(&segs, fv.expr.span()) {
                     let param = self.region.as_ref().expect("in region").args[a].param.clone();
                     let r = self.range(fv.expr.span());
                     self.push_edit(r, format!("{name}: (*{param})"));
@@ -1189,198 +944,56 @@ impl<'a> FileWalk<'a> {
         }
     }
 }
+/// The names the program's own code uses in a closure or `async` body
+/// (region statements left out): paths of one segment, identifiers in macro
+/// input and `{name}` captures of format strings. A superset of what the
+/// body captures is fine (rustc then has captured it or it is not a local).
+fn used_names(walk: impl FnOnce(&mut UsedNames)) -> HashSet<String> {
+    let mut v = UsedNames(HashSet::new());
+    walk(&mut v);
+    v.0
+}
 
-/// Every marker macro anywhere in the file (to report misplaced ones), and
-/// the markers hidden in other macros' input (`cfg_if! { ... }`), which
-/// syntax alone cannot place.
-/// Marker macros with where they are.
-type Markers = Vec<(Marker, Span)>;
+struct UsedNames(HashSet<String>);
 
-fn all_markers(file: &syn::File) -> (Markers, Markers) {
-    fn in_tokens(tokens: TokenStream, out: &mut Vec<(Marker, Span)>) {
-        let trees: Vec<TokenTree> = tokens.into_iter().collect();
-        for (i, tt) in trees.iter().enumerate() {
+impl UsedNames {
+    fn tokens(&mut self, tokens: TokenStream) {
+        for tt in tokens {
             match tt {
-                TokenTree::Group(g) => in_tokens(g.stream(), out),
-                TokenTree::Ident(id) if matches!(trees.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '!') => {
-                    if id == "rdb_begin" {
-                        out.push((Marker::Begin, id.span()));
-                    } else if id == "rdb_end" {
-                        out.push((Marker::End, id.span()));
-                    }
+                TokenTree::Group(g) => self.tokens(g.stream()),
+                TokenTree::Ident(id) => {
+                    self.0.insert(id.to_string());
                 }
-                _ => {}
+                TokenTree::Literal(lit) => self.0.extend(format_captures(&lit.to_string())),
+                TokenTree::Punct(_) => {}
             }
         }
     }
-    struct V(Vec<(Marker, Span)>, Vec<(Marker, Span)>);
-    impl<'ast> Visit<'ast> for V {
-        fn visit_macro(&mut self, m: &'ast Macro) {
-            match marker_of(m) {
-                Some(k) => self.0.push((k, m.span())),
-                None => in_tokens(m.tokens.clone(), &mut self.1),
-            }
-            visit::visit_macro(self, m);
-        }
-    }
-    let mut v = V(Vec::new(), Vec::new());
-    v.visit_file(file);
-    (v.0, v.1)
 }
 
-/// Parses a file's text, keeping every character where it is (a BOM or
-/// shebang line is blanked out, not removed, so spans stay valid).
-fn parse(text: &str) -> syn::Result<syn::File> {
-    let mut t = text.to_string();
-    if t.starts_with('\u{feff}') {
-        t.replace_range(0..3, " ");
+impl<'ast> Visit<'ast> for UsedNames {
+    fn visit_block(&mut self, block: &'ast Block) {
+        let mut in_region = false;
+        for stmt in &block.stmts {
+            match stmt_marker(stmt) {
+                Some((Marker::Begin, _)) => in_region = true,
+                Some((Marker::End, _)) => in_region = false,
+                None if !in_region => self.visit_stmt(stmt),
+                None => {}
+            }
+        }
     }
-    if t.starts_with("#!") && !t[2..].trim_start().starts_with('[') {
-        t.replace_range(0..2, "//");
-    }
-    syn::parse_str(&t)
-}
 
-/// Whether a file may declare a static item (a cheap line scan that keeps
-/// files mentioning only `'static` lifetimes from being parsed).
-fn declares_static(text: &str) -> bool {
-    text.lines().any(|l| {
-        let mut t = l.trim_start();
-        if let Some(rest) = t.strip_prefix("pub") {
-            t = rest.trim_start();
-            if t.starts_with('(') {
-                t = t.split_once(')').map_or("", |(_, r)| r).trim_start();
-            }
+    fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+        if p.qself.is_none() && p.path.segments.len() == 1 {
+            self.0.insert(p.path.segments[0].ident.to_string());
         }
-        t.starts_with("static ")
-    })
-}
+        visit::visit_expr_path(self, p);
+    }
 
-pub(crate) fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagnostics> {
-    let mut diags = Vec::new();
-    let mut parsed = Vec::new();
-    let mut statics = Statics::new();
-    for input in files {
-        // Files without markers need no parse: nothing to strip or rewrite.
-        let relevant = input.text.contains("rdb_") || input.text.contains("debug_only");
-        if !relevant {
-            parsed.push(None);
-            continue;
-        }
-        match parse(&input.text) {
-            Ok(f) => {
-                collect_statics(&f, input, &mut statics);
-                parsed.push(Some(f));
-            }
-            Err(e) => {
-                let source: Arc<str> = Arc::from(input.text.as_str());
-                let idx = LineIndex::new(&input.text);
-                let start = idx.offset(e.span().start());
-                let end = idx.offset(e.span().end()).max(start);
-                let (line, column) = idx.line_col(start);
-                diags.push(Diagnostic {
-                    message: format!("cannot parse this file: {e}"),
-                    file: input.path.clone(),
-                    range: start..end,
-                    line,
-                    column,
-                    label: "rustc would reject this too".into(),
-                    note: None,
-                    help: Some("fix the syntax error (`cargo build` shows it with more detail)".into()),
-                    source,
-                });
-                parsed.push(None);
-            }
+    fn visit_macro(&mut self, m: &'ast Macro) {
+        if marker_of(m).is_none() {
+            self.tokens(m.tokens.clone());
         }
     }
-    // Files without markers may still declare statics regions use.
-    for (input, p) in files.iter().zip(&parsed) {
-        if p.is_none() && declares_static(&input.text) {
-            if let Ok(f) = parse(&input.text) {
-                collect_statics(&f, input, &mut statics);
-            }
-        }
-    }
-    let mut next_id = first_id;
-    let mut out_files = Vec::new();
-    let mut regions = Vec::new();
-    for (input, p) in files.iter().zip(&parsed) {
-        let Some(file) = p else {
-            out_files.push(ExtractedFile {
-                path: input.path.clone(),
-                stripped: input.text.clone(),
-                debug: input.text.clone(),
-                instrumented: false,
-            });
-            continue;
-        };
-        let source: Arc<str> = Arc::from(input.text.as_str());
-        let mut w = FileWalk {
-            input,
-            source,
-            idx: LineIndex::new(&input.text),
-            statics: &statics,
-            module: input.module_path.clone(),
-            impl_ctx: Vec::new(),
-            fns: Vec::new(),
-            scopes: Vec::new(),
-            closure_depth: 0,
-            async_depth: 0,
-            region: None,
-            placed_markers: Vec::new(),
-            removals: Vec::new(),
-            debug_edits: Vec::new(),
-            regions: Vec::new(),
-            diags: Vec::new(),
-            next_id,
-        };
-        w.visit_file(file);
-        let (markers, hidden) = all_markers(file);
-        for (kind, span) in hidden {
-            let name = if kind == Marker::Begin { "rdb_begin" } else { "rdb_end" };
-            w.error(
-                span,
-                format!("`{name}!()` inside another macro's input is not supported"),
-                "rdb cannot see where this runs: the surrounding macro is expanded by rustc",
-                Some("move the region out of the macro invocation (e.g. into a function the macro's items call)"),
-            );
-        }
-        for (kind, span) in markers {
-            let start = w.range(span).start;
-            if !w.placed_markers.contains(&start) {
-                let name = if kind == Marker::Begin { "rdb_begin" } else { "rdb_end" };
-                w.error(
-                    span,
-                    format!("`{name}!()` must be a statement of a function body"),
-                    "markers are only recognised as statements",
-                    Some("write `rdb_begin!();` and `rdb_end!();` as two statements of one block inside a function (not in expressions, items or `#[debug_only]` code)"),
-                );
-            }
-        }
-        next_id = w.next_id;
-        diags.append(&mut w.diags);
-
-        let widened = w.removals.iter().map(|r| text::removal_range(&input.text, r.clone())).collect();
-        let merged = text::merge_removals(&input.text, widened);
-        let strip_edits: Vec<Edit> = merged.into_iter().map(|range| Edit { range, with: String::new() }).collect();
-        let stripped = text::apply(&input.text, strip_edits.clone());
-        let debug = text::apply(&input.text, std::mem::take(&mut w.debug_edits));
-        let stripped_idx = LineIndex::new(&stripped);
-        for (mut region, anchor) in std::mem::take(&mut w.regions) {
-            let (line, column) = stripped_idx.line_col(text::map_offset(&strip_edits, anchor));
-            region.anchor = LineCol { line, column };
-            regions.push(region);
-        }
-        out_files.push(ExtractedFile {
-            path: input.path.clone(),
-            instrumented: stripped != input.text,
-            stripped,
-            debug,
-        });
-    }
-    if !diags.is_empty() {
-        return Err(Diagnostics(diags));
-    }
-    regions.sort_by_key(|r| r.id);
-    Ok(Extraction { files: out_files, regions })
 }

@@ -1,0 +1,11 @@
+
+
+fn show<T: std::fmt::Debug>(items: &[T]) {
+    ::rdb_region::region::<1, _, _>((&items,), move |(items,)| {
+    println!("{items:?}");
+    });
+}
+
+fn main() {
+    show(&[1, 2]);
+}
