@@ -52,7 +52,15 @@ fn traces_are_private_to_their_owner() {
     for f in ["rdb-trace.json", "events", "summary.json"] {
         assert_eq!(mode(&trace.join(f)), 0o600, "{f}");
     }
-    // An existing empty directory of ours is made private too.
+    // An existing trace root keeps its mode (it may be $HOME); the traces in it are private.
+    let shared_root = tmp.path().join("root755");
+    std::fs::create_dir(&shared_root).unwrap();
+    std::fs::set_permissions(&shared_root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let rec = rdb().args(["record", "--", "/bin/true"]).env("RDB_TRACE_DIR", &shared_root).output().unwrap();
+    assert_eq!(rec.status.code(), Some(0), "{}", text(&rec.stderr));
+    assert_eq!(mode(&shared_root), 0o755);
+    assert_eq!(mode(&shared_root.join("true-0")), 0o700);
+    // An existing empty directory of ours given with -o is made private.
     let out = tmp.path().join("mine");
     std::fs::create_dir(&out).unwrap();
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -133,10 +141,10 @@ fn unwritable_trace_root_fails_at_once_with_a_message() {
     let err = text(&rec.stderr);
     assert!(err.contains("cannot create a trace directory in") && err.contains("Permission denied"), "{err}");
     assert!(err.contains("RDB_TRACE_DIR"), "{err}");
-    // /proc/self: a directory in which nothing can be created or changed.
+    // /proc/self: a directory of ours in which nothing can be created.
     let rec = rdb().args(["record", "--", "/bin/true"]).env("RDB_TRACE_DIR", "/proc/self").output().unwrap();
     assert_eq!(rec.status.code(), Some(1), "{}", text(&rec.stderr));
-    assert!(text(&rec.stderr).contains("cannot use the trace root /proc/self"), "{}", text(&rec.stderr));
+    assert!(text(&rec.stderr).contains("cannot create a trace directory in /proc/self"), "{}", text(&rec.stderr));
     // A root others may write to is refused (they could swap `latest` or the traces).
     let tmp = tempfile::tempdir().unwrap();
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o777)).unwrap();

@@ -48,7 +48,8 @@ impl Dir {
     }
 
     /// Like [`Dir::create_private`], but `path` itself may be a symlink to such a directory (a
-    /// trace root the user configured), whose target is checked instead.
+    /// trace root the user configured), whose target is checked instead; an existing one keeps
+    /// its mode (a root such as `$HOME` is not made private: the traces in it are).
     pub fn create_private_following(path: &Path) -> io::Result<Dir> {
         Self::create_private_at(path, false, true)
     }
@@ -59,11 +60,11 @@ impl Dir {
                 std::fs::DirBuilder::new().recursive(true).mode_private().create(parent)?;
             }
         }
-        match rustix::fs::mkdir(path, mode(0o700)) {
-            Ok(()) => {}
-            Err(rustix::io::Errno::EXIST) => {}
+        let existed = match rustix::fs::mkdir(path, mode(0o700)) {
+            Ok(()) => false,
+            Err(rustix::io::Errno::EXIST) => true,
             Err(e) => return Err(e.into()),
-        }
+        };
         let fd = rustix::fs::open(
             path,
             OFlags::RDONLY
@@ -95,7 +96,7 @@ impl Dir {
                 ),
             ));
         }
-        if st.st_mode & 0o077 != 0 {
+        if st.st_mode & 0o077 != 0 && !(follow && existed) {
             rustix::fs::fchmod(&fd, mode(0o700))?;
         }
         let dir = Dir { fd, path: path.to_path_buf() };
