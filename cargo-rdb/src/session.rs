@@ -54,13 +54,10 @@ pub fn record(args: &RecordArgs) -> Result<i32> {
     Ok(exit_code(status))
 }
 
-/// The recorded program's file name, from the trace header (`rdb-trace.json`).
+/// The recorded program's file name, from the trace header.
 fn recorded_program(trace: Option<&Path>) -> Option<String> {
-    let dir = trace?;
-    let text = std::fs::read_to_string(dir.join("rdb-trace.json")).ok()?;
-    let header: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let program = header.get("program")?.as_str()?;
-    Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned())
+    let (header, _) = rdb_runtime::trace::Trace::peek(trace?).ok()?;
+    Path::new(&header.program).file_name().map(|n| n.to_string_lossy().into_owned())
 }
 
 pub fn replay(args: &ReplayArgs) -> Result<i32> {

@@ -6,8 +6,12 @@
 //! `--debug`) the replay completed but some region calls did not (each reported on stderr).
 
 mod info;
+mod ls;
+mod pack;
+mod progress;
 mod record;
 mod replay;
+mod rm;
 mod traces;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +29,9 @@ enum Cmd {
     Record(record::Args),
     Replay(replay::Args),
     Info(info::Args),
+    Ls(ls::Args),
+    Pack(pack::Args),
+    Rm(rm::Args),
 }
 
 /// Exit code for errors that are not the program's own status.
@@ -38,6 +45,9 @@ fn main() {
         Cmd::Record(a) => record::run(a),
         Cmd::Replay(a) => replay::run(a),
         Cmd::Info(a) => info::run(a),
+        Cmd::Ls(a) => ls::run(a),
+        Cmd::Pack(a) => pack::run(a),
+        Cmd::Rm(a) => rm::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

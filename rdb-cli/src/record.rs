@@ -4,14 +4,32 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use anyhow::Result;
+use rdb_runtime::trace::{KeepFiles, KeepMode};
 use rdb_runtime::{record_with, RecordOptions, Schedule};
 
+use crate::progress::Progress;
 use crate::traces;
 
+/// How `rdb record` keeps the files a trace depends on.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Keep {
+    /// Hard links where the filesystem allows, else copies.
+    Link,
+    /// Copies (safe even if an original is later rewritten in place).
+    Copy,
+    /// Nothing: replay needs the originals, unchanged.
+    Off,
+}
+
 /// Record PROG running with ARGS (stdio passed through); exit with its status.
+///
+/// The trace keeps the executable and every file the program mapped (libraries included), so
+/// rebuilding or upgrading them later changes nothing for replay. A trace holds everything
+/// the program read and its environment: it is private to you (see the README before sharing one).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Trace directory to create (default: $RDB_TRACE_DIR/<prog>-<n> or ~/.local/share/rdb/<prog>-<n>).
+    /// Trace directory to create, or an empty directory of yours (default:
+    /// $RDB_TRACE_DIR/<prog>-<n> or ~/.local/share/rdb/<prog>-<n>).
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
     /// Do not pin the recorder and the program to one CPU.
@@ -32,6 +50,10 @@ pub struct Args {
     /// while other threads wait (it warns after one period, stops after two).
     #[arg(long, default_value_t = 10)]
     watchdog: u64,
+    /// How to keep the executable and the mapped files in the trace (traces in the trace root
+    /// share one copy of each file).
+    #[arg(long, value_enum, default_value = "link")]
+    keep_files: Keep,
     /// The program and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
@@ -43,11 +65,17 @@ pub fn run(a: Args) -> Result<i32> {
         Some(d) => (d, false),
         None => (traces::new_trace_dir(&program.to_string_lossy())?, true),
     };
+    let mode = match a.keep_files {
+        Keep::Link => KeepMode::Link,
+        Keep::Copy => KeepMode::Copy,
+        Keep::Off => KeepMode::Off,
+    };
     let opts = RecordOptions {
         program,
         args: a.command[1..].to_vec(),
         trace_dir: dir.clone(),
         pin_cpu: !a.no_pin && std::env::var_os("RDB_NO_PIN").is_none(),
+        keep_files: KeepFiles { mode, store: traces::store_for(&dir) },
     };
     let chaos = a.chaos.then(|| {
         a.seed.unwrap_or_else(|| {
@@ -62,11 +90,18 @@ pub fn run(a: Args) -> Result<i32> {
         chaos,
         watchdog: std::time::Duration::from_secs(a.watchdog.max(1)),
     };
-    let out = match record_with(&opts, &schedule) {
+    let existed = std::fs::symlink_metadata(&dir).is_ok();
+    let progress = Progress::start("recorded", None);
+    let result = record_with(&opts, &schedule);
+    drop(progress);
+    let out = match result {
         Ok(out) => out,
         Err(e) => {
-            // Leave no empty trace directory behind (a partial trace stays: it replays).
-            let _ = std::fs::remove_dir(&dir);
+            // Leave no empty trace directory of ours behind (a partial trace stays: it
+            // replays; a directory that was there before is not ours to remove).
+            if !existed || default_place {
+                let _ = std::fs::remove_dir(&dir);
+            }
             return Err(e.into());
         }
     };

@@ -7,14 +7,17 @@ use std::time::Duration;
 
 use rdb_debugger::{replay_with_regions, DebugError, DebugReplayOptions};
 use rdb_host::HostOptions;
+use rdb_runtime::trace::Trace;
 use rdb_runtime::{replay, NoObserver, ReplayOptions};
 
+use crate::progress::Progress;
 use crate::traces;
 
 /// Re-run a recorded execution exactly (its stdout/stderr output is shown again).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Trace directory (default: the latest recording).
+    /// Trace directory, trace name in the trace root, or packed trace (`rdb pack`; unpacked
+    /// into a private temporary directory first) (default: the latest recording).
     trace: Option<PathBuf>,
     /// Do not pin the replayer and the program to one CPU.
     #[arg(long)]
@@ -33,9 +36,11 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<i32> {
-    let dir = traces::resolve(a.trace)?;
+    let resolved = traces::resolve(a.trace)?;
+    let total = Trace::peek(&resolved.dir).ok().and_then(|(_, s)| s).map(|s| s.events);
+    let _progress = Progress::start("replayed", total);
     let opts = ReplayOptions {
-        trace_dir: dir,
+        trace_dir: resolved.dir.clone(),
         pin_cpu: !a.no_pin && std::env::var_os("RDB_NO_PIN").is_none(),
         echo_output: !a.quiet,
     };

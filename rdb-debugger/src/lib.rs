@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use rdb_descriptors::FunctionDescriptors;
 use rdb_host::{DebugHost, HostError, HostOptions};
-use rdb_runtime::{BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, ReplayOutcome, TraceReader};
+use rdb_runtime::{BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, ReplayOutcome, Trace};
 
 /// What to replay, and with which regions.
 #[derive(Debug)]
@@ -96,7 +96,8 @@ fn blake3_file(path: &Path) -> Result<String, DebugError> {
 /// same bytes as the recorded executable, descriptors written for it.
 /// Returns the binary's hash and its function descriptors.
 pub fn check_binary(trace_dir: &Path, binary: &Path) -> Result<(String, FunctionDescriptors), DebugError> {
-    let header = TraceReader::open(trace_dir)?.header;
+    // The header only: the replay that follows checks the whole trace.
+    let (header, _) = Trace::peek(trace_dir)?;
     let actual = blake3_file(binary)?;
     if actual != header.program_blake3 {
         return Err(DebugError::BinaryMismatch {
@@ -200,7 +201,7 @@ impl RegionObserver {
 
 impl ReplayObserver for RegionObserver {
     fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
-        if !self.runs_region_binary(&image.exe) {
+        if !self.runs_region_binary(&image.file) {
             return Vec::new();
         }
         self.locations.keys().map(|a| a.wrapping_add(image.load_bias)).collect()

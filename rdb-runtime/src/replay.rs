@@ -23,9 +23,9 @@ use rdb_tracee::{mem, procfs, this_process as sys, Pid};
 
 use crate::displace::{self, StepOver};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
-use crate::process::{self, FileHashes};
+use crate::process;
 use crate::syscalls::{self, Mask, Policy, Sysno};
-use crate::trace::{self, event::describe_status, Event, MappedFile, Stream, Tid, TraceReader};
+use crate::trace::{self, event::describe_status, files::ReplayFiles, Event, EventReader, MappedFile, Tid, Trace};
 use crate::Error;
 
 /// What to replay.
@@ -134,7 +134,9 @@ struct Proc {
 
 /// Events read ahead of the current position (needed to see a process's next event).
 struct Events {
-    reader: TraceReader,
+    reader: EventReader,
+    /// Bumped at every event consumed and breakpoint hit (see `stall`).
+    progress: std::sync::Arc<std::sync::atomic::AtomicU64>,
     buf: VecDeque<Event>,
     index: u64,
     exhausted: bool,
@@ -157,6 +159,7 @@ impl Events {
     fn pop(&mut self) -> Result<Event, Error> {
         self.fill(1)?;
         self.index += 1;
+        self.progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(self.buf.pop_front().expect("pop after head"))
     }
     /// The next event of `tid`, looking ahead (bounded).
@@ -210,8 +213,8 @@ struct Replayer<'o> {
     by_pid: HashMap<Pid, Tid>,
     parked: HashMap<Tid, Stop>,
     early_children: HashSet<Pid>,
-    hashes: FileHashes,
-    file_cache: HashMap<Vec<u8>, Rc<Vec<u8>>>,
+    /// The files the trace names: its kept copies, else the originals, checked.
+    files: ReplayFiles,
     observer: &'o mut dyn ReplayObserver,
     echo: bool,
     root: Tid,
@@ -222,40 +225,54 @@ struct Replayer<'o> {
     debug: bool,
 }
 
-fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(), Error> {
-    let (now, _) = hashes.hash(path).map_err(|source| Error::FileMissing { path: path.to_path_buf(), source })?;
-    if &now != want {
-        return Err(Error::FileChanged { path: path.to_path_buf(), recorded: trace::hex(want), now: trace::hex(&now) });
-    }
-    Ok(())
-}
-
 /// Replay a trace.
 pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result<ReplayOutcome, Error> {
-    let reader = TraceReader::open(&opts.trace_dir)?;
-    let ends_early = reader.ends_early();
-    let cpu = trace::cpu_identity();
-    if !reader.header.cpu.is_empty() && reader.header.cpu != cpu {
+    let trace = Trace::open(&opts.trace_dir)?;
+    let ends_early = trace.ends_early();
+    let differences = trace::machine_differences(trace.header());
+    if !differences.is_empty() {
         eprintln!(
-            "rdb: warning: the trace was recorded on {} and this is {cpu}; cpuid cannot be trapped here, so the replay may diverge",
-            reader.header.cpu
+            "rdb: warning: this machine differs from the one the trace was recorded on:\n  {}\n  cpuid cannot be trapped here and re-executed calls run on this kernel, so the replay may diverge",
+            differences.join("\n  ")
         );
     }
-    let mut ev = Events { reader, buf: VecDeque::new(), index: 0, exhausted: false };
+    let mut files = ReplayFiles::new(&trace);
+    let recorded = match trace.summary() {
+        Some(s) => std::time::Duration::from_millis(s.duration_ms),
+        None => std::fs::metadata(trace.path().join(trace::EVENTS_FILE))
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(std::time::Duration::ZERO, |t| {
+                t.saturating_sub(std::time::Duration::from_secs(trace.header().started_unix))
+            }),
+    };
+    let stall = crate::stall::StallWatch::start(recorded);
+    let mut ev = Events {
+        reader: trace.events()?,
+        progress: stall.progress.clone(),
+        buf: VecDeque::new(),
+        index: 0,
+        exhausted: false,
+    };
     let Some(Event::Start { tid, exe, argv, envp, .. }) = ev.head()?.cloned() else {
+        if ends_early {
+            // Cut short before its first complete chunk: nothing to replay.
+            return Err(Error::EndsEarly { events: 0 });
+        }
         return Err(trace::TraceError::Corrupt {
-            path: opts.trace_dir.clone(),
+            path: trace.path().join(trace::EVENTS_FILE),
             offset: 0,
             why: "the trace does not begin with a start event".into(),
         }
         .into());
     };
     ev.pop()?;
-    let exe = PathBuf::from(OsStr::from_bytes(&exe));
-    let mut hashes = FileHashes::default();
-    if let Some(Event::Exec { blake3, image, image_blake3, .. }) = ev.head()?.cloned() {
-        check_file(&mut hashes, &exe, &blake3)?;
-        check_file(&mut hashes, Path::new(OsStr::from_bytes(&image)), &image_blake3)?;
+    let mut exe = PathBuf::from(OsStr::from_bytes(&exe));
+    if let Some(Event::Exec { blake3, .. }) = ev.head()? {
+        // Run the trace's copy of the executable (see `apply_exec`).
+        let blake3 = *blake3;
+        exe = files.get(&exe, &blake3)?.path.clone();
     }
     if opts.pin_cpu {
         let _ = sys::pin_to_cpu(sys::current_cpu());
@@ -297,8 +314,7 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
         by_pid: HashMap::new(),
         parked: HashMap::new(),
         early_children: HashSet::new(),
-        hashes,
-        file_cache: HashMap::new(),
+        files,
         observer,
         echo: opts.echo_output,
         root: tid,
@@ -332,12 +348,38 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
         r.run()
     });
     drop(tsc);
-    let leftover: Vec<Pid> = r.procs.values().map(|p| p.pid).collect();
+    let result = match result {
+        Err(_) if stall.fired() => {
+            let expected = r.head_desc().unwrap_or_default();
+            Err(Error::Divergence(Box::new(Divergence {
+                index: r.ev.index,
+                tid: r.ev.buf.front().map_or(tid, |e| e.tid()),
+                pid: Pid(-1),
+                expected,
+                actual: format!(
+                    "no progress for {} s: the program ran without reaching this event (it spins in user code on data the trace gave it: a damaged or crafted trace?) and was stopped",
+                    stall.limit.as_secs()
+                ),
+                pc: 0,
+                location: None,
+            })))
+        }
+        other => other,
+    };
+    drop(stall);
+    // Children that stopped before their fork event was handled are tracees too; one that
+    // shows up only now (a stop, not an exit) is killed as well, or waiting for it would block
+    // forever (seen replaying a crafted trace that diverged around a vfork).
+    let leftover: Vec<Pid> = r.procs.values().map(|p| p.pid).chain(r.early_children.iter().copied()).collect();
     for p in &leftover {
         let _ = ptrace::kill(*p, libc::SIGKILL);
     }
     if !leftover.is_empty() {
-        while let Ok(Some(_)) = ptrace::wait_any() {}
+        while let Ok(Some((pid, w))) = ptrace::wait_any() {
+            if matches!(w, Wait::Stopped { .. }) {
+                let _ = ptrace::kill(pid, libc::SIGKILL);
+            }
+        }
     }
     let _ = std::io::stdout().flush();
     result?;
@@ -596,7 +638,13 @@ impl Replayer<'_> {
             let a: Vec<String> = args[..n].iter().map(|a| format!("{a:#x}")).collect();
             format!("{}({})", syscalls::name(nr), a.join(", "))
         };
-        let (index, head) = self.ev.next_of_indexed(tid)?.map(|(i, e)| (i, e.clone())).expect("checked by run");
+        let Some((index, head)) = self.ev.next_of_indexed(tid)?.map(|(i, e)| (i, e.clone())) else {
+            return Err(self.divergence(
+                tid,
+                "no further event of this thread".into(),
+                format!("syscall {}", actual()),
+            ));
+        };
         let policy = syscalls::policy(nr);
         let call = Sysno::new(nr as usize);
         let mode = match &head {
@@ -668,14 +716,17 @@ impl Replayer<'_> {
                     Policy::ReExecute | Policy::AddressSpace | Policy::NewProcess => Mode::ReExecuted,
                 }
             }
-            Event::Exec { exe, .. } if policy == Policy::Exec => {
-                // Run the recorded executable by its absolute path (the program may have named
-                // it relative to a cwd this replay does not share). The path goes below the
-                // stack pointer: the old image is about to be replaced anyway.
+            Event::Exec { exe, blake3, .. } if policy == Policy::Exec => {
+                // Run the trace's copy of the recorded executable (or the original, checked) by
+                // its absolute path (the program may have named it relative to a cwd this replay
+                // does not share). The path goes below the stack pointer: the old image is about
+                // to be replaced anyway.
+                let recorded = PathBuf::from(OsStr::from_bytes(exe));
+                let exe = self.files.get(&recorded, blake3)?.path.as_os_str().as_bytes().to_vec();
                 let is_execve = call == Some(Sysno::execve);
                 let name_arg = args[call.map_or(0, syscalls::exec_path_arg)];
                 let given = mem::read_cstring(pid, name_arg).unwrap_or_default();
-                if given != *exe {
+                if given != exe {
                     // Just below the red zone: mapped even on the small stacks posix_spawn
                     // gives its CLONE_VM child, and unused by anyone (the image goes away).
                     let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
@@ -752,7 +803,8 @@ impl Replayer<'_> {
             }
             self.apply_exec(tid)?;
         }
-        let ev = self.ev.head()?.cloned().expect("head checked");
+        // A recording killed right after an exec ends with the exec: the replay ends there.
+        let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
         let Event::Syscall { nr: rnr, args: rargs, ret, writes, output, .. } = &ev else {
             return Err(self.divergence(tid, ev.describe(), format!("end of syscall {}", syscalls::name(nr))));
         };
@@ -787,10 +839,7 @@ impl Replayer<'_> {
         }
         if self.echo {
             if let Some((stream, bytes)) = output {
-                let _ = match stream {
-                    Stream::Stdout => std::io::stdout().write_all(bytes),
-                    Stream::Stderr => std::io::stderr().write_all(bytes),
-                };
+                trace::progress::emit(*stream, bytes);
             }
         }
         // The program sees the recorded result (pids, fds, ...). `orig_rax` is restored so a
@@ -840,25 +889,21 @@ impl Replayer<'_> {
     /// checking it is the one that was recorded.
     fn fill_mapping(&mut self, tid: Tid, f: &MappedFile, addr: u64, len: u64, offset: u64) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
-        let data: Rc<Vec<u8>> = match &f.snapshot {
-            Some(s) => {
-                let n = s.len().min(len as usize);
-                return mem::write(pid, addr, &s[..n]).map_err(Error::ptrace(pid, "filling a mapping"));
-            }
-            None => match self.file_cache.get(&f.path) {
-                Some(d) => d.clone(),
-                None => {
-                    let path = PathBuf::from(OsStr::from_bytes(&f.path));
-                    check_file(&mut self.hashes, &path, &f.blake3)?;
-                    let d = Rc::new(std::fs::read(&path).map_err(|source| Error::FileMissing { path, source })?);
-                    self.file_cache.insert(f.path.clone(), d.clone());
-                    d
-                }
-            },
-        };
-        let start = (offset as usize).min(data.len());
-        let end = start.saturating_add(len as usize).min(data.len());
-        mem::write(pid, addr, &data[start..end]).map_err(Error::ptrace(pid, "filling a mapping"))
+        if let Some(s) = &f.snapshot {
+            let n = s.len().min(len as usize);
+            return mem::write(pid, addr, &s[..n]).map_err(Error::ptrace(pid, "filling a mapping"));
+        }
+        // The mapped range only, read from the trace's copy (or the checked original).
+        use std::os::unix::fs::FileExt;
+        let recorded = PathBuf::from(OsStr::from_bytes(&f.path));
+        let file = self.files.get(&recorded, &f.blake3)?;
+        let start = offset.min(file.size);
+        let end = start.saturating_add(len).min(file.size);
+        let mut data = vec![0u8; (end - start) as usize];
+        file.file
+            .read_exact_at(&mut data, start)
+            .map_err(|source| Error::FileMissing { path: file.path.clone(), source })?;
+        mem::write(pid, addr, &data).map_err(Error::ptrace(pid, "filling a mapping"))
     }
 
     /// Set up a freshly exec'ed image exactly as recorded: initial stack (argv, envp, auxv,
@@ -866,17 +911,30 @@ impl Replayer<'_> {
     fn apply_exec(&mut self, tid: Tid) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
         let ev = self.ev.head()?.cloned();
-        let Some(Event::Exec { exe, blake3, image, image_blake3, sp, stack, .. }) = ev else {
+        let Some(Event::Exec { exe, blake3, image, image_blake3, sp, stack, interp, .. }) = ev else {
             let desc = self.head_desc()?;
             return Err(self.divergence(tid, desc, "exec".into()));
         };
-        let path = PathBuf::from(OsStr::from_bytes(&exe));
-        check_file(&mut self.hashes, &path, &blake3)?;
+        // What ran was the trace's copy of the executable (or the checked original). A script's
+        // interpreter and an executable's dynamic loader are loaded by the kernel from their
+        // paths: those must be the recorded files.
+        let ran = self.files.get(Path::new(OsStr::from_bytes(&exe)), &blake3)?;
+        let (ran, kept) = (ran.path.clone(), ran.kept);
         let exe = PathBuf::from(OsStr::from_bytes(&image));
-        check_file(&mut self.hashes, &exe, &image_blake3)?;
+        let loaded = if image_blake3 == blake3 && kept {
+            ran
+        } else {
+            if image_blake3 != blake3 {
+                self.files.check_in_place(&exe, &image_blake3)?;
+            }
+            exe.clone()
+        };
+        if let Some((path, hash)) = &interp {
+            self.files.check_in_place(Path::new(OsStr::from_bytes(path)), hash)?;
+        }
         let now = procfs::exe(pid).unwrap_or_default();
-        if now != exe {
-            return Err(self.divergence(tid, format!("exec {}", exe.display()), format!("exec {}", now.display())));
+        if now != loaded {
+            return Err(self.divergence(tid, format!("exec {}", loaded.display()), format!("exec {}", now.display())));
         }
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
         let top = procfs::stack_top(pid).map_err(Error::ptrace(pid, "finding the stack"))?;
@@ -892,7 +950,7 @@ impl Replayer<'_> {
         let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         regs.rsp = sp;
         ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the stack pointer"))?;
-        let image = ProcessImage { tid, pid, load_bias: process::load_bias(&exe, &stack), exe };
+        let image = ProcessImage { tid, pid, load_bias: process::load_bias(&loaded, &stack), exe, file: loaded };
         self.procs.get_mut(&tid).expect("known").image = Some(image);
         self.ev.pop()?;
         Ok(())
@@ -914,7 +972,7 @@ impl Replayer<'_> {
         let mut slots = if single_step {
             displace::Slots::default()
         } else {
-            displace::Slots::for_image(&image.exe, image.load_bias)
+            displace::Slots::for_image(&image.file, image.load_bias)
         };
         for addr in bps {
             let mut code = [0u8; 16];
@@ -958,8 +1016,14 @@ impl Replayer<'_> {
         let pid = self.proc(tid).pid;
         regs.rip = addr;
         self.hits += 1;
-        let image =
-            self.proc(tid).image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
+        self.ev.progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let image = self.proc(tid).image.clone().unwrap_or(ProcessImage {
+            tid,
+            pid,
+            exe: PathBuf::new(),
+            file: PathBuf::new(),
+            load_bias: 0,
+        });
         let stop = BreakpointStop { tid, pid, addr, regs, image: &image };
         self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
         let bp = self.proc(tid).breakpoints.borrow()[&addr].clone();
@@ -1017,7 +1081,7 @@ impl Replayer<'_> {
 
     fn on_fork(&mut self, tid: Tid, child_pid: Pid) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
-        let ev = self.ev.head()?.cloned().expect("head checked");
+        let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
         let Event::NewProcess { child, flags, .. } = ev else {
             return Err(self.divergence(tid, ev.describe(), "a new process".into()));
         };
@@ -1095,7 +1159,7 @@ impl Replayer<'_> {
 
     fn on_signal(&mut self, tid: Tid, sig: i32, tsc: Option<(usize, bool)>) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
-        let ev = self.ev.head()?.cloned().expect("head checked");
+        let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
         match (&ev, tsc) {
             (Event::Rdtsc { rax, rdx, rcx, .. }, Some((len, _))) => {
                 let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
@@ -1136,7 +1200,8 @@ impl Replayer<'_> {
     }
 
     fn on_gone(&mut self, tid: Tid, status: i32) -> Result<(), Error> {
-        let ev = self.ev.head()?.cloned().expect("head checked");
+        // The end of a cut-short trace: nothing more to check.
+        let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
         match ev {
             Event::Exit { status: rstatus, .. } if rstatus == status => {
                 self.ev.pop()?;

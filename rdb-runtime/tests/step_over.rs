@@ -89,6 +89,7 @@ fn a_breakpoint_at_every_instruction_leaves_the_replay_exact() {
             args: vec![],
             trace_dir: trace.clone(),
             pin_cpu: true,
+            keep_files: Default::default(),
         })
         .unwrap();
         let at = instructions(&exe);
