@@ -4,17 +4,13 @@
 
 mod common;
 
-use std::path::Path;
-
 use rdb_runtime::trace::{Event, Trace, TraceWriter};
 use rdb_runtime::{record, replay, Error, RecordOptions, ReplayOptions};
 
 #[test]
 fn replay_that_stops_making_progress_is_stopped_with_a_divergence() {
     let tmp = tempfile::tempdir().unwrap();
-    let source =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/spin_on_input.c")).unwrap();
-    let exe = common::compile_c(tmp.path(), "spin", &source, &["-O1"], &[]);
+    let exe = common::compile_c(tmp.path(), "spin_on_input", "spin", &["-O1"], &[]);
     let input = tmp.path().join("input");
     std::fs::write(&input, 7i32.to_le_bytes()).unwrap();
     let trace = tmp.path().join("trace");
