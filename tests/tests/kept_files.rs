@@ -25,7 +25,7 @@ fn rdb() -> Command {
 }
 
 fn program(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("programs").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("programs").join("support").join(name)
 }
 
 /// Compile `tests/programs/<src>` with `VALUE` defined, to `out`, replacing it (as a build does).
