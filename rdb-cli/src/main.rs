@@ -13,6 +13,7 @@ mod record;
 mod replay;
 mod rm;
 mod traces;
+mod why;
 
 use clap::{Parser, Subcommand};
 

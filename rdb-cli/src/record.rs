@@ -70,12 +70,16 @@ pub fn run(a: Args) -> Result<i32> {
         Keep::Copy => KeepMode::Copy,
         Keep::Off => KeepMode::Off,
     };
+    // Before anything runs: a warning about what a later replay with regions will lack must
+    // come before the one recording that matters.
+    let program_build = crate::why::describe_for_recording(&program);
     let opts = RecordOptions {
         program,
         args: a.command[1..].to_vec(),
         trace_dir: dir.clone(),
         pin_cpu: !a.no_pin && std::env::var_os("RDB_NO_PIN").is_none(),
         keep_files: KeepFiles { mode, store: traces::store_for(&dir) },
+        program_build,
     };
     let chaos = a.chaos.then(|| {
         a.seed.unwrap_or_else(|| {

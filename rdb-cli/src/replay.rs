@@ -62,8 +62,10 @@ fn replay_debug(replay: ReplayOptions, binary: PathBuf, timeout: f64) -> Result<
         timeout: Duration::try_from_secs_f64(timeout).map_err(|e| anyhow::anyhow!("--region-timeout: {e}"))?,
         ..HostOptions::default()
     };
-    let out = match replay_with_regions(DebugReplayOptions { replay, binary, host }) {
+    let trace_dir = replay.trace_dir.clone();
+    let out = match replay_with_regions(DebugReplayOptions { replay, binary: binary.clone(), host }) {
         Ok(out) => out,
+        Err(e @ DebugError::BinaryMismatch { .. }) => return Err(crate::why::explain_mismatch(e, &trace_dir, &binary)),
         // Keep the engine's error as is so its exit code (divergence, ends early) applies.
         Err(DebugError::Replay(e)) => return Err(e.into()),
         Err(e) => return Err(e.into()),

@@ -30,5 +30,6 @@ pub fn record_options(trace: &Path, program: impl Into<OsString>, args: &[OsStri
         trace_dir: trace.to_path_buf(),
         pin_cpu: false,
         keep_files: Default::default(),
+        program_build: None,
     }
 }

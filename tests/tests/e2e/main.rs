@@ -18,6 +18,7 @@
 //! every command runs under `timeout`. Run one case with `cargo test -p rdb-tests --test e2e --
 //! corpus::ls`, list them with `-- --list`.
 
+mod binary_differs;
 mod build_dlopen;
 mod build_identity;
 mod build_interrupt;
@@ -131,6 +132,13 @@ fn main() {
     trials.extend(scenarios!(threads:
         racy_recordings_replay_to_their_own_outcome,
         the_chaos_seed_is_stored_in_the_trace,
+    ));
+    trials.extend(scenarios!(binary_differs:
+        a_use_only_debug_code_needs_is_named_with_its_line_and_the_fix,
+        a_profile_changed_after_recording_says_to_record_again,
+        another_directory_and_other_locked_versions_are_named,
+        the_first_differing_function_of_a_c_program_is_named,
+        cargo_rdb_replay_of_a_missing_trace_fails_before_building,
     ));
     trials.extend(scenarios!(kept_files:
         rebuilt_or_deleted_program_and_library_still_replay_from_the_trace,
