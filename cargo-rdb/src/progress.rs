@@ -1,8 +1,9 @@
 //! One progress line on the terminal while `cargo rdb build` runs its cargo builds (the main
 //! binaries and the debug modules build at the same time, so cargo's own progress bars would
 //! fight over one line): crates compiled so far, the last one, elapsed time. It appears once
-//! a build has run for a second, only when stderr is a terminal, and clears itself when the
-//! builds are done; everything printed meanwhile goes through [`print`] above it.
+//! a build has run for a second (`RDB_PROGRESS_DELAY_MS` milliseconds when set), only when
+//! stderr is a terminal and `RDB_NO_PROGRESS` is not set, and clears itself when the builds
+//! are done; everything printed meanwhile goes through [`print`] above it.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -12,7 +13,12 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How long a build runs before the line appears.
-const SHOW_AFTER: Duration = Duration::from_secs(1);
+fn show_after() -> Duration {
+    std::env::var("RDB_PROGRESS_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_secs(1), Duration::from_millis)
+}
 
 struct Line {
     bar: ProgressBar,
@@ -42,8 +48,9 @@ pub fn start() -> Option<Guard> {
     let line = Arc::new(Line { bar, crates: AtomicU64::new(0), done: AtomicBool::new(false) });
     *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some(line.clone());
     let shown = line.clone();
+    let delay = show_after();
     std::thread::spawn(move || {
-        std::thread::sleep(SHOW_AFTER);
+        std::thread::sleep(delay);
         if !shown.done.load(Ordering::Relaxed) {
             shown.bar.set_draw_target(ProgressDrawTarget::stderr());
             shown.bar.enable_steady_tick(Duration::from_millis(120));

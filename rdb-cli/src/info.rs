@@ -8,7 +8,9 @@ use rdb_runtime::trace::{event::describe_status, Event, Trace, TraceState};
 
 use crate::traces;
 
-/// Describe a trace: program, arguments, processes, events, size, duration, kept files. The
+/// Describe a trace and check it
+///
+/// Program, arguments, how it was built, processes, events, size, duration, kept files. The
 /// whole trace is checked (every chunk, the digest chain, the summary).
 #[derive(clap::Args)]
 pub struct Args {
