@@ -107,6 +107,7 @@ pub struct Built {
 /// Builds every selected binary.
 pub fn run(args: &BuildArgs) -> Result<Built> {
     let started = std::time::Instant::now();
+    term::set_quiet(args.quiet);
     let progress = progress::start();
     let features = if args.all_features {
         Some(CargoOpt::AllFeatures)
@@ -441,11 +442,10 @@ pub fn run(args: &BuildArgs) -> Result<Built> {
     let mut built = Vec::new();
     for (name, bin, module, functions, arguments, n) in outputs {
         term::status("Finished", format!("`{name}` with {n} debug region{}", if n == 1 { "" } else { "s" }));
-        for p in [&bin, &module, &functions, &arguments] {
-            if args.print_paths {
+        // `cargo rdb record`/`replay` keep stdout for the program and print no paths.
+        if args.print_paths {
+            for p in [&bin, &module, &functions, &arguments] {
                 println!("{}", p.display());
-            } else {
-                eprintln!("{:>12} {}", "", p.display());
             }
         }
         built.push((name, bin));

@@ -105,7 +105,7 @@ pub struct BuildArgs {
     /// Path to Cargo.toml.
     #[arg(long, value_name = "PATH")]
     pub manifest_path: Option<PathBuf>,
-    /// Do not print cargo log messages.
+    /// Do not print cargo's or cargo rdb's status messages (warnings and errors still print).
     #[arg(short, long)]
     pub quiet: bool,
     /// Use verbose output.

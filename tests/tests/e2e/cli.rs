@@ -65,3 +65,33 @@ pub fn cargo_rdb_build_shows_progress_on_a_terminal_only() {
     let err = text(&out.stderr);
     assert!(!err.contains("building: ") && err.contains("Compiling counter"), "{err}");
 }
+
+/// The README's first command: the demo reaches its punchline in under 30 lines of output and
+/// shows the byte-identity check.
+pub fn the_demo_reaches_its_punchline_in_under_30_lines() {
+    tools();
+    let out = output(
+        timed(1200, "bash")
+            .arg(rdb_tests::repo_root().join("scripts/demo.sh"))
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR")
+            .env("TMPDIR", std::env::temp_dir()),
+    );
+    assert_success("scripts/demo.sh", &out);
+    let screen = text(&out.stdout) + &text(&out.stderr);
+    let lines: Vec<&str> = screen.lines().collect();
+    let punchline = lines.iter().position(|l| l.contains("the punchline")).expect("a punchline");
+    assert!(punchline < 30, "the punchline is on line {}:\n{screen}", punchline + 1);
+    assert!(lines[punchline - 2].ends_with("BranchIfFalse(33) stack=[]"), "{screen}");
+    let hashes: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.contains("target/") && l.contains("minibc ("))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert!(hashes.len() == 2 && hashes[0] == hashes[1], "the two builds' hashes, side by side:\n{screen}");
+    // The demo works in a temporary directory it names; remove it.
+    let work = screen.split("(work directory: ").nth(1).and_then(|r| r.split(';').next()).expect("work directory");
+    assert!(work.contains("rdb-demo."), "{work}");
+    std::fs::remove_dir_all(work).unwrap();
+}

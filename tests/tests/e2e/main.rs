@@ -141,9 +141,11 @@ fn main() {
         the_first_differing_function_of_a_c_program_is_named,
         cargo_rdb_replay_of_a_missing_trace_fails_before_building,
     ));
-    trials.extend(
-        scenarios!(cli: versions_and_help_say_what_each_tool_is, cargo_rdb_build_shows_progress_on_a_terminal_only),
-    );
+    trials.extend(scenarios!(cli:
+        versions_and_help_say_what_each_tool_is,
+        cargo_rdb_build_shows_progress_on_a_terminal_only,
+        the_demo_reaches_its_punchline_in_under_30_lines,
+    ));
     trials.extend(scenarios!(kept_files:
         rebuilt_or_deleted_program_and_library_still_replay_from_the_trace,
         packed_trace_replays_after_the_trace_and_the_originals_are_gone,
