@@ -39,7 +39,7 @@ pub fn describe(path: &Path) -> Result<ProgramBuild, LocateError> {
         blake3: rdb_descriptors::hash_bytes(&data),
         toolchain: toolchain(&file),
         build_dirs: build_dirs(&file).map_err(|source| LocateError::Dwarf { path: path.into(), source })?,
-        debug_info: match crate::debug_info(path)? {
+        debug_info: match crate::identity::debug_info_in(path, &file)? {
             crate::DebugInfo::None => DebugLevel::None,
             crate::DebugInfo::LinesOnly => DebugLevel::Lines,
             crate::DebugInfo::Full => DebugLevel::Full,
