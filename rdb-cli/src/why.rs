@@ -16,7 +16,10 @@ pub fn describe_for_recording(program: &OsStr) -> Option<ProgramBuild> {
     let exe = rdb_runtime::record::resolve_program(program)?;
     let build = rdb_locate::build::describe(&exe).ok()?;
     if let Some(advice) = rdb_locate::build::recording_advice(&build, &exe) {
-        eprintln!("rdb: warning: {advice}");
+        // Every line of rdb's own starts with `rdb: `, apart from the program's stderr.
+        for (i, line) in advice.lines().enumerate() {
+            eprintln!("rdb: {}{line}", if i == 0 { "warning: " } else { "" });
+        }
     }
     Some(build)
 }
