@@ -82,7 +82,7 @@ pub struct Stopped {
 pub fn parse(reply: &[u8]) -> Result<StopReply, String> {
     let bad = || format!("malformed stop reply `{}`", String::from_utf8_lossy(&reply[..reply.len().min(80)]));
     let (&kind, rest) = reply.split_first().ok_or_else(bad)?;
-    let byte = |t: &[u8]| t.get(..2).and_then(|h| unhex(h)).map(|v| v[0]).ok_or_else(bad);
+    let byte = |t: &[u8]| t.get(..2).and_then(unhex).map(|v| v[0]).ok_or_else(bad);
     let process = |t: &[u8]| -> Option<i64> {
         let p = t.split(|&b| b == b';').find_map(|f| f.strip_prefix(b"process:"))?;
         parse_hex(p).and_then(|v| i64::try_from(v).ok())

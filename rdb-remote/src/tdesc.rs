@@ -107,7 +107,7 @@ impl Layout {
                 .get("bitsize")
                 .and_then(|b| b.parse().ok())
                 .ok_or_else(|| format!("register {name} without a valid bitsize"))?;
-            if bits == 0 || bits % 8 != 0 || bits > 4096 {
+            if bits == 0 || !bits.is_multiple_of(8) || bits > 4096 {
                 return Err(format!("register {name} has an unusable size of {bits} bits"));
             }
             let number = match t.get("regnum") {
