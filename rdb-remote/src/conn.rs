@@ -57,7 +57,7 @@ impl Connection {
     pub fn send(&mut self, data: &[u8]) -> Result<(), RemoteError> {
         let frame = packet::encode(data);
         if self.log {
-            eprintln!("rdb: remote <- {}", String::from_utf8_lossy(data));
+            eprintln!("rdb: remote <- {}", describe(data));
         }
         let what = || describe(data);
         for _ in 0..=RETRIES {
@@ -88,7 +88,7 @@ impl Connection {
                         self.stream.write_all(b"+").map_err(|e| self.io_error(e, during))?;
                     }
                     if self.log {
-                        eprintln!("rdb: remote -> {}", String::from_utf8_lossy(&data));
+                        eprintln!("rdb: remote -> {}", describe(&data));
                     }
                     return Ok(data);
                 }

@@ -87,10 +87,15 @@ pub fn parse(reply: &[u8]) -> Result<StopReply, String> {
         let p = t.split(|&b| b == b';').find_map(|f| f.strip_prefix(b"process:"))?;
         parse_hex(p).and_then(|v| i64::try_from(v).ok())
     };
+    // gdbserver writes exit codes without a leading zero (`W1;process:72a4`).
+    let code = |t: &[u8]| {
+        let head = t.split(|&b| b == b';').next().unwrap_or(b"");
+        parse_hex(head).filter(|&v| head.len() <= 2 && v <= 0xff).map(|v| v as u8).ok_or_else(bad)
+    };
     match kind {
         b'S' => Ok(StopReply::Stopped(Stopped { signal: byte(rest)?, ..Stopped::default() })),
-        b'W' => Ok(StopReply::Exited { code: byte(rest)?, pid: process(rest) }),
-        b'X' => Ok(StopReply::Killed { signal: byte(rest)?, pid: process(rest) }),
+        b'W' => Ok(StopReply::Exited { code: code(rest)?, pid: process(rest) }),
+        b'X' => Ok(StopReply::Killed { signal: code(rest)?, pid: process(rest) }),
         b'N' => Ok(StopReply::NoResumed),
         b'O' if rest != b"K" => Ok(StopReply::Output(unhex(rest).ok_or_else(bad)?)),
         b'T' => {
@@ -158,6 +163,7 @@ mod tests {
         assert_eq!(s.watch, Some(0x7ffe0010));
         assert_eq!(parse(b"W00;process:3916").unwrap(), StopReply::Exited { code: 0, pid: Some(0x3916) });
         assert_eq!(parse(b"W01").unwrap(), StopReply::Exited { code: 1, pid: None });
+        assert_eq!(parse(b"W1;process:72a4").unwrap(), StopReply::Exited { code: 1, pid: Some(0x72a4) });
         assert_eq!(parse(b"X09").unwrap(), StopReply::Killed { signal: 9, pid: None });
         assert_eq!(parse(b"S0b").unwrap(), StopReply::Stopped(Stopped { signal: 11, ..Stopped::default() }));
         assert_eq!(parse(b"O6869210a").unwrap(), StopReply::Output(b"hi!\n".to_vec()));
@@ -166,7 +172,19 @@ mod tests {
 
     #[test]
     fn malformed_stop_replies_are_errors() {
-        for r in [&b""[..], b"T", b"Tzz", b"W", b"T05thread", b"T05thread:q;", b"OK", b"E01", b"Ozz"] {
+        for r in [
+            &b""[..],
+            b"T",
+            b"Tzz",
+            b"W",
+            b"W123",
+            b"X;process:1",
+            b"T05thread",
+            b"T05thread:q;",
+            b"OK",
+            b"E01",
+            b"Ozz",
+        ] {
             assert!(parse(r).is_err(), "{}", String::from_utf8_lossy(r));
         }
     }

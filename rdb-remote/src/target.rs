@@ -636,16 +636,23 @@ impl RemoteTarget {
         Ok(())
     }
 
-    /// At a written breakpoint: runs its instruction with the original byte back in place.
-    fn step_off_written(&mut self) -> Result<Option<Stop>, RemoteError> {
+    /// At a breakpoint: runs its instruction with the breakpoint lifted (stubs step over only
+    /// breakpoints of their own, never a client's `Z0`, as gdb does), then plants it again.
+    fn step_off_breakpoint(&mut self) -> Result<Option<Stop>, RemoteError> {
         let pc = self.regs.rip;
-        let Some(Planted::Written(orig)) = self.breakpoints.get(&pc).copied() else { return Ok(None) };
-        self.request_ok(format!("M{pc:x},1:{orig:02x}").as_bytes())?;
+        let Some(planted) = self.breakpoints.get(&pc).copied() else { return Ok(None) };
+        match planted {
+            Planted::Stub => self.request_ok(format!("z0,{pc:x},1").as_bytes())?,
+            Planted::Written(orig) => self.request_ok(format!("M{pc:x},1:{orig:02x}").as_bytes())?,
+        }
         let signal = self.pending.take();
         self.send_resume(true, signal)?;
         let stop = self.wait_stop(true)?;
         if self.exited.is_none() {
-            self.request_ok(format!("M{pc:x},1:cc").as_bytes())?;
+            match planted {
+                Planted::Stub => self.request_ok(format!("Z0,{pc:x},1").as_bytes())?,
+                Planted::Written(_) => self.request_ok(format!("M{pc:x},1:cc").as_bytes())?,
+            }
         }
         Ok(Some(stop))
     }
@@ -852,7 +859,7 @@ impl Control for RemoteTarget {
 
     fn resume(&mut self) -> io::Result<Stop> {
         self.alive()?;
-        match self.step_off_written()? {
+        match self.step_off_breakpoint()? {
             Some(Stop::Stepped) | None => {}
             Some(stop) => return Ok(stop),
         }
@@ -863,7 +870,7 @@ impl Control for RemoteTarget {
 
     fn step(&mut self) -> io::Result<Stop> {
         self.alive()?;
-        if let Some(stop) = self.step_off_written()? {
+        if let Some(stop) = self.step_off_breakpoint()? {
             return Ok(stop);
         }
         let signal = self.pending.take();
