@@ -20,9 +20,9 @@ use crate::RemoteError;
 const PAGE: u64 = 4096;
 /// Largest object rdb reads with `qXfer` or `vFile` (a target description, `/proc/PID/maps`).
 const MAX_OBJECT: usize = 16 << 20;
-/// Pages probed above and below the stack pointer when the stub cannot list mappings.
-const STACK_PROBE_UP: u64 = 2048;
-const STACK_PROBE_DOWN: u64 = 16;
+/// Pages probed up and down from an address when the stub cannot list mappings (a larger
+/// mapping is extended by the next probe beyond its end).
+const PROBE_PAGES: u64 = 1024;
 
 /// How to reach a stub.
 #[derive(Debug, Clone)]
@@ -71,6 +71,8 @@ struct Link {
     general: Option<ThreadId>,
     /// The stub answers `vFile` (`None`: not asked yet).
     vfile: Option<bool>,
+    /// Without `vFile`: ranges found readable by probing around addresses debug code touched.
+    probed: Vec<Mapping>,
 }
 
 /// A program stopped in a GDB stub (all-stop mode). See the crate docs.
@@ -119,7 +121,7 @@ impl RemoteTarget {
         }
         let read_unit = (features.packet_size.saturating_sub(32) / 2).clamp(256, PAGE as usize);
         let mut target = RemoteTarget {
-            link: RefCell::new(Link { conn, pages: HashMap::new(), general: None, vfile: None }),
+            link: RefCell::new(Link { conn, pages: HashMap::new(), general: None, vfile: None, probed: Vec::new() }),
             features,
             layout: Layout::amd64_default(),
             read_unit,
@@ -457,8 +459,8 @@ impl RemoteTarget {
     }
 
     /// Mappings for a stub without file access: the main binary's segments at the load bias,
-    /// and the stack around the stack pointer (probed a page at a time). Heap and libraries
-    /// are not known this way.
+    /// the stack around the stack pointer, and what probing around addresses debug code
+    /// touched found readable ([`Target::mapping_at`]).
     fn synthesized_maps(&self) -> Result<Vec<Mapping>, RemoteError> {
         let mut out = Vec::new();
         if let Ok(data) = std::fs::read(&self.binary) {
@@ -472,34 +474,54 @@ impl RemoteTarget {
             }));
         }
         let sp = self.regs.rsp & !(PAGE - 1);
-        if sp != 0 && !self.page(sp)?.is_empty() {
-            let mut end = sp + PAGE;
-            for _ in 0..STACK_PROBE_UP {
-                if self.page(end)?.len() != PAGE as usize {
-                    break;
-                }
-                end += PAGE;
+        if sp != 0 && !out.iter().any(|m| m.contains(sp)) {
+            if let Some(stack) = self.probe(sp, &out, "[stack]")? {
+                out.push(stack);
             }
-            let mut start = sp;
-            for _ in 0..STACK_PROBE_DOWN {
-                if self.page(start - PAGE)?.len() != PAGE as usize {
-                    break;
-                }
-                start -= PAGE;
-            }
-            if !out.iter().any(|m| m.start < end && start < m.end) {
-                out.push(Mapping {
-                    start,
-                    end,
-                    readable: true,
-                    writable: true,
-                    executable: false,
-                    name: "[stack]".into(),
-                });
+        }
+        for m in &self.link.borrow().probed {
+            if !out.iter().any(|o| o.start < m.end && m.start < o.end) {
+                out.push(m.clone());
             }
         }
         out.sort_by_key(|m| m.start);
         Ok(out)
+    }
+
+    /// The readable range around `addr` (page-aligned), stopping at ranges of `known`; `None`
+    /// when `addr` itself is not readable.
+    fn probe(&self, addr: u64, known: &[Mapping], name: &str) -> Result<Option<Mapping>, RemoteError> {
+        let page = addr & !(PAGE - 1);
+        let free = |p: u64| !known.iter().any(|m| m.contains(p));
+        if !self.readable(page)? {
+            return Ok(None);
+        }
+        let mut end = page + PAGE;
+        for _ in 0..PROBE_PAGES {
+            if end == 0 || !free(end) || !self.readable(end)? {
+                break;
+            }
+            end += PAGE;
+        }
+        let mut start = page;
+        for _ in 0..PROBE_PAGES {
+            if start < PAGE || !free(start - PAGE) || !self.readable(start - PAGE)? {
+                break;
+            }
+            start -= PAGE;
+        }
+        // Nothing says whether it holds code: mirror it executable, as debug code may call
+        // program functions through pointers.
+        Ok(Some(Mapping { start, end, readable: true, writable: true, executable: true, name: name.into() }))
+    }
+
+    /// Whether the page at `page` can be read (one byte through `m`, or the page cache).
+    fn readable(&self, page: u64) -> Result<bool, RemoteError> {
+        if let Some(p) = self.link.borrow().pages.get(&page) {
+            return Ok(!p.is_empty());
+        }
+        let reply = self.request(format!("m{page:x},1").as_bytes())?;
+        Ok(reply.len() == 2 && crate::packet::unhex(&reply).is_some())
     }
 
     fn alive(&self) -> io::Result<()> {
@@ -799,6 +821,24 @@ impl Target for RemoteTarget {
             Some(maps) => Ok(maps),
             None => Ok(self.synthesized_maps()?),
         }
+    }
+
+    /// With `vFile`, from `/proc/PID/maps`; without, by probing which pages around `addr` the
+    /// stub can read (the range found is remembered and listed by [`Target::mappings`] from
+    /// then on).
+    fn mapping_at(&self, addr: u64) -> io::Result<Option<Mapping>> {
+        if let Some(maps) = self.maps_via_vfile()? {
+            return Ok(maps.into_iter().find(|m| m.contains(addr)));
+        }
+        let known = self.synthesized_maps()?;
+        if let Some(m) = known.iter().find(|m| m.contains(addr)) {
+            return Ok(Some(m.clone()));
+        }
+        let found = self.probe(addr, &known, "[probed]")?;
+        if let Some(m) = &found {
+            self.link.borrow_mut().probed.push(m.clone());
+        }
+        Ok(found)
     }
 }
 
