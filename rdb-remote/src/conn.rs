@@ -22,6 +22,11 @@ pub struct Connection {
     /// Log every packet on stderr (`RDB_REMOTE_LOG=1`), like gdb's `set debug remote 1`.
     log: bool,
     buf: Vec<u8>,
+    /// Requests sent without waiting whose replies (`OK` expected) come before any other.
+    deferred: std::collections::VecDeque<String>,
+    /// Packets that arrived while waiting for an acknowledgement (replies to deferred
+    /// requests), in order.
+    early: std::collections::VecDeque<Vec<u8>>,
 }
 
 impl Connection {
@@ -40,6 +45,8 @@ impl Connection {
                         timeout,
                         log: std::env::var_os("RDB_REMOTE_LOG").is_some_and(|v| v != "0"),
                         buf: vec![0; 64 * 1024],
+                        deferred: Default::default(),
+                        early: Default::default(),
                     });
                 }
                 Err(e) => last = Some(e),
@@ -70,17 +77,61 @@ impl Connection {
                 match self.frame(Some(deadline), &what())? {
                     Frame::Ack => return Ok(()),
                     Frame::Nack => break,
-                    // A stale reply or a notification: not what we wait for.
-                    _ => continue,
+                    // The reply to an earlier deferred request: kept for `receive`.
+                    Frame::Packet(data) => {
+                        self.stream.write_all(b"+").map_err(|e| self.io_error(e, &what()))?;
+                        self.early.push_back(data);
+                    }
+                    Frame::BadChecksum => {
+                        self.stream.write_all(b"-").map_err(|e| self.io_error(e, &what()))?;
+                    }
+                    Frame::Notification(_) => {}
                 }
             }
         }
         Err(RemoteError::Protocol(format!("the stub refused `{}` {} times (bad checksum)", what(), RETRIES + 1)))
     }
 
+    /// Sends a request whose reply must be `OK` without waiting for it: the stub answers in
+    /// order, so the reply is checked before the next one is read (saves a round trip). Only
+    /// without acknowledgements: a stub waiting for the `+` of its reply may drop what arrives
+    /// meanwhile (QEMU does), so in acknowledgement mode this waits for the reply.
+    pub fn send_deferred(&mut self, data: &[u8]) -> Result<(), RemoteError> {
+        if !self.no_ack {
+            let reply = self.request(data)?;
+            if reply != b"OK" {
+                let code = String::from_utf8_lossy(&reply[..reply.len().min(40)]).into_owned();
+                return Err(RemoteError::Refused { request: describe(data), code });
+            }
+            return Ok(());
+        }
+        self.send(data)?;
+        self.deferred.push_back(describe(data));
+        Ok(())
+    }
+
     /// The next packet from the stub, waiting until `deadline` (`None`: as long as the
     /// connection stays open). Notifications are skipped (rdb runs the stub in all-stop mode).
+    /// Replies to deferred requests are read and checked first.
     pub fn receive(&mut self, deadline: Option<Instant>, during: &str) -> Result<Vec<u8>, RemoteError> {
+        while let Some(request) = self.deferred.pop_front() {
+            let by = Instant::now() + self.timeout;
+            let reply = self.packet(Some(deadline.map_or(by, |d| d.max(by))), &format!("answering `{request}`"))?;
+            if reply != b"OK" {
+                let code = String::from_utf8_lossy(&reply[..reply.len().min(40)]).into_owned();
+                return Err(RemoteError::Refused { request, code });
+            }
+        }
+        self.packet(deadline, during)
+    }
+
+    fn packet(&mut self, deadline: Option<Instant>, during: &str) -> Result<Vec<u8>, RemoteError> {
+        if let Some(data) = self.early.pop_front() {
+            if self.log {
+                eprintln!("rdb: remote -> {}", describe(&data));
+            }
+            return Ok(data);
+        }
         loop {
             match self.frame(deadline, during)? {
                 Frame::Packet(data) => {

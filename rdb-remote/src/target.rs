@@ -563,8 +563,10 @@ impl RemoteTarget {
     }
 
     /// Waits for the stop reply after a resume and turns it into a [`Stop`]. Forked children
-    /// are let go (with a note) and the program resumed again.
-    fn wait_stop(&mut self, stepping: bool) -> Result<Stop, RemoteError> {
+    /// are let go (with a note) and the program resumed again. `internal`: a step of rdb's own
+    /// (off a breakpoint) whose registers nobody reads: the pc the stub sends with the stop
+    /// reply is enough, when it sends one.
+    fn wait_stop(&mut self, stepping: bool, internal: bool) -> Result<Stop, RemoteError> {
         loop {
             let reply = self.link.get_mut().conn.receive(None, "while the program ran")?;
             let parsed = stop::parse(&reply).map_err(RemoteError::Protocol)?;
@@ -595,6 +597,9 @@ impl RemoteTarget {
             if let Some(t) = s.thread {
                 self.thread = t;
             }
+            // A stub selects the thread it reports for register and memory requests (gdb
+            // assumes so too): no `Hg` unless rdb wants another thread.
+            self.link.get_mut().general = s.thread;
             if let Some((child, vfork)) = s.forked {
                 self.let_child_go(child, vfork)?;
                 self.send_resume(stepping, None)?;
@@ -604,7 +609,15 @@ impl RemoteTarget {
                 self.send_resume(stepping, None)?;
                 continue;
             }
-            self.fetch_registers()?;
+            let rip = self.layout.find("rip").map(|(r, _)| r.number);
+            let expedited_pc = s.registers.iter().find(|(n, v)| Some(*n) == rip && v.len() == 8);
+            match expedited_pc {
+                Some((_, v)) if internal && s.signal == GDB_SIGTRAP => {
+                    self.regs.rip = u64::from_le_bytes(v[..8].try_into().expect("8 bytes"));
+                    self.raw_registers.clear();
+                }
+                _ => self.fetch_registers()?,
+            }
             return self.classify(s, stepping);
         }
     }
@@ -663,17 +676,25 @@ impl RemoteTarget {
     fn step_off_breakpoint(&mut self) -> Result<Option<Stop>, RemoteError> {
         let pc = self.regs.rip;
         let Some(planted) = self.breakpoints.get(&pc).copied() else { return Ok(None) };
+        // Lift, step, plant again: each request goes out without waiting for its `OK`, which
+        // is checked before the next stop reply is read.
+        let conn = &mut self.link.get_mut().conn;
         match planted {
-            Planted::Stub => self.request_ok(format!("z0,{pc:x},1").as_bytes())?,
-            Planted::Written(orig) => self.request_ok(format!("M{pc:x},1:{orig:02x}").as_bytes())?,
+            Planted::Stub => conn.send_deferred(format!("z0,{pc:x},1").as_bytes())?,
+            Planted::Written(orig) => conn.send_deferred(format!("M{pc:x},1:{orig:02x}").as_bytes())?,
         }
         let signal = self.pending.take();
         self.send_resume(true, signal)?;
-        let stop = self.wait_stop(true)?;
+        let stop = self.wait_stop(true, true)?;
         if self.exited.is_none() {
+            let conn = &mut self.link.get_mut().conn;
             match planted {
-                Planted::Stub => self.request_ok(format!("Z0,{pc:x},1").as_bytes())?,
-                Planted::Written(_) => self.request_ok(format!("M{pc:x},1:cc").as_bytes())?,
+                Planted::Stub => conn.send_deferred(format!("Z0,{pc:x},1").as_bytes())?,
+                Planted::Written(_) => conn.send_deferred(format!("M{pc:x},1:cc").as_bytes())?,
+            }
+            if stop != Stop::Stepped && self.raw_registers.is_empty() {
+                // The caller sees this stop: it gets all registers.
+                self.fetch_registers()?;
             }
         }
         Ok(Some(stop))
@@ -905,7 +926,7 @@ impl Control for RemoteTarget {
         }
         let signal = self.pending.take();
         self.send_resume(false, signal)?;
-        Ok(self.wait_stop(false)?)
+        Ok(self.wait_stop(false, false)?)
     }
 
     fn step(&mut self) -> io::Result<Stop> {
@@ -915,7 +936,7 @@ impl Control for RemoteTarget {
         }
         let signal = self.pending.take();
         self.send_resume(true, signal)?;
-        Ok(self.wait_stop(true)?)
+        Ok(self.wait_stop(true, false)?)
     }
 
     fn threads(&self) -> io::Result<Vec<Pid>> {
