@@ -50,10 +50,11 @@ cargo rdb build -q >/dev/null 2>&1
 bin=target/rdb/debug/hot
 
 now() { date +%s.%N; }
-# Starts gdbserver on `$bin ARGS` and prints its port.
+# Starts gdbserver on `$bin ARGS` and prints its port (its pid goes to $tmp/gs.pid).
 serve() {
   rm -f "$tmp/gs.err"
   gdbserver --once 127.0.0.1:0 "$bin" "$@" >/dev/null 2>"$tmp/gs.err" &
+  echo $! >"$tmp/gs.pid"
   until grep -q "Listening on port" "$tmp/gs.err" 2>/dev/null; do sleep 0.005; done
   grep -o 'port [0-9]*' "$tmp/gs.err" | cut -d' ' -f2
 }
@@ -62,8 +63,8 @@ attach_run() { # $1: iterations; seconds for gdbserver + rdb attach
   t0=$(now)
   port=$(serve "$1")
   rdb attach --remote "127.0.0.1:$port" --debug "$bin" >/dev/null 2>"$tmp/attach.err" ||
-    { echo "rdb attach failed:" >&2; cat "$tmp/attach.err" >&2; exit 1; }
-  while pgrep -f "gdbserver --once 127.0.0.1:0 $bin" >/dev/null; do sleep 0.005; done
+    { echo "rdb attach failed:" >&2; cat "$tmp/attach.err" >&2; kill "$(cat "$tmp/gs.pid")"; exit 1; }
+  while kill -0 "$(cat "$tmp/gs.pid")" 2>/dev/null; do sleep 0.005; done
   t1=$(now)
   echo "$t1 - $t0" | bc
 }
@@ -73,7 +74,7 @@ dprintf_run() { # $1: iterations; seconds for gdbserver + gdb with a dprintf at 
   port=$(serve "$1")
   gdb -batch -nx -ex 'set pagination off' -ex "target remote 127.0.0.1:$port" \
     -ex "dprintf src/main.rs:$line,\"hit\\n\"" -ex continue "$bin" >"$tmp/gdb.out" 2>&1
-  while pgrep -f "gdbserver --once 127.0.0.1:0 $bin" >/dev/null; do sleep 0.005; done
+  while kill -0 "$(cat "$tmp/gs.pid")" 2>/dev/null; do sleep 0.005; done
   t1=$(now)
   echo "$t1 - $t0" | bc
 }
