@@ -9,6 +9,11 @@ command -v llvm-config-14 >/dev/null || need+=(llvm-14-dev)
 [ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v gdb >/dev/null || need+=(gdb)
+# rdb attach --remote is tested against gdbserver and QEMU user mode; rr is run to learn
+# whether it can record here (it needs performance counters: the test says why it skips).
+command -v gdbserver >/dev/null || need+=(gdbserver)
+command -v qemu-x86_64 >/dev/null || need+=(qemu-user)
+command -v rr >/dev/null || need+=(rr)
 command -v pigz >/dev/null || need+=(pigz)
 command -v pbzip2 >/dev/null || need+=(pbzip2)
 # The corpus of real programs (tests/corpus/) records these.

@@ -4,7 +4,10 @@
 //! for `replay`: 0 replay completed, 1 error (bad trace, changed file, unsupported), 3 the
 //! replay diverged from the recording, 4 the trace ends early (replayed up to its end), 5 (with
 //! `--debug`) the replay completed but some region calls did not (each reported on stderr).
+//! `attach`: 0 the program ran to its end, 1 error (the stub failed or went away, the binary is
+//! not the running one), 5 some region calls did not complete.
 
+mod attach;
 mod info;
 mod ls;
 mod pack;
@@ -37,6 +40,7 @@ enum Cmd {
     Ls(ls::Args),
     Pack(pack::Args),
     Rm(rm::Args),
+    Attach(attach::Args),
 }
 
 const EXAMPLES: &str = "\
@@ -61,6 +65,7 @@ fn main() {
         Cmd::Ls(a) => ls::run(a),
         Cmd::Pack(a) => pack::run(a),
         Cmd::Rm(a) => rm::run(a),
+        Cmd::Attach(a) => attach::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -66,14 +66,8 @@ pub fn run(a: Args) -> Result<i32> {
     Ok(0)
 }
 
-/// Exit code of a replay that completed but some region calls did not (each was reported).
-pub const EXIT_REGION_PROBLEMS: i32 = 5;
-
 fn replay_debug(replay: ReplayOptions, binary: PathBuf, timeout: f64) -> Result<i32> {
-    let host = HostOptions {
-        timeout: Duration::try_from_secs_f64(timeout).map_err(|e| anyhow::anyhow!("--region-timeout: {e}"))?,
-        ..HostOptions::default()
-    };
+    let host = HostOptions { timeout: region_timeout(timeout)?, ..HostOptions::default() };
     let trace_dir = replay.trace_dir.clone();
     let out = match replay_with_regions(DebugReplayOptions { replay, binary: binary.clone(), host }) {
         Ok(out) => out,
@@ -82,18 +76,10 @@ fn replay_debug(replay: ReplayOptions, binary: PathBuf, timeout: f64) -> Result<
         Err(DebugError::Replay(e)) => return Err(e.into()),
         Err(e) => return Err(e.into()),
     };
-    for (region, why) in &out.regions_without_location {
-        eprintln!("rdb: warning: region {region} cannot run: {why}");
-    }
-    for region in &out.regions_never_hit {
-        eprintln!("rdb: note: region {region} was never reached in this replay");
-    }
-    if out.problems > 0 {
-        eprintln!(
-            "rdb: {} of {} region calls did not complete cleanly (see the warnings above)",
-            out.problems, out.calls
-        );
-        return Ok(EXIT_REGION_PROBLEMS);
-    }
-    Ok(0)
+    Ok(out.report.print("replay"))
+}
+
+/// `--region-timeout SECS` as a duration.
+pub fn region_timeout(secs: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(secs).map_err(|e| anyhow::anyhow!("--region-timeout: {e}"))
 }

@@ -17,12 +17,23 @@
 //! 4. reports every hit that did not complete cleanly (write to program
 //!    memory, panic, crash, timeout) on stderr with the region and its source
 //!    location, and carries on: the program's replay is never affected.
+//!
+//! The region logic itself — which addresses run which regions, running them in the host,
+//! counting, the end-of-run report — is [`Regions`], shared with [`run_on_target`], which
+//! drives any target implementing the tracee layer's `Control` (a GDB stub through
+//! `rdb-remote`: `rdb attach --remote`) with the same regions, checks and report.
 
-use std::collections::{BTreeMap, HashMap};
+mod attach;
+mod regions;
+
+pub use attach::{run_on_target, AttachOptions, AttachOutcome};
+pub use regions::{RegionReport, Regions, EXIT_REGION_PROBLEMS};
+
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use rdb_descriptors::FunctionDescriptors;
-use rdb_host::{DebugHost, HostError, HostOptions};
+use rdb_host::{HostError, HostOptions};
 use rdb_runtime::{BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, ReplayOutcome, Trace};
 
 /// What to replay, and with which regions.
@@ -38,15 +49,7 @@ pub struct DebugReplayOptions {
 #[derive(Debug)]
 pub struct DebugReplayOutcome {
     pub replay: ReplayOutcome,
-    /// Debug function calls made.
-    pub calls: u64,
-    /// Calls that did not complete cleanly (each was reported on stderr).
-    pub problems: u64,
-    /// Regions whose code location was never reached.
-    pub regions_never_hit: Vec<u32>,
-    /// Regions that have no code location in the binary, with the reason
-    /// the descriptors give.
-    pub regions_without_location: Vec<(u32, String)>,
+    pub report: RegionReport,
 }
 
 /// Why a replay with regions could not run.
@@ -66,6 +69,19 @@ pub enum DebugError {
          run `cargo rdb build` again"
     )]
     StaleDescriptors { descriptors: PathBuf, binary: PathBuf, expected: String, actual: String },
+    #[error(
+        "{binary} is not the executable the stub runs ({exe}): its hash is {actual}, the running one's is {expected}.\n\
+         Only code inside rdb_begin!/rdb_end! regions and #[debug_only] items may differ; rebuild the running \
+         program's source, plus regions, with `cargo rdb build` (or `rdb-clang`), or name the right file with --exe"
+    )]
+    NotTheRunningExecutable { binary: PathBuf, exe: PathBuf, expected: String, actual: String },
+    #[error(
+        "the program the stub runs is not {binary}: its loaded code differs at {address:#x}.\n\
+         Only code inside rdb_begin!/rdb_end! regions and #[debug_only] items may differ from the running program"
+    )]
+    CodeDiffers { binary: PathBuf, address: u64 },
+    #[error("the target failed {what} (after {calls} region calls)")]
+    Target { what: String, calls: u64, source: std::io::Error },
     #[error("cannot read {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
@@ -107,29 +123,29 @@ pub fn check_binary(trace_dir: &Path, binary: &Path) -> Result<(String, Function
             actual,
         });
     }
+    let functions = check_descriptors(binary, &actual)?;
+    Ok((actual, functions))
+}
+
+/// The function descriptors beside `binary`, refused unless written for it (hash `hash`).
+fn check_descriptors(binary: &Path, hash: &str) -> Result<FunctionDescriptors, DebugError> {
     let paths = rdb_descriptors::artefact_paths(binary);
     let functions = rdb_descriptors::load_functions(&paths.functions)?;
-    if functions.binary.blake3 != actual {
+    if functions.binary.blake3 != hash {
         return Err(DebugError::StaleDescriptors {
             descriptors: paths.functions,
             binary: binary.to_path_buf(),
             expected: functions.binary.blake3,
-            actual,
+            actual: hash.to_string(),
         });
     }
-    Ok((actual, functions))
+    Ok(functions)
 }
 
 /// Replays the trace, running the binary's debug regions at their locations.
 /// See the crate docs.
 pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcome, DebugError> {
     let (hash, functions) = check_binary(&opts.replay.trace_dir, &opts.binary)?;
-    let regions_without_location = functions
-        .functions
-        .iter()
-        .filter(|f| f.locations.is_empty())
-        .map(|f| (f.region, f.note.clone().unwrap_or_else(|| "no code location".to_string())))
-        .collect();
     let mut host_options = opts.host;
     if opts.replay.pin_cpu && host_options.cpu.is_none() {
         // One thread of the replay runs at a time (replayer or program): they share one CPU,
@@ -150,42 +166,19 @@ pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcom
             }
         }
     }
-    let host = DebugHost::for_binary(&opts.binary, host_options)?;
-    let locations = host.code_locations();
-    let mut observer = RegionObserver {
-        host,
-        locations,
-        binary_hash: hash,
-        matches: HashMap::new(),
-        calls: 0,
-        problems: 0,
-        hit: Default::default(),
-    };
+    let regions = Regions::start(&opts.binary, &functions, host_options)?;
+    let mut observer = RegionObserver { regions, binary_hash: hash, matches: HashMap::new() };
     let replay = rdb_runtime::replay(&opts.replay, &mut observer)?;
-    let mut never: Vec<u32> = observer.locations.values().flatten().copied().collect();
-    never.sort_unstable();
-    never.dedup();
-    never.retain(|r| !observer.hit.contains(r));
-    Ok(DebugReplayOutcome {
-        replay,
-        calls: observer.calls,
-        problems: observer.problems,
-        regions_never_hit: never,
-        regions_without_location,
-    })
+    Ok(DebugReplayOutcome { replay, report: observer.regions.report() })
 }
 
-/// Breaks at region locations and calls the debug host there.
+/// Breaks at region locations in every process running the region binary, and runs the
+/// regions there.
 struct RegionObserver {
-    host: DebugHost,
-    /// Module-relative code address -> regions to run there.
-    locations: BTreeMap<u64, Vec<u32>>,
+    regions: Regions,
     binary_hash: String,
     /// Executable path -> whether it is the region binary (by hash).
     matches: HashMap<PathBuf, bool>,
-    calls: u64,
-    problems: u64,
-    hit: std::collections::BTreeSet<u32>,
 }
 
 impl RegionObserver {
@@ -204,31 +197,11 @@ impl ReplayObserver for RegionObserver {
         if !self.runs_region_binary(&image.file) {
             return Vec::new();
         }
-        self.locations.keys().map(|a| a.wrapping_add(image.load_bias)).collect()
+        self.regions.breakpoints(image.load_bias)
     }
 
     fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
-        let address = stop.addr.wrapping_sub(stop.image.load_bias);
-        let Some(regions) = self.locations.get(&address).cloned() else {
-            return Ok(());
-        };
-        for region in regions {
-            self.calls += 1;
-            self.hit.insert(region);
-            match self.host.invoke(region, address, stop) {
-                Ok(call) if call.is_clean() => {}
-                Ok(call) => {
-                    self.problems += 1;
-                    eprintln!("rdb: warning: {call}");
-                }
-                Err(e) => {
-                    self.problems += 1;
-                    eprintln!("rdb: warning: region {region} could not run: {e}");
-                }
-            }
-        }
-        // The program runs next: what the host mirrored is stale from now on.
-        self.host.invalidate();
+        self.regions.run_at(stop.addr, stop);
         Ok(())
     }
 }

@@ -29,6 +29,7 @@ mod crafted;
 mod kept_files;
 mod record_replay;
 mod regions_in_generic_closure_async;
+mod remote;
 mod replay_debug;
 mod sample_apps_replay;
 mod threads;
@@ -44,6 +45,19 @@ macro_rules! scenarios {
         vec![$(Trial::test(concat!(stringify!($module), "::", stringify!($test)), || {
             $module::$test();
             Ok(())
+        })),+]
+    };
+}
+
+/// Trials for scenarios that need what a machine may lack (rr needs performance counters):
+/// each returns `Err(why)` when it cannot run here and is reported as ignored, with why.
+macro_rules! scenarios_where_possible {
+    ($module:ident: $($test:ident),+ $(,)?) => {
+        vec![$(Trial::ignorable_test(concat!(stringify!($module), "::", stringify!($test)), || {
+            match $module::$test() {
+                Ok(()) => Ok(Completion::Completed),
+                Err(why) => Ok(Completion::ignored_with(why)),
+            }
         })),+]
     };
 }
@@ -129,6 +143,15 @@ fn main() {
         regions_in_generics_closures_and_async_replay_in_a_dev_build,
         regions_in_generics_closures_and_async_replay_in_a_release_build,
     ));
+    trials.extend(scenarios!(remote:
+        minibc_regions_under_gdbserver_and_qemu_print_what_the_replay_prints,
+        c_minibc_regions_under_gdbserver_print_what_the_replay_prints,
+        regions_stop_each_thread_in_turn_under_gdbserver_and_qemu,
+        race_region_runs_in_its_threads_under_gdbserver,
+        a_stub_killed_mid_run_is_reported_within_seconds,
+        a_binary_that_is_not_the_running_one_is_refused,
+    ));
+    trials.extend(scenarios_where_possible!(remote: regions_run_on_an_rr_replay));
     trials.extend(scenarios!(sample_apps_replay: sample_apps_replay_exactly, rayon_and_crossbeam_replay_exactly));
     trials.extend(scenarios!(threads:
         racy_recordings_replay_to_their_own_outcome,
