@@ -2,7 +2,7 @@
 
 use crate::cargo::{self, RustFlags};
 use crate::opts::BuildArgs;
-use crate::{artefacts, debug_package, shadow, term};
+use crate::{artefacts, debug_package, progress, shadow, term, why};
 use anyhow::{bail, Context, Result};
 use cargo_metadata::{CargoOpt, Metadata, Package, PackageId, Target};
 use rdb_extract::{Region, SourceInput};
@@ -95,9 +95,20 @@ fn timing(args: &BuildArgs, what: &str, since: std::time::Instant) {
     }
 }
 
-/// Builds every selected binary; returns (binary name, main binary path) of each.
-pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
+/// What `cargo rdb build` built.
+pub struct Built {
+    /// (binary name, main binary path) of each binary.
+    pub binaries: Vec<(String, PathBuf)>,
+    /// What the stripped build's warnings say debug code left outside its regions (see
+    /// [`why`]).
+    pub suspects: Vec<why::Suspect>,
+}
+
+/// Builds every selected binary.
+pub fn run(args: &BuildArgs) -> Result<Built> {
     let started = std::time::Instant::now();
+    term::set_quiet(args.quiet);
+    let progress = progress::start();
     let features = if args.all_features {
         Some(CargoOpt::AllFeatures)
     } else if !args.features.is_empty() {
@@ -324,12 +335,23 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
     term::status("Building", format!("main binaries ({profile} profile, regions stripped)"));
     let (main_artefacts, debug_modules) = std::thread::scope(|scope| {
         let debug = scope.spawn(build_debug_modules);
-        let main = cargo::build(&shadow_main, &main_args, &flags, &[], args.quiet);
+        let main = cargo::build_collecting(&shadow_main, &main_args, &flags, &[], args.quiet);
         timing(args, "main build", started);
         (main, debug.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the debug build thread panicked"))))
     });
-    let main_artefacts = main_artefacts?;
+    let (main_artefacts, diagnostics) = main_artefacts?;
     let debug_modules = debug_modules?;
+    let sources: Vec<why::SourceFile<'_>> = extraction
+        .files
+        .iter()
+        .zip(&inputs)
+        .filter(|(f, _)| f.instrumented)
+        .map(|(f, input)| why::SourceFile { path: &f.path, user: &input.text, stripped: &f.stripped })
+        .collect();
+    let suspects = why::suspects(&diagnostics, &sources);
+    for s in suspects.iter().filter(|s| s.certain) {
+        term::warn(s);
+    }
 
     let toolchain = cargo::rustc_version()?;
     let out_dir = rdb_dir.join(&profile_dir);
@@ -416,19 +438,19 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
         }
         outputs.push((bin.name.clone(), out_bin, paths.debug_module, functions, arguments, regions.len()));
     }
+    drop(progress);
     let mut built = Vec::new();
     for (name, bin, module, functions, arguments, n) in outputs {
         term::status("Finished", format!("`{name}` with {n} debug region{}", if n == 1 { "" } else { "s" }));
-        for p in [&bin, &module, &functions, &arguments] {
-            if args.print_paths {
+        // `cargo rdb record`/`replay` keep stdout for the program and print no paths.
+        if args.print_paths {
+            for p in [&bin, &module, &functions, &arguments] {
                 println!("{}", p.display());
-            } else {
-                eprintln!("{:>12} {}", "", p.display());
             }
         }
         built.push((name, bin));
     }
-    Ok(built)
+    Ok(Built { binaries: built, suspects })
 }
 
 fn lock_stamp(shadow: &Path) -> PathBuf {

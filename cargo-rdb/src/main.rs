@@ -41,9 +41,11 @@ mod build;
 mod cargo;
 mod debug_package;
 mod opts;
+mod progress;
 mod session;
 mod shadow;
 mod term;
+mod why;
 mod wrapper;
 
 use clap::Parser;

@@ -18,6 +18,10 @@
 //! generated from these types (`cargo test -p rdb-descriptors` checks it is
 //! current; `RDB_BLESS=1` rewrites it). The prose is `descriptors/FORMAT.md`.
 
+pub mod build;
+
+pub use build::{CargoBuild, DebugLevel, ProgramBuild, SectionDigest};
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

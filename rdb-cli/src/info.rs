@@ -8,7 +8,9 @@ use rdb_runtime::trace::{event::describe_status, Event, Trace, TraceState};
 
 use crate::traces;
 
-/// Describe a trace: program, arguments, processes, events, size, duration, kept files. The
+/// Describe a trace and check it
+///
+/// Program, arguments, how it was built, processes, events, size, duration, kept files. The
 /// whole trace is checked (every chunk, the digest chain, the summary).
 #[derive(clap::Args)]
 pub struct Args {
@@ -35,6 +37,22 @@ pub fn run(a: Args) -> Result<i32> {
     println!("program:    {}", h.program);
     println!("arguments:  {:?}", h.argv);
     println!("blake3:     {}", h.program_blake3);
+    if let Some(b) = &h.program_build {
+        if !b.toolchain.is_empty() {
+            println!("built by:   {}", b.toolchain.join(" / "));
+        }
+        let mut build = vec![b.debug_info.to_string()];
+        if !b.build_dirs.is_empty() {
+            build.push(format!("built in {}", b.build_dirs.join(", ")));
+        }
+        if let Some(c) = &b.cargo {
+            build.push(format!("Cargo project {}", c.root));
+            if !c.profile.is_empty() {
+                build.push(format!("profile {}", c.profile));
+            }
+        }
+        println!("build:      {}", build.join("; "));
+    }
     println!("cwd:        {}", h.cwd);
     if !h.kernel.is_empty() {
         println!("machine:    {}, kernel {}", h.cpu, h.kernel);

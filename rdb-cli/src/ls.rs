@@ -8,7 +8,10 @@ use rdb_runtime::trace::{event::describe_status, Trace, HEADER_FILE};
 
 use crate::traces;
 
-/// List the traces in the trace root: name, date, exit status, size, whether packed, command.
+/// List the recorded traces
+///
+/// One line per trace of the trace root ($RDB_TRACE_DIR, else ~/.local/share/rdb): name,
+/// date, exit status, size, whether packed, command; and where `latest` points.
 #[derive(clap::Args)]
 pub struct Args {}
 

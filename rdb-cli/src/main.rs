@@ -16,12 +16,17 @@ mod record;
 mod replay;
 mod rm;
 mod traces;
+mod why;
 
 use clap::{Parser, Subcommand};
 
-/// Replay debugging for Linux x86-64: record a run once, replay it exactly.
+/// Replay debugging for Linux x86-64: record a run once, replay it exactly
+///
+/// Record the run with the bug once; replay that exact execution as often as you like, and
+/// with --debug run debug code you added to the source afterwards at its places, reading the
+/// program's real state, without changing the replay (Rust: `cargo rdb`; C: `rdb-clang`).
 #[derive(Parser)]
-#[command(name = "rdb", version)]
+#[command(name = "rdb", version, after_help = EXAMPLES)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -37,6 +42,14 @@ enum Cmd {
     Rm(rm::Args),
     Attach(attach::Args),
 }
+
+const EXAMPLES: &str = "\
+Examples:
+  rdb record -- ./app --port 8080     record a run (trace: ~/.local/share/rdb/app-0)
+  rdb replay                          replay the latest recording
+  rdb ls                              list the recorded traces
+  cargo rdb replay app-0              Rust: rebuild with debug regions, replay app-0 with them
+  rdb replay app-0 --debug ./app      C: replay with the regions of a program rebuilt by rdb-clang";
 
 /// Exit code for errors that are not the program's own status.
 pub const EXIT_ERROR: i32 = 1;

@@ -7,16 +7,19 @@ use rdb_runtime::trace::{pack, Trace};
 
 use crate::traces;
 
-/// Make one portable file of a trace: its events and every file it keeps (the executable and
-/// the mapped libraries and files), zstd-compressed tar. `rdb replay FILE` replays it, here or
-/// on another machine of the same kind. The pack holds everything the trace does (environment,
-/// everything the program read): share it only with people who may see that.
+/// Make one portable file of a trace, to replay it elsewhere
+///
+/// The file (a zstd-compressed tar) holds the trace's events and every file it keeps (the
+/// executable and the mapped libraries and files). `rdb replay FILE` replays it, here or on
+/// another machine of the same kind (replay says what differs when the CPU or kernel does).
+/// The pack holds everything the trace does (the environment, everything the program read):
+/// share it only with people who may see that.
 #[derive(clap::Args)]
 pub struct Args {
     /// Trace directory or trace name in the trace root (default: the latest recording).
     trace: Option<PathBuf>,
     /// The file to write (default: `<trace directory>.tar.zst` beside the trace).
-    #[arg(short = 'o', long = "output")]
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
 }
 

@@ -7,13 +7,15 @@ use rdb_runtime::trace::{pack, safe_fs::Dir, Trace, HEADER_FILE};
 
 use crate::traces;
 
-/// Remove traces (directories or packed files), given by path or by name in the trace root
-/// (`latest` removes the latest one). Files kept in the trace root's shared store that no
-/// trace uses any more are removed too, and `latest` moves to the newest remaining trace.
+/// Remove traces
+///
+/// Traces are given by path or by name in the trace root (`rdb ls`), directories or packed
+/// files; `latest` removes the latest one. Files kept in the trace root's shared store that
+/// no trace uses any more are removed too, and `latest` moves to the newest remaining trace.
 #[derive(clap::Args)]
 pub struct Args {
     /// Traces to remove.
-    #[arg(required = true)]
+    #[arg(required = true, value_name = "TRACE")]
     traces: Vec<PathBuf>,
 }
 

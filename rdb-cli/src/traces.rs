@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
-use rdb_runtime::trace::pack;
+use rdb_runtime::trace::root;
 use rdb_runtime::trace::safe_fs::Dir;
 
 /// Name of the kept-files store in the trace root.
@@ -16,11 +16,7 @@ pub const PACK_SUFFIX: &str = ".tar.zst";
 
 /// The trace root (not created).
 pub fn base_dir() -> Result<PathBuf> {
-    if let Some(d) = std::env::var_os("RDB_TRACE_DIR") {
-        return Ok(PathBuf::from(d));
-    }
-    let home = std::env::var_os("HOME").context("neither RDB_TRACE_DIR nor HOME is set")?;
-    Ok(PathBuf::from(home).join(".local/share/rdb"))
+    Ok(root::base_dir()?)
 }
 
 /// The trace root, created (0700) when missing; it must be the user's and writable by nobody
@@ -83,42 +79,10 @@ pub fn set_latest(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A trace to read: a directory, or a packed trace unpacked into a private temporary
-/// directory that lives as long as this value.
-pub struct Resolved {
-    pub dir: PathBuf,
-    /// The packed file it came from.
-    pub pack: Option<PathBuf>,
-    _unpacked: Option<tempfile::TempDir>,
-}
+pub use root::Resolved;
 
 /// The trace named on the command line (a path, or the name of a trace in the root), or the
-/// latest one; a packed trace is unpacked.
+/// latest one; a packed trace is unpacked (see `rdb_runtime::trace::root`).
 pub fn resolve(arg: Option<PathBuf>) -> Result<Resolved> {
-    let path = match arg {
-        Some(p) if p.exists() || p.components().count() != 1 => p,
-        Some(p) => {
-            let in_root = base_dir()?.join(&p);
-            if in_root.exists() {
-                in_root
-            } else {
-                p
-            }
-        }
-        None => {
-            let link = base_dir()?.join("latest");
-            if std::fs::symlink_metadata(&link).is_err() {
-                bail!("no trace given and {} does not exist (record something first)", link.display());
-            }
-            link
-        }
-    };
-    if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) && pack::looks_like_pack(&path) {
-        let tmp =
-            tempfile::Builder::new().prefix("rdb-unpacked-").tempdir().context("creating a temporary directory")?;
-        let dir = pack::unpack_dir_name(tmp.path(), &path);
-        pack::unpack(&path, &dir)?;
-        return Ok(Resolved { dir, pack: Some(path), _unpacked: Some(tmp) });
-    }
-    Ok(Resolved { dir: path, pack: None, _unpacked: None })
+    Ok(root::resolve(arg.as_deref())?)
 }

@@ -18,6 +18,8 @@
 //!   (registers + memory); `symbolic` runs it on a symbolic machine to
 //!   obtain descriptor [`Location`]s.
 //! - `types`: type names and sizes.
+//! - [`build`]: what an executable tells about its build, and why a rebuilt
+//!   binary differs from a recorded one.
 //!
 //! # What the descriptors mean, precisely
 //!
@@ -69,6 +71,7 @@
 //! of the region's file first; the ELF symbol covering it gives
 //! `symbol + offset`.
 
+pub mod build;
 pub mod eval;
 mod function;
 mod identity;

@@ -35,6 +35,7 @@ fn main() {
             trace_dir: trace.clone(),
             pin_cpu: false,
             keep_files: Default::default(),
+            program_build: None,
         };
         match record(&opts) {
             Ok(_) => corpus.push(TraceFiles::from_dir(&trace).expect("read seed")),

@@ -46,6 +46,9 @@ pub struct RecordOptions {
     pub pin_cpu: bool,
     /// Keep the executables and mapped files in the trace (see `trace::files`).
     pub keep_files: KeepFiles,
+    /// What the executable tells about its build, for the header (`rdb_locate::build::describe`);
+    /// kept only when it describes the file recorded (same hash).
+    pub program_build: Option<rdb_descriptors::ProgramBuild>,
 }
 
 /// How the recorder interleaves the threads of a process (see the crate docs).
@@ -315,6 +318,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         cpu_flags,
         kernel: trace::kernel_release(),
         chaos_seed: schedule.chaos,
+        program_build: opts.program_build.clone().filter(|b| b.blake3 == trace::hex(&exe_hash)),
     };
     let w = TraceWriter::create(&opts.trace_dir, &header, &opts.keep_files)?;
 

@@ -2,21 +2,17 @@
 //! synthetic seeds and on traces of real programs: no crash, no hang, bounded memory. The long
 //! run is `bash fuzz/crafted.sh SECONDS`.
 
+mod common;
+
 use std::time::Duration;
 
+use rdb_runtime::record;
 use rdb_runtime::trace::fuzz::{self, TraceFiles};
-use rdb_runtime::{record, RecordOptions};
 
 fn record_real(dir: &std::path::Path, name: &str, argv: &[&str]) -> TraceFiles {
     let trace = dir.join(name);
-    record(&RecordOptions {
-        program: argv[0].into(),
-        args: argv[1..].iter().map(Into::into).collect(),
-        trace_dir: trace.clone(),
-        pin_cpu: false,
-        keep_files: Default::default(),
-    })
-    .unwrap();
+    let args: Vec<_> = argv[1..].iter().map(Into::into).collect();
+    record(&common::record_options(&trace, argv[0], &args)).unwrap();
     TraceFiles::from_dir(&trace).unwrap()
 }
 

@@ -4,24 +4,19 @@
 //! `programs/fork_exec_loop.sh` are copied into a new trace up to each exec in turn, and the
 //! copy is left unfinished, as a killed recorder leaves it.
 
+mod common;
+
 use std::path::Path;
 
 use rdb_runtime::trace::{Event, Trace, TraceWriter};
-use rdb_runtime::{record, replay, Error, RecordOptions, ReplayOptions};
+use rdb_runtime::{record, replay, Error, ReplayOptions};
 
 #[test]
 fn replay_of_a_trace_cut_right_after_an_exec_ends_cleanly() {
     let tmp = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/fork_exec_loop.sh");
     let trace = tmp.path().join("trace");
-    let rec = record(&RecordOptions {
-        program: "/bin/sh".into(),
-        args: vec![script.into_os_string()],
-        trace_dir: trace.clone(),
-        pin_cpu: false,
-        keep_files: Default::default(),
-    })
-    .unwrap();
+    let rec = record(&common::record_options(&trace, "/bin/sh", &[script.into_os_string()])).unwrap();
     assert_eq!(rec.exit_status, 0);
     let t = Trace::open(&trace).unwrap();
     let events: Vec<Event> = t.events().unwrap().collect::<Result<_, _>>().unwrap();

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use common::{compile_c, symbol};
 
 use rdb_runtime::trace::{Event, Trace, TraceWriter};
-use rdb_runtime::{record, replay, BreakpointStop, Error, ProcessImage, RecordOptions, ReplayObserver, ReplayOptions};
+use rdb_runtime::{record, replay, BreakpointStop, Error, ProcessImage, ReplayObserver, ReplayOptions};
 
 struct Watch {
     exe: PathBuf,
@@ -47,14 +47,7 @@ fn breakpoints_and_divergence_reports() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = compile_c(tmp.path(), "replay_api", "replay_api", &["-O1", "-g", "-fPIE", "-pie"], &[]);
     let trace = tmp.path().join("trace");
-    let rec = record(&RecordOptions {
-        program: exe.clone().into_os_string(),
-        args: vec![],
-        trace_dir: trace.clone(),
-        pin_cpu: false,
-        keep_files: Default::default(),
-    })
-    .unwrap();
+    let rec = record(&common::record_options(&trace, &exe, &[])).unwrap();
     assert_eq!(rec.exit_status, 0);
     // The recorder ran this thread with the TSC disabled; the caller gets it back enabled.
     assert!(!rdb_runtime::sys::tsc_disabled());

@@ -5,7 +5,7 @@
 mod common;
 
 use rdb_runtime::trace::{Event, Trace, TraceWriter};
-use rdb_runtime::{record, replay, Error, RecordOptions, ReplayOptions};
+use rdb_runtime::{record, replay, Error, ReplayOptions};
 
 #[test]
 fn replay_that_stops_making_progress_is_stopped_with_a_divergence() {
@@ -14,14 +14,7 @@ fn replay_that_stops_making_progress_is_stopped_with_a_divergence() {
     let input = tmp.path().join("input");
     std::fs::write(&input, 7i32.to_le_bytes()).unwrap();
     let trace = tmp.path().join("trace");
-    let rec = record(&RecordOptions {
-        program: exe.into_os_string(),
-        args: vec![input.into_os_string()],
-        trace_dir: trace.clone(),
-        pin_cpu: false,
-        keep_files: Default::default(),
-    })
-    .unwrap();
+    let rec = record(&common::record_options(&trace, exe, &[input.into_os_string()])).unwrap();
     assert_eq!(rec.exit_status, 0);
     // The same trace, with the 4 bytes the read returned changed to 42.
     let t = Trace::open(&trace).unwrap();

@@ -10,9 +10,7 @@ use common::{compile_c, symbol};
 
 use rdb_runtime::trace::event::Tid;
 use rdb_runtime::trace::{Event, Trace};
-use rdb_runtime::{
-    record_with, replay, BreakpointStop, ProcessImage, RecordOptions, ReplayObserver, ReplayOptions, Schedule,
-};
+use rdb_runtime::{record_with, replay, BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, Schedule};
 
 /// Debug-side state shared by all threads' hits: every hit's thread, argument and the value of
 /// `counter` then, plus the lost updates it detects (a hit seeing a value already seen).
@@ -45,13 +43,7 @@ fn breakpoints_in_every_thread_follow_the_recorded_schedule() {
     let exe = compile_c(tmp.path(), "thread_breakpoints", "thr", &["-O1", "-g", "-fPIE", "-pie"], &["-lpthread"]);
     let trace = tmp.path().join("trace");
     let schedule = Schedule { chaos: Some(5), ..Schedule::default() };
-    let opts = RecordOptions {
-        program: exe.clone().into_os_string(),
-        args: vec![],
-        trace_dir: trace.clone(),
-        pin_cpu: false,
-        keep_files: Default::default(),
-    };
+    let opts = common::record_options(&trace, &exe, &[]);
     let rec = record_with(&opts, &schedule).unwrap();
     assert_eq!(rec.exit_status, 0);
 

@@ -59,6 +59,7 @@ fn sample_header() -> Vec<u8> {
         cpu_flags,
         kernel: String::new(),
         chaos_seed: None,
+        program_build: None,
     })
     .expect("serializes")
 }

@@ -14,8 +14,8 @@
 //! a time, then gives [`Trace::header`], [`Trace::summary`], [`Trace::events`] (a streaming
 //! reader that checks again as it goes) and [`Trace::kept_file`]. [`Trace::peek`] reads only
 //! the header and summary (for listings). [`TraceWriter`] writes one. [`pack`] makes and
-//! unpacks single-file archives. The format and its stability policy are documented in
-//! `rdb-runtime/src/trace/FORMAT.md`.
+//! unpacks single-file archives; [`root`] resolves a trace named on a command line. The format
+//! and its stability policy are documented in `rdb-runtime/src/trace/FORMAT.md`.
 
 mod chunk;
 pub mod event;
@@ -24,6 +24,7 @@ pub mod fuzz;
 pub mod pack;
 pub mod progress;
 mod reader;
+pub mod root;
 pub mod safe_fs;
 mod writer;
 
@@ -88,6 +89,11 @@ pub struct Header {
     /// Seed of the randomised thread schedule (`rdb record --chaos`), if one was used.
     #[serde(default)]
     pub chaos_seed: Option<u64>,
+    /// What the executable tells about its build (compilers, build directory, debug
+    /// information, section digests, Cargo project), so that a rebuilt binary that differs
+    /// can be explained; absent when the recorder was not given it or it is not an ELF file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_build: Option<rdb_descriptors::ProgramBuild>,
 }
 
 /// This machine's CPU: model and a hash of its feature flags (from `/proc/cpuinfo`), and the
@@ -173,6 +179,9 @@ pub enum TraceError {
     Corrupt { path: PathBuf, offset: u64, why: String },
     #[error("cannot use {path}")]
     Io { path: PathBuf, source: io::Error },
+    /// No trace was named and there is none to default to.
+    #[error("{why}")]
+    NoTrace { why: String },
 }
 
 impl TraceError {
@@ -218,6 +227,7 @@ mod tests {
             cpu_flags,
             kernel,
             chaos_seed: None,
+            program_build: None,
         }
     }
 

@@ -278,6 +278,18 @@ impl Trace {
         Some((self.path.join(FILES_DIR).join(name), f, size))
     }
 
+    /// The executable the trace was recorded from, as it was then: the trace's kept copy, else
+    /// the original path while its contents are unchanged; `None` when neither is at hand.
+    pub fn recorded_executable(&self) -> Option<PathBuf> {
+        let hash = unhex(&self.header.program_blake3)?;
+        if let Some((path, _, _)) = self.open_kept(&hash) {
+            return Some(path);
+        }
+        let original = Path::new(&self.header.program);
+        let bytes = std::fs::read(original).ok()?;
+        (*blake3::hash(&bytes).as_bytes() == hash).then(|| original.to_path_buf())
+    }
+
     /// Names (hashes) and sizes of the kept files present in `files/`.
     pub fn kept_files(&self) -> Vec<([u8; 32], u64)> {
         let Ok(files) = self.dir.subdir(FILES_DIR, false) else { return Vec::new() };
@@ -373,6 +385,7 @@ mod tests {
             cpu_flags: vec![],
             kernel: String::new(),
             chaos_seed: None,
+            program_build: None,
         }
     }
 

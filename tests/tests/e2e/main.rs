@@ -6,27 +6,34 @@
 //! - `corpus::NAME`: each file of `tests/corpus/` is an unmodified program of this machine with
 //!   its current expectation: `identical`, `refused "why"`, or `fails "issue N: why"` for a known
 //!   fault (reported, not hidden; flipping it to `identical` is a one-line change).
+//! - `crafted::NAME`: each script of `tests/crafted/` damages a copy of a good trace, and
+//!   `rdb replay` must refuse it as the script's `# expect-` lines say (`crafted.rs`).
 //! - `ui::NAME`: each malformed source of `tests/ui/` against the diagnostics in the `.stderr`
 //!   file beside it (`RDB_BLESS=1` rewrites them).
 //! - `MODULE::NAME`: scenarios that are more than one program and its output (changed binaries,
-//!   killed recorders, Ctrl-C, builds, replay debugging), one function each, in the modules
-//!   below.
+//!   killed recorders, kept files and packs, private traces, Ctrl-C, builds, replay debugging),
+//!   one function each, in the modules below.
 //!
 //! rdb's binaries are built once per run (`rdb_tests::tools`, cargo's own up-to-date check) and
 //! every command runs under `timeout`. Run one case with `cargo test -p rdb-tests --test e2e --
 //! corpus::ls`, list them with `-- --list`.
 
+mod binary_differs;
 mod build_dlopen;
 mod build_identity;
 mod build_interrupt;
 mod build_workspace;
 mod clang_replay;
+mod cli;
+mod crafted;
+mod kept_files;
 mod record_replay;
 mod regions_in_generic_closure_async;
 mod remote;
 mod replay_debug;
 mod sample_apps_replay;
 mod threads;
+mod trace_privacy;
 mod ui;
 mod ui_accepted;
 
@@ -91,6 +98,7 @@ fn main() {
     let mut trials = Vec::new();
     trials.extend(cases("programs"));
     trials.extend(cases("corpus"));
+    trials.extend(crafted::trials());
     trials.extend(ui::trials());
     trials.extend(ui_accepted::trials());
     trials.extend(scenarios!(ui: cargo_rdb_build_reports_and_writes_nothing));
@@ -149,5 +157,33 @@ fn main() {
         racy_recordings_replay_to_their_own_outcome,
         the_chaos_seed_is_stored_in_the_trace,
     ));
-    libtest_mimic::run(&args, trials).exit();
+    trials.extend(scenarios!(binary_differs:
+        a_use_only_debug_code_needs_is_named_with_its_line_and_the_fix,
+        a_profile_changed_after_recording_says_to_record_again,
+        another_directory_and_other_locked_versions_are_named,
+        the_first_differing_function_of_a_c_program_is_named,
+        cargo_rdb_replay_of_a_missing_trace_fails_before_building,
+    ));
+    trials.extend(scenarios!(cli:
+        versions_and_help_say_what_each_tool_is,
+        cargo_rdb_build_shows_progress_on_a_terminal_only,
+        the_demo_reaches_its_punchline_in_under_30_lines,
+    ));
+    trials.extend(scenarios!(kept_files:
+        rebuilt_or_deleted_program_and_library_still_replay_from_the_trace,
+        packed_trace_replays_after_the_trace_and_the_originals_are_gone,
+        damaged_pack_is_refused,
+        traces_of_one_program_in_the_trace_root_share_its_kept_files,
+        a_changed_file_is_named_without_revealing_its_current_hash,
+    ));
+    trials.extend(scenarios!(trace_privacy:
+        traces_are_private_to_their_owner,
+        output_directory_of_another_user_is_refused,
+        output_directory_writable_by_others_is_refused,
+        planted_symlinks_are_never_followed,
+        unwritable_trace_root_fails_at_once_with_a_message,
+    ));
+    let conclusion = libtest_mimic::run(&args, trials);
+    crafted::cleanup();
+    conclusion.exit();
 }

@@ -178,7 +178,7 @@ pub fn changed_shared_library_is_refused_by_name() {
         clang(&program("support/usefoo.c"), &dir.path().join("usefoo"), &["-O1", "-g"], &[&libdir, "-lfoo", &rpath]);
     let trace = dir.path().join("trace");
     // Without kept files, replay needs the originals (with them, a rebuild changes nothing:
-    // tests/tests/kept_files.rs).
+    // the `kept_files::` scenarios).
     let rec = output(
         rdb(&["record", "--keep-files", "off", "-o", trace.to_str().unwrap(), "--", exe.to_str().unwrap()])
             .current_dir(dir.path()),
