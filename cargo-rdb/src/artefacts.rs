@@ -14,12 +14,15 @@ fn location(file: &Path, lc: LineCol) -> SourceLocation {
 /// DWARF (`rdb-locate`) and writes `<bin>.rdb-functions.json` and
 /// `<bin>.rdb-arguments.json`. The DWARF comes from `dwarf_binary`: the
 /// binary itself, or its twin with debug information (checked to have the
-/// same code). `source_root` turns the regions'
+/// same code, function by function: `twin` maps its addresses onto the
+/// binary's, and locations in functions not proven equal are dropped with a
+/// warning). `source_root` turns the regions'
 /// workspace-relative paths into the absolute paths DWARF shows (after
 /// `--remap-path-prefix`). Returns the paths and the warnings to show.
 pub fn write_descriptors(
     binary: &Path,
     dwarf_binary: &Path,
+    twin: Option<&rdb_locate::TwinMap>,
     toolchain: &str,
     regions: &[&Region],
     source_root: &Path,
@@ -90,6 +93,9 @@ pub fn write_descriptors(
     }
     let mut located = rdb_locate::locate(dwarf_binary, &sites)
         .with_context(|| format!("cannot compute the descriptors of {}", binary.display()))?;
+    if let Some(map) = twin {
+        located.retarget(map);
+    }
     let table = rdb_locate::region_table(&paths.debug_module)
         .with_context(|| format!("cannot read the region table of {}", paths.debug_module.display()))?;
     let patches = dispatch_instantiations(&mut located, &table);

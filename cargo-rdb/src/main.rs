@@ -44,6 +44,7 @@ mod opts;
 mod session;
 mod shadow;
 mod term;
+mod twin;
 mod wrapper;
 
 use clap::Parser;

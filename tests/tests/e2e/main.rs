@@ -84,8 +84,11 @@ fn main() {
     trials.extend(scenarios!(build_identity:
         minibc_dev,
         minibc_release,
+        minibc_release_default_profile,
         jobq_dev,
         jobq_release,
+        jobq_release_default_profile,
+        race_release_default_profile,
         race_dev,
         rebuild_without_change_is_identical,
         user_rustflags_are_kept,
