@@ -23,7 +23,11 @@
 //!
 //! **Code location.** For each copy of the enclosing function (the
 //! out-of-line subprogram, each monomorphised copy, each inlined copy, the
-//! closure holding the region) the region runs at the lowest address of an
+//! closure holding the region), and in it for each copy of the anchor
+//! statement's code that an optimizer duplicated without DWARF of its own
+//! (unrolled loops, duplicated tails: see `function::code_addresses` for how
+//! copies are told from one statement's code split in pieces), the region
+//! runs at the lowest address of an
 //! `is_stmt` line-table row of the anchor's file and line, among the rows
 //! whose column is at or after the anchor's column. Not "the row with the
 //! exact column": rustc and clang give a statement's sub-expressions (which
@@ -56,9 +60,10 @@
 //! `stack` (base register + offset; `DW_OP_fbreg` resolves through
 //! `DW_AT_frame_base`, and `DW_OP_call_frame_cfa` through the CFA rule of
 //! `.eh_frame`/`.debug_frame` at that address), `symbol` (+ offset),
-//! `pieces`, `implicit` (constants, `DW_AT_const_value`) and
-//! `optimized_out`. Values the descriptor format cannot express (a register
-//! plus an offset or any other computation marked `DW_OP_stack_value`, a
+//! `pieces`, `implicit` (constants, `DW_AT_const_value`), `computed` (a
+//! register plus a constant, `DW_OP_bregN k; DW_OP_stack_value`) and
+//! `optimized_out`. Values the descriptor format cannot express (any other
+//! computation marked `DW_OP_stack_value`, a
 //! pointer that must be read from memory, `DW_OP_entry_value`, TLS, implicit
 //! pointers) are passed as `optimized_out` with a warning naming the
 //! variable, the region, the address and the reason.
@@ -397,8 +402,8 @@ fn locate_site(
         let instances = function::in_body(index, instances, site.bodies.last())?;
         let mut found = Vec::new();
         for instance in instances {
-            if let Some(code) = function::code_address(index, &instance, &site.anchor)? {
-                found.push((instance, code));
+            for code in function::code_addresses(index, &instance, &site.anchor)? {
+                found.push((instance.clone(), code));
             }
         }
         // Copies with code on the anchor's own line win over copies that only

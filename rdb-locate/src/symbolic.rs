@@ -186,6 +186,9 @@ fn piece_location(
                         _ => Err("its value is computed in a way a descriptor cannot express".into()),
                     }
                 }
+                Some(Symbol::Relative { register, offset }) if u64::from(register) + 1 < DEREF_SLOT && size <= 8 => {
+                    Ok(Location::Computed { register: DescriptorRegister::x86_64(register), offset })
+                }
                 Some(Symbol::Relative { register, offset }) => Err(format!(
                     "its value is computed ({} {:+}), which a descriptor cannot express",
                     DescriptorRegister::x86_64(register).name,
@@ -309,9 +312,19 @@ mod tests {
     }
 
     #[test]
+    fn a_register_plus_a_constant_is_computed() {
+        // rbx + 8 as a value.
+        assert_eq!(
+            describe_bytes(&[0x73, 0x08, 0x9f], &[0x57], 8),
+            Ok(Location::Computed { register: Reg::x86_64(3), offset: 8 })
+        );
+        // Too large for a register's sum.
+        assert!(describe_bytes(&[0x73, 0x08, 0x9f], &[0x57], 16).unwrap_err().contains("rbx +8"));
+    }
+
+    #[test]
     fn what_a_descriptor_cannot_express() {
-        // rbx + 8 as a value, twice rbx, rbx + rsi.
-        assert!(describe_bytes(&[0x73, 0x08, 0x9f], &[0x57], 8).unwrap_err().contains("rbx +8"));
+        // twice rbx, rbx + rsi.
         assert!(describe_bytes(&[0x73, 0x00, 0x32, 0x1e, 0x9f], &[0x57], 8).is_err());
         assert!(describe_bytes(&[0x73, 0x00, 0x74, 0x00, 0x22], &[0x57], 8).is_err());
         // DW_OP_entry_value(DW_OP_reg5), stack_value.

@@ -96,6 +96,7 @@ fn main() {
     trials.extend(scenarios!(build_interrupt: killed_build_leaves_the_tree_unchanged));
     trials.extend(scenarios!(build_workspace: workspace_with_path_dependency, missing_debug_info_is_explained));
     trials.extend(scenarios!(clang_replay:
+        every_inlined_and_unrolled_copy_runs_the_region,
         list_region_shows_the_lost_tail_on_replay,
         minibc_regions_explain_the_recorded_crash,
         lua_region_in_the_hot_loop_runs_on_replay,
