@@ -140,6 +140,21 @@ impl<'d> Image<'d> {
         })
     }
 
+    /// Every address the code takes `rip`-relatively outside the code.
+    fn rip_relative_targets(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        for s in self.file.sections().filter(|s| s.kind() == SectionKind::Text) {
+            let Ok(data) = s.data() else { continue };
+            let mut decoder = Decoder::with_ip(64, data, s.address(), DecoderOptions::NONE);
+            for i in &mut decoder {
+                if i.is_ip_rel_memory_operand() && !self.is_code(i.ip_rel_memory_address()) {
+                    out.push(i.ip_rel_memory_address());
+                }
+            }
+        }
+        out
+    }
+
     fn is_code(&self, address: u64) -> bool {
         self.file
             .sections()
@@ -169,6 +184,8 @@ pub fn prove_twin(main: &Path, twin: &Path) -> Result<TwinMap, TwinLayoutError> 
     };
     // Data: same place, same size, same bytes.
     let mut identical = true;
+    let mut relocations: Vec<(&[u8], &[u8], String)> = Vec::new();
+    let mut tables: Vec<(u64, &[u8], &[u8], String)> = Vec::new();
     for s in a.file.sections().filter(allocated) {
         let name = s.name().unwrap_or("").to_string();
         let Some(t) = b.file.section_by_name(&name).filter(allocated) else {
@@ -192,10 +209,14 @@ pub fn prove_twin(main: &Path, twin: &Path) -> Result<TwinMap, TwinLayoutError> 
         let same = s.data().ok() == t.data().ok();
         if s.kind() == SectionKind::Text {
             identical &= same;
+        } else if !same && (name == ".rela.dyn" || name == ".rela.plt") {
+            // Relocations are checked once functions are paired: a pointer
+            // to a function that moved has another addend.
+            relocations.push((s.data().unwrap_or(&[]), t.data().unwrap_or(&[]), name.clone()));
         } else if !same && !DESCRIBES_CODE.contains(&name.as_str()) {
-            let (x, y) = (s.data().unwrap_or(&[]), t.data().unwrap_or(&[]));
-            let first = x.iter().zip(y).position(|(p, q)| p != q).unwrap_or(0);
-            return Err(layout(&name, format!("its bytes differ from address {:#x}", s.address() + first as u64)));
+            // Checked once functions are paired: jump tables hold offsets
+            // from the table to code that may have moved.
+            tables.push((s.address(), s.data().unwrap_or(&[]), t.data().unwrap_or(&[]), name.clone()));
         }
     }
     for t in b.file.sections().filter(allocated) {
@@ -234,6 +255,58 @@ pub fn prove_twin(main: &Path, twin: &Path) -> Result<TwinMap, TwinLayoutError> 
         }
         twin_target
     };
+    // Dynamic relocations: the same places and kinds; an addend (the value
+    // written at load time) is the same, or a code address of the twin
+    // whose corresponding address is the main binary's.
+    for (x, y, name) in &relocations {
+        for (i, (p, q)) in x.chunks(24).zip(y.chunks(24)).enumerate() {
+            if p == q {
+                continue;
+            }
+            let addend = |e: &[u8]| i64::from_le_bytes(e[16..24].try_into().unwrap_or([0; 8])) as u64;
+            if p.len() != 24 || q.len() != 24 || p[..16] != q[..16] {
+                return Err(layout(name, format!("relocation {i} has another place or kind")));
+            }
+            let (m, t) = (addend(p), addend(q));
+            if !(b.is_code(t) && corresponding(t) == m) {
+                return Err(layout(
+                    name,
+                    format!("relocation {i} writes {t:#x}, which does not correspond to the main binary's {m:#x}"),
+                ));
+            }
+        }
+    }
+    // Other data that differs: only jump tables, 4-byte offsets from a
+    // table's start (an address the twin's code takes with `lea`) to code
+    // whose corresponding address is the main binary's table entry's.
+    if !tables.is_empty() {
+        let mut bases = b.rip_relative_targets();
+        bases.sort_unstable();
+        for (start, x, y, name) in &tables {
+            let mut k = 0;
+            while k < x.len().min(y.len()) {
+                let word = k & !3;
+                let end = (word + 4).min(x.len());
+                k = end;
+                if x[word..end] == y[word..end] {
+                    continue;
+                }
+                let at = start + word as u64;
+                let read = |d: &[u8]| d.get(word..word + 4).map(|w| i32::from_le_bytes(w.try_into().unwrap_or([0; 4])));
+                let base = bases.partition_point(|&b| b <= at).checked_sub(1).map(|i| bases[i]);
+                let ok = match (base, read(x), read(y)) {
+                    (Some(base), Some(m), Some(t)) => {
+                        let (m, t) = (base.wrapping_add(m as i64 as u64), base.wrapping_add(t as i64 as u64));
+                        b.is_code(t) && corresponding(t) == m
+                    }
+                    _ => false,
+                };
+                if !ok {
+                    return Err(layout(name, format!("its bytes differ at address {at:#x}, not as a jump table's")));
+                }
+            }
+        }
+    }
     let mut functions = Vec::with_capacity(pairs.len());
     for (name, main_address, size, twin_address, twin_size) in pairs {
         let differs = if identical && main_address == twin_address && size == twin_size {
