@@ -17,6 +17,11 @@ use rdb_descriptors::{Location, Piece as DescriptorPiece, Register as Descriptor
 
 const STRIDE_SHIFT: u32 = 36;
 const ORIGINS: [u64; 2] = [1 << 56, 2 << 56];
+/// A third origin that differs from the first in its low bits too: a value
+/// that masks or scales a register (`rdi & 0xffffffff`, `rdi * 10`) would
+/// look constant or decode wrongly from the first two runs alone; a third
+/// run must agree with what they decoded.
+const CHECK_ORIGIN: u64 = (3 << 56) + 0x9_5a5a_5a58;
 
 /// Registers take slots 1..=64; the pointer read by the `k`-th memory read
 /// (`DW_OP_deref`) takes slot `65 + k`.
@@ -98,6 +103,29 @@ fn decode(first: u64, second: u64) -> Option<Symbol> {
     Some(Symbol::Relative { register: (slot - 1) as u16, offset })
 }
 
+/// Whether the check run's results are those the first two runs predict.
+fn agrees(first: &[gimli::Piece<R>], second: &[gimli::Piece<R>], check: &[gimli::Piece<R>]) -> bool {
+    use gimli::Location as G;
+    let predicted = |a: u64, b: u64, c: u64| match decode(a, b) {
+        Some(Symbol::Absolute(v)) => c == v,
+        Some(Symbol::Relative { .. }) => c.wrapping_sub(a) == CHECK_ORIGIN.wrapping_sub(ORIGINS[0]),
+        None => true,
+    };
+    if first.len() != check.len() || second.len() != check.len() {
+        return false;
+    }
+    first.iter().zip(second).zip(check).all(|((a, b), c)| match (&a.location, &b.location, &c.location) {
+        (G::Address { address: a }, G::Address { address: b }, G::Address { address: c }) => predicted(*a, *b, *c),
+        (G::Value { value: a }, G::Value { value: b }, G::Value { value: c }) => {
+            match (a.to_u64(!0), b.to_u64(!0), c.to_u64(!0)) {
+                (Ok(a), Ok(b), Ok(c)) => predicted(a, b, c),
+                _ => false,
+            }
+        }
+        _ => true,
+    })
+}
+
 /// What the caller must supply to finish a location: static addresses become
 /// `symbol + offset` through the ELF symbol table.
 pub trait Symbolizer {
@@ -130,6 +158,11 @@ pub fn describe(
         })?;
         runs.push(pieces);
         reads.push(machine.reads);
+    }
+    let mut check_machine = Symbolic { origin: CHECK_ORIGIN, reads: Vec::new() };
+    let check = evaluate(expression.clone(), frame, &mut check_machine).map_err(|e| e.to_string())?;
+    if !agrees(&runs[0], &runs[1], &check) {
+        return Err("its value is computed from registers in a way a descriptor cannot express".into());
     }
     let reads = Reads(&reads[0], &reads[1]);
     let (first, second) = (&runs[0], &runs[1]);
@@ -309,6 +342,13 @@ mod tests {
         );
         // A 4-byte read cannot be a pointer.
         assert!(describe_bytes(&[0x76, 0x08, 0x94, 0x04], &[0x57], 8).is_err());
+    }
+
+    #[test]
+    fn a_masked_or_scaled_register_is_not_a_constant() {
+        // breg5 0; constu 0xffffffff; and; lit10; mul; stack_value (rustc, `let base = w * 10`).
+        let e = describe_bytes(&[0x75, 0x00, 0x10, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x1a, 0x3a, 0x1e, 0x9f], &[0x57], 4);
+        assert!(e.unwrap_err().contains("cannot express"));
     }
 
     #[test]
