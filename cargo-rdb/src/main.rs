@@ -45,6 +45,7 @@ mod progress;
 mod session;
 mod shadow;
 mod term;
+mod twin;
 mod why;
 mod wrapper;
 

@@ -106,8 +106,11 @@ fn main() {
     trials.extend(scenarios!(build_identity:
         minibc_dev,
         minibc_release,
+        minibc_release_default_profile,
         jobq_dev,
         jobq_release,
+        jobq_release_default_profile,
+        race_release_default_profile,
         race_dev,
         rebuild_without_change_is_identical,
         user_rustflags_are_kept,
@@ -115,6 +118,7 @@ fn main() {
     trials.extend(scenarios!(build_interrupt: killed_build_leaves_the_tree_unchanged));
     trials.extend(scenarios!(build_workspace: workspace_with_path_dependency, missing_debug_info_is_explained));
     trials.extend(scenarios!(clang_replay:
+        every_inlined_and_unrolled_copy_runs_the_region,
         list_region_shows_the_lost_tail_on_replay,
         minibc_regions_explain_the_recorded_crash,
         lua_region_in_the_hot_loop_runs_on_replay,
