@@ -56,7 +56,12 @@ pub fn write_descriptors(
                 arguments: r
                     .arguments
                     .iter()
-                    .map(|a| ArgumentSite { name: a.name.clone(), kind: a.kind, static_path: a.static_path.clone() })
+                    .map(|a| ArgumentSite {
+                        name: a.name.clone(),
+                        kind: a.kind,
+                        static_path: a.static_path.clone(),
+                        after_await: a.after_await.map(|at| location(&file, at)),
+                    })
                     .collect(),
             }
         })

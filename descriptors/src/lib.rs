@@ -259,6 +259,11 @@ pub enum Location {
     Computed { register: Register, offset: i64 },
     /// The compiler kept no location for the variable here.
     OptimizedOut,
+    /// The DWARF names a place but the value is not there at this location,
+    /// for `reason` (a sentence: a variable of an `async` body that the
+    /// program does not keep across an earlier `.await`, whose frame slot
+    /// is stale after the future is resumed).
+    Unavailable { reason: String },
 }
 
 /// A DWARF register: its DWARF number and name (x86-64 System V numbering:

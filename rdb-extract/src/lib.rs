@@ -131,6 +131,11 @@ pub struct RegionArgument {
     pub kind: ArgumentKind,
     /// For statics: the full path, crate name first (`minibc::vm::COUNTER`).
     pub static_path: Option<String>,
+    /// For a local of an `async` body: the `.await` (in the user's file)
+    /// that can suspend the future between the variable's binding and the
+    /// region. A variable the program does not keep across it lives in a
+    /// frame of `poll` that is gone when the region runs.
+    pub after_await: Option<LineCol>,
 }
 
 /// Extracts the regions of one crate's files. Region ids start at

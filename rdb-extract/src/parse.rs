@@ -49,6 +49,9 @@ pub(crate) fn walk(input: &SourceInput, file: &syn::File, statics: &Statics, nex
         fns: Vec::new(),
         scopes: Vec::new(),
         bodies: Vec::new(),
+        bindings: Vec::new(),
+        awaits: Vec::new(),
+        loops: Vec::new(),
         region: None,
         model: FileModel::default(),
         next_id,
@@ -85,6 +88,9 @@ pub(crate) struct Arg {
     pub(crate) reference: String,
     /// The closure parameter holding that reference.
     pub(crate) param: String,
+    /// For a local of an `async` body bound before an `.await` that can
+    /// run between its binding and the region: that `.await`'s offset.
+    pub(crate) after_await: Option<usize>,
 }
 
 struct RegionCtx {
@@ -124,6 +130,16 @@ struct FileWalk<'a> {
     fns: Vec<FnCtx>,
     scopes: Vec<Vec<String>>,
     bodies: Vec<Body>,
+    /// `let` bindings of the program (outside regions) in open scopes:
+    /// name, offset where the binding takes effect (the end of its `let`
+    /// statement) and the depth of `scopes` it belongs to.
+    bindings: Vec<(String, usize, usize)>,
+    /// Every `.await` of the program seen so far (outside regions): its
+    /// offset and the start of the `async` body it suspends.
+    awaits: Vec<(usize, Option<usize>)>,
+    /// The loops around the walk's position (outside regions): start offset
+    /// and the first `.await` of their body that suspends the same body.
+    loops: Vec<(usize, Option<usize>)>,
     region: Option<RegionCtx>,
     model: FileModel,
     next_id: u32,
@@ -180,6 +196,8 @@ impl<'a> FileWalk<'a> {
             }
         }
         let saved_scopes = std::mem::replace(&mut self.scopes, vec![params]);
+        let saved_bindings = std::mem::take(&mut self.bindings);
+        let saved_loops = std::mem::take(&mut self.loops);
         let mut saved_bodies = std::mem::take(&mut self.bodies);
         if sig.asyncness.is_some() {
             // The body runs in the future the function returns, which holds
@@ -191,6 +209,8 @@ impl<'a> FileWalk<'a> {
         self.visit_block(block);
         self.fns.pop();
         self.scopes = saved_scopes;
+        self.bindings = saved_bindings;
+        self.loops = saved_loops;
         std::mem::swap(&mut self.bodies, &mut saved_bodies);
     }
 
@@ -206,7 +226,7 @@ impl<'a> FileWalk<'a> {
         self.bodies.push(Body { kind, start, scope_base: self.scopes.len(), used: Some(used) });
         self.scopes.push(params);
         f(self);
-        self.scopes.pop();
+        self.pop_scope();
         self.bodies.pop();
     }
 
@@ -241,7 +261,7 @@ impl<'a> FileWalk<'a> {
         if let Some((_, mac)) = open {
             self.finding(mac.span(), Finding::Unclosed);
         }
-        self.scopes.pop();
+        self.pop_scope();
     }
 
     /// The region made of `block.stmts[b..=e]` (markers at both ends).
@@ -266,7 +286,11 @@ impl<'a> FileWalk<'a> {
         for stmt in &block.stmts[b + 1..e] {
             self.visit_stmt(stmt);
         }
-        let ctx = self.region.take().expect("region context set above");
+        let mut ctx = self.region.take().expect("region context set above");
+        let begin_at = self.range(begin_span).start;
+        for arg in ctx.args.iter_mut().filter(|a| a.kind == ArgumentKind::Local) {
+            arg.after_await = self.await_since_binding(&arg.name, begin_at);
+        }
         let id = self.next_id;
         self.next_id += 1;
 
@@ -319,11 +343,43 @@ impl<'a> FileWalk<'a> {
             arguments: ctx
                 .args
                 .into_iter()
-                .map(|a| RegionArgument { name: a.name, kind: a.kind, static_path: a.static_path })
+                .map(|a| RegionArgument {
+                    name: a.name,
+                    kind: a.kind,
+                    static_path: a.static_path,
+                    after_await: a.after_await.map(|at| self.line_col(at)),
+                })
                 .collect(),
         };
         let bodies = self.bodies.iter().map(|b| b.start).collect();
         self.model.regions.push((region, anchor, bodies));
+    }
+
+    /// For a local `name` read by a region starting at `begin` in an
+    /// `async` body: an `.await` of that body that can run after the
+    /// binding the region sees and before the region (one between them, or
+    /// one in a loop around the region that the binding is outside of).
+    /// The future is suspended there and resumed in a new call of its
+    /// `poll`, so a variable the program does not keep across it is gone.
+    fn await_since_binding(&self, name: &str, begin: usize) -> Option<usize> {
+        let body = self.bodies.last().filter(|b| matches!(b.kind, NestKind::AsyncFn | NestKind::AsyncBlock))?;
+        // The binding the region sees; parameters, captures and pattern
+        // bindings count from the body's start (earlier never misses one).
+        let bound = self
+            .bindings
+            .iter()
+            .rev()
+            .find(|(n, at, _)| n == name && *at > body.start && *at <= begin)
+            .map_or(body.start, |(_, at, _)| *at);
+        let between = self
+            .awaits
+            .iter()
+            .filter(|(at, b)| *b == Some(body.start) && *at > bound && *at < begin)
+            .map(|(at, _)| *at)
+            .max();
+        between.or_else(|| {
+            self.loops.iter().find_map(|(start, first)| first.filter(|_| *start > body.start && *start > bound))
+        })
     }
 
     fn line_col(&self, offset: usize) -> LineCol {
@@ -443,7 +499,7 @@ impl<'a> FileWalk<'a> {
         if let Some(i) = ctx.args.iter().position(|a| a.reference == reference) {
             return Resolved::Arg(i);
         }
-        ctx.args.push(Arg { name, kind, static_path, reference, param });
+        ctx.args.push(Arg { name, kind, static_path, reference, param, after_await: None });
         Resolved::Arg(ctx.args.len() - 1)
     }
 
@@ -686,6 +742,9 @@ impl<'a> Visit<'a> for FileWalk<'a> {
         match self.region.as_mut() {
             Some(ctx) => ctx.scopes.last_mut().expect("region scope").extend(names),
             None => {
+                let end = self.range(local.span()).end;
+                let depth = self.scopes.len();
+                self.bindings.extend(names.iter().map(|n| (n.clone(), end, depth)));
                 if let Some(s) = self.scopes.last_mut() {
                     s.extend(names)
                 }
@@ -730,18 +789,27 @@ impl<'a> Visit<'a> for FileWalk<'a> {
         self.visit_expr(&f.expr);
         let mut names = Vec::new();
         pat_names(&f.pat, &mut names);
-        self.scoped_loop(names, f.label.as_ref(), |w| w.visit_block(&f.body));
+        let (start, awaits) = (self.range(f.for_token.span).start, self.first_await(|v| v.visit_block(&f.body)));
+        let bound = self.range(f.body.brace_token.span.open()).start;
+        self.scoped_loop((start, bound), awaits, names, f.label.as_ref(), |w| w.visit_block(&f.body));
     }
 
     fn visit_expr_while(&mut self, w: &'a syn::ExprWhile) {
         let mut names = Vec::new();
         let_names(&w.cond, &mut names);
         self.visit_expr(&w.cond);
-        self.scoped_loop(names, w.label.as_ref(), |s| s.visit_block(&w.body));
+        let start = self.range(w.while_token.span).start;
+        let awaits = self.first_await(|v| {
+            v.visit_expr(&w.cond);
+            v.visit_block(&w.body)
+        });
+        let bound = self.range(w.body.brace_token.span.open()).start;
+        self.scoped_loop((start, bound), awaits, names, w.label.as_ref(), |s| s.visit_block(&w.body));
     }
 
     fn visit_expr_loop(&mut self, l: &'a syn::ExprLoop) {
-        self.scoped_loop(Vec::new(), l.label.as_ref(), |s| s.visit_block(&l.body));
+        let (start, awaits) = (self.range(l.loop_token.span).start, self.first_await(|v| v.visit_block(&l.body)));
+        self.scoped_loop((start, start), awaits, Vec::new(), l.label.as_ref(), |s| s.visit_block(&l.body));
     }
 
     fn visit_expr_block(&mut self, b: &'a syn::ExprBlock) {
@@ -759,7 +827,8 @@ impl<'a> Visit<'a> for FileWalk<'a> {
         let mut names = Vec::new();
         let_names(&e.cond, &mut names);
         self.visit_expr(&e.cond);
-        self.with_scope(names, |w| w.visit_block(&e.then_branch));
+        let bound = self.range(e.then_branch.brace_token.span.open()).start;
+        self.with_scope(names, bound, |w| w.visit_block(&e.then_branch));
         if let Some((_, els)) = &e.else_branch {
             self.visit_expr(els);
         }
@@ -768,7 +837,8 @@ impl<'a> Visit<'a> for FileWalk<'a> {
     fn visit_arm(&mut self, arm: &'a syn::Arm) {
         let mut names = Vec::new();
         pat_names(&arm.pat, &mut names);
-        self.with_scope(names, |w| {
+        let bound = self.range(arm.fat_arrow_token.span()).start;
+        self.with_scope(names, bound, |w| {
             // syn 3 keeps a match guard inside the pattern (`Pat::Guard`).
             if let Pat::Guard(g) = &arm.pat {
                 w.visit_expr(&g.guard);
@@ -796,6 +866,10 @@ impl<'a> Visit<'a> for FileWalk<'a> {
             self.exit_error(a.await_token.span, ".await");
         }
         visit::visit_expr_await(self, a);
+        if self.region.is_none() {
+            let at = self.range(a.await_token.span).start;
+            self.awaits.push((at, self.bodies.last().map(|b| b.start)));
+        }
     }
 
     fn visit_expr_break(&mut self, b: &'a syn::ExprBreak) {
@@ -907,35 +981,75 @@ impl<'a> Visit<'a> for FileWalk<'a> {
         if self.region.is_some() && marker_of(mac).is_none() {
             self.region_macro_tokens(mac.tokens.clone());
         }
+        if self.region.is_none() && tokens_await(mac.tokens.clone()) {
+            let at = self.range(mac.span()).start;
+            self.awaits.push((at, self.bodies.last().map(|b| b.start)));
+        }
         visit::visit_macro(self, mac);
     }
 }
 
 impl<'a> FileWalk<'a> {
-    fn with_scope(&mut self, names: Vec<String>, f: impl FnOnce(&mut Self)) {
+    /// Walks `f` in a scope binding `names` (pattern bindings, in effect
+    /// from offset `bound`).
+    fn with_scope(&mut self, names: Vec<String>, bound: usize, f: impl FnOnce(&mut Self)) {
         match self.region.as_mut() {
             Some(ctx) => ctx.scopes.push(names),
-            None => self.scopes.push(names),
+            None => {
+                let depth = self.scopes.len() + 1;
+                self.bindings.extend(names.iter().map(|n| (n.clone(), bound, depth)));
+                self.scopes.push(names);
+            }
         }
         f(self);
         match self.region.as_mut() {
             Some(ctx) => {
                 ctx.scopes.pop();
             }
-            None => {
-                self.scopes.pop();
-            }
+            None => self.pop_scope(),
         }
     }
 
-    fn scoped_loop(&mut self, names: Vec<String>, label: Option<&syn::Label>, f: impl FnOnce(&mut Self)) {
+    /// The first `.await` (or macro whose input holds one, as in
+    /// `tokio::select!`) that `walk` visits and that suspends the body the
+    /// walk is in: nested closures, `async` blocks and items are left out.
+    fn first_await(&self, walk: impl FnOnce(&mut Awaits)) -> Option<usize> {
+        let mut v = Awaits(Vec::new());
+        walk(&mut v);
+        v.0.into_iter().map(|span| self.range(span).start).min()
+    }
+
+    /// Closes the innermost program scope and the bindings made in it.
+    fn pop_scope(&mut self) {
+        self.scopes.pop();
+        let depth = self.scopes.len();
+        self.bindings.retain(|(_, _, d)| *d <= depth);
+    }
+
+    /// A loop starting at `start.0` whose pattern binds `names` from
+    /// `start.1` on (each iteration) and whose body's first `.await` is at
+    /// `awaits`.
+    fn scoped_loop(
+        &mut self,
+        start: (usize, usize),
+        awaits: Option<usize>,
+        names: Vec<String>,
+        label: Option<&syn::Label>,
+        f: impl FnOnce(&mut Self),
+    ) {
+        if self.region.is_none() {
+            self.loops.push((start.0, awaits));
+        }
         if let Some(ctx) = self.region.as_mut() {
             ctx.loop_depth += 1;
             if let Some(l) = label {
                 ctx.labels.push(l.name.ident.to_string());
             }
         }
-        self.with_scope(names, f);
+        self.with_scope(names, start.1, f);
+        if self.region.is_none() {
+            self.loops.pop();
+        }
         if let Some(ctx) = self.region.as_mut() {
             ctx.loop_depth -= 1;
             if label.is_some() {
@@ -944,6 +1058,33 @@ impl<'a> FileWalk<'a> {
         }
     }
 }
+/// Where a walk meets `.await`s of the body it starts in.
+struct Awaits(Vec<Span>);
+
+impl<'ast> Visit<'ast> for Awaits {
+    fn visit_expr_await(&mut self, a: &'ast syn::ExprAwait) {
+        visit::visit_expr_await(self, a);
+        self.0.push(a.await_token.span);
+    }
+    fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+    fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+    fn visit_item(&mut self, _: &'ast Item) {}
+    fn visit_macro(&mut self, m: &'ast Macro) {
+        if tokens_await(m.tokens.clone()) {
+            self.0.push(m.span());
+        }
+    }
+}
+
+/// Whether a macro's input holds `.await` (`tokio::select!`, `join!`).
+fn tokens_await(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|tt| match tt {
+        TokenTree::Group(g) => tokens_await(g.stream()),
+        TokenTree::Ident(id) => id == "await",
+        _ => false,
+    })
+}
+
 /// The names the program's own code uses in a closure or `async` body
 /// (region statements left out): paths of one segment, identifiers in macro
 /// input and `{name}` captures of format strings. A superset of what the

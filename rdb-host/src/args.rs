@@ -102,6 +102,7 @@ pub fn compute(
                 ArgValue::Bytes(value)
             }
             Location::OptimizedOut => return Err(unavailable("optimized out at this location".into())),
+            Location::Unavailable { reason } => return Err(unavailable(reason.clone())),
         };
         out.push(value);
     }
@@ -137,6 +138,7 @@ fn piece_bytes(tracee: &dyn Target, location: &Location, size: u64) -> Result<Ve
             computed(tracee, register, *offset, size).map_err(PieceError::Unavailable)
         }
         Location::OptimizedOut => Err(PieceError::Unavailable("partly optimized out at this location".into())),
+        Location::Unavailable { reason } => Err(PieceError::Unavailable(format!("partly unavailable: {reason}"))),
         Location::Pieces { .. } => {
             Err(PieceError::Unavailable("described by nested pieces (malformed descriptor)".into()))
         }

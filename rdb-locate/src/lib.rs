@@ -164,6 +164,13 @@ pub struct ArgumentSite {
     /// symbol of that name does is passed by the function's address (C
     /// regions may call the program's functions through their arguments).
     pub static_path: Option<String>,
+    /// A local of an `async` body: the `.await` that can suspend the future
+    /// between the variable's binding and the region (Rust front end). The
+    /// variable then lives in the future only if the program keeps it
+    /// across that `.await`; a frame slot described for its whole scope
+    /// (dev builds: an unsaved local's stack slot in `poll`'s frame) holds
+    /// a stale value once the future is resumed, and is not served.
+    pub after_await: Option<SourceLocation>,
 }
 
 /// The descriptors computed for a set of sites.
@@ -559,7 +566,28 @@ fn locate_local(
                 } else {
                     variable::variable_location(index, found.die, instance.frame_owner, *address, size)?
                 };
+                let stale = match (&argument.after_await, &described) {
+                    (Some(at), Ok(l)) if reads_frame(l) && variable::whole_scope_location(index, found.die)? => {
+                        Some(at)
+                    }
+                    _ => None,
+                };
                 let location = match described {
+                    _ if stale.is_some() => {
+                        let at = show(stale.expect("checked"));
+                        warnings.push(format!(
+                            "region {region}: `{name}` is not available in `{}` at {address:#x}: the program does not \
+                             keep it across the `.await` at {at} (its slot in the frame of `poll` is stale once the \
+                             future is resumed); use it after that `.await` in the program, or copy what the region \
+                             needs into a `#[debug_only]` static before it",
+                            instance.name
+                        ));
+                        Location::Unavailable {
+                            reason: format!(
+                                "not kept across the `.await` at {at} (the program does not use it after that point)"
+                            ),
+                        }
+                    }
                     Ok(Location::OptimizedOut) => {
                         warnings.push(format!(
                             "region {region}: variable `{name}` is optimized out in `{}` at {address:#x}",
@@ -595,6 +623,16 @@ fn locate_local(
     }
     let (type_name, size) = type_info.unwrap_or_else(|| ("<unknown>".into(), 0));
     Ok((type_name, size, locations, warnings))
+}
+
+/// Whether reading `location` reads the stopped function's frame memory
+/// (a `stack` location, alone or as a piece).
+fn reads_frame(location: &Location) -> bool {
+    match location {
+        Location::Stack { .. } => true,
+        Location::Pieces { pieces } => pieces.iter().any(|p| reads_frame(&p.location)),
+        _ => false,
+    }
 }
 
 /// A variable declared in the region's block, which the anchor's line does

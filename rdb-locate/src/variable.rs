@@ -186,6 +186,14 @@ pub fn variable_location(
     Ok(describe(expression, &frame, size, &index.binary.symbols))
 }
 
+/// Whether the variable has one location for its whole scope (a
+/// `DW_AT_location` expression, not a location list): the compiler's
+/// declaration of a stack slot, which says nothing about whether the slot
+/// was written on the path that reached a given address.
+pub fn whole_scope_location(index: &Index<'_>, die: DieRef) -> Result<bool, gimli::Error> {
+    Ok(matches!(index.attr(die, gimli::DW_AT_location)?, Some(AttributeValue::Exprloc(_))))
+}
+
 /// `DW_AT_const_value` as little-endian hex bytes.
 fn constant_value(index: &Index<'_>, die: DieRef, size: u64) -> Result<Option<String>, gimli::Error> {
     let Some((_, value)) = index.inherited(die, gimli::DW_AT_const_value)? else { return Ok(None) };

@@ -130,11 +130,11 @@ pub fn anchor(file: &str, marker: &str) -> SourceLocation {
 }
 
 pub fn local(name: &str) -> ArgumentSite {
-    ArgumentSite { name: name.into(), kind: ArgumentKind::Local, static_path: None }
+    ArgumentSite { name: name.into(), kind: ArgumentKind::Local, static_path: None, after_await: None }
 }
 
 pub fn global(name: &str, path: &str) -> ArgumentSite {
-    ArgumentSite { name: name.into(), kind: ArgumentKind::Static, static_path: Some(path.into()) }
+    ArgumentSite { name: name.into(), kind: ArgumentKind::Static, static_path: Some(path.into()), after_await: None }
 }
 
 pub fn site(region: u32, file: &str, marker: &str, function: &str, arguments: Vec<ArgumentSite>) -> RegionSite {

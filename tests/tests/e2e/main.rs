@@ -146,6 +146,7 @@ fn main() {
     trials.extend(scenarios!(regions_in_generic_closure_async:
         regions_in_generics_closures_and_async_replay_in_a_dev_build,
         regions_in_generics_closures_and_async_replay_in_a_release_build,
+        an_async_variable_not_kept_across_an_await_is_reported_never_read_stale,
     ));
     trials.extend(scenarios!(remote:
         minibc_regions_under_gdbserver_and_qemu_print_what_the_replay_prints,

@@ -4,7 +4,7 @@
 //! region runs with the values the program itself logged, the program's
 //! output is the recording's, and the main binary is the recorded one.
 
-use rdb_tests::{assert_success, cargo_rdb, output, run_cargo, scratch, text, timed, tools, SampleApp};
+use rdb_tests::{assert_success, cargo_rdb, output, run_cargo, run_cargo_rdb, scratch, text, timed, tools, SampleApp};
 use std::path::Path;
 use std::process::Output;
 
@@ -115,4 +115,66 @@ pub fn regions_in_generics_closures_and_async_replay_in_a_dev_build() {
 
 pub fn regions_in_generics_closures_and_async_replay_in_a_release_build() {
     record_then_replay_with_regions(true);
+}
+
+/// `tests/fixtures/awaited`: `async fn`s suspended at an `.await` and resumed
+/// by a later `poll` (a small executor that writes over the stack between
+/// polls). Variables the program keeps across the `.await` reach the region
+/// with their values; one it does not keep lives in a dead `poll` frame (a
+/// dev build's DWARF still names its slot): the build says so with the
+/// `.await`'s position, and the replay reports the region instead of
+/// running it with a stale value.
+pub fn an_async_variable_not_kept_across_an_await_is_reported_never_read_stale() {
+    let tmp = scratch("awaited");
+    let app = SampleApp::fixture("awaited", tmp.path());
+    assert_success("cargo build awaited", &run_cargo(&app.dir, &["build", "-q"]));
+    let binary = app.dir.join("target/debug/awaited");
+    let trace = tmp.path().join("trace");
+    let rdb = tools().join("rdb");
+    let rec = run(&app.dir, &rdb, &["record", "-o", trace.to_str().unwrap(), "--", binary.to_str().unwrap()]);
+    assert_success("rdb record", &rec);
+    let recorded = text(&rec.stdout);
+
+    app.instrument();
+    let build = run_cargo_rdb(&app.dir, &["build"]);
+    assert_success("cargo rdb build", &build);
+    let warnings = text(&build.stderr);
+    // `forget`'s `k` and `rounds`' `base`, each named
+    // with the `.await` it is not kept across.
+    for (name, at) in [("k", "src/main.rs:62:22"), ("base", "src/main.rs:77:26")] {
+        assert!(
+            warnings.lines().any(|l| l.contains(&format!("`{name}` is not available"))
+                && l.contains(&format!("across the `.await` at {}/{at}", app.dir.display()))),
+            "no build warning for `{name}`:\n{warnings}"
+        );
+    }
+    // `keep`'s variables, the loop index of `rounds` (bound again after each
+    // resume) and a value bound by an `.await` are served.
+    for name in ["id", "name", "len", "i", "kept"] {
+        assert!(!warnings.contains(&format!("`{name}` is not available")), "{warnings}");
+    }
+
+    let rep = run(&app.dir, &cargo_rdb(), &["rdb", "replay", trace.to_str().unwrap(), "-q"]);
+    let replayed = text(&rep.stdout);
+    let stderr = text(&rep.stderr);
+    assert_eq!(rep.status.code(), Some(5), "{replayed}\n{stderr}");
+    let (debug, program): (Vec<&str>, Vec<&str>) = replayed.lines().partition(|l| l.starts_with("[rdb] "));
+    let program: String = program.iter().map(|l| format!("{l}\n")).collect();
+    assert_eq!(program, recorded, "the program's output differs from the recording");
+    // Exactly the served regions ran, with the program's values.
+    let mut expected: Vec<String> = recorded
+        .lines()
+        .filter_map(|l| l.strip_prefix("kept "))
+        .map(|l| {
+            let w: Vec<&str> = l.split(' ').collect();
+            format!("[rdb] keep {} {} len {}", w[0], w[1], w[2])
+        })
+        .collect();
+    expected.insert(4, "[rdb] awaited 12".to_string());
+    assert_eq!(debug, expected, "{replayed}\n{stderr}");
+    let not_run: Vec<&str> = stderr.lines().filter(|l| l.contains("could not run")).collect();
+    assert_eq!(not_run.len(), 6, "{stderr}");
+    for line in not_run {
+        assert!(line.contains("is not kept across the `.await` at"), "{line}");
+    }
 }

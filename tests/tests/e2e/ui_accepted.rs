@@ -57,7 +57,14 @@ fn extracts_cleanly(case: &Path) -> Result<(), Failed> {
     };
     let mut regions = String::new();
     for r in &extraction.regions {
-        let args: Vec<String> = r.arguments.iter().map(|a| format!("{}:{:?}", a.name, a.kind)).collect();
+        let args: Vec<String> = r
+            .arguments
+            .iter()
+            .map(|a| match a.after_await {
+                Some(at) => format!("{}:{:?} after .await {}:{}", a.name, a.kind, at.line, at.column),
+                None => format!("{}:{:?}", a.name, a.kind),
+            })
+            .collect();
         let nesting: Vec<String> =
             r.nesting.iter().map(|n| format!("{:?}@{}:{}", n.kind, n.at.line, n.at.column)).collect();
         regions.push_str(&format!(
