@@ -374,8 +374,10 @@ pub fn code_addresses(
             if (restart || repeat) && !copies.last().is_some_and(continues) {
                 copies.push(Copy { rows: Vec::new(), keys: Vec::new(), by_repeat: !restart });
                 later_line_seen = false;
-                restart = false;
             }
+            // Either way the rows that follow are this copy's (a copy the
+            // code jumped back into goes on past the jump's target).
+            restart = false;
             let copy = copies.last_mut().expect("a copy");
             copy.keys.push(key);
             copy.rows.push(row);

@@ -198,8 +198,8 @@ impl Located {
     /// address of the same instruction; a location in a function whose
     /// code is not proven equal is dropped (with its argument locations)
     /// and reported, never served. A symbol location in code (a C function
-    /// passed by address) is mapped the same way; data addresses are the
-    /// same in both (the proof requires it).
+    /// passed by address) is mapped the same way; a static's address moves
+    /// with its section ([`TwinMap::map_data`]).
     pub fn retarget(&mut self, map: &TwinMap) {
         if map.identical {
             return;
@@ -274,6 +274,9 @@ fn retarget_location(location: &mut Location, map: &TwinMap) {
                 *address = main;
                 *symbol = name;
                 *offset = off as i64;
+            } else if let Some(main) = map.map_data(*address) {
+                // A static: its section may have moved after grown code.
+                *address = main;
             }
         }
         Location::Pieces { pieces } => pieces.iter_mut().for_each(|p| retarget_location(&mut p.location, map)),

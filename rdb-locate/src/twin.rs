@@ -12,9 +12,15 @@
 //! name and proves each pair equal instruction by instruction: the same
 //! bytes, or the same instruction whose relative branch target or
 //! `rip`-relative operand points at *corresponding* places (the same
-//! offset into paired functions, or the same address outside the code).
-//! Data sections must sit at the same addresses with the same bytes
-//! (the unwind and exception tables, which describe the code, excepted).
+//! offset into paired functions, or the corresponding address outside the
+//! code). Every allocated section other than code must have the same size
+//! in both; when code grew with debug information, the sections after it
+//! move, and a section's address then corresponds to the same offset into
+//! the main binary's section of that name. Data must have the same bytes
+//! but for pointers (and jump-table offsets) to corresponding places, in
+//! the data and in the dynamic relocations (the unwind and exception
+//! tables, which describe the code, excepted). [`TwinMap::map_data`] turns
+//! a twin's static address into the main binary's.
 //! Only addresses inside a proven function are mapped ([`TwinMap::map`]);
 //! a region located elsewhere is not served, and the caller says so.
 
@@ -64,6 +70,9 @@ pub struct TwinMap {
     /// Whether the code sections are byte-identical at the same addresses
     /// (then every address maps to itself).
     pub identical: bool,
+    /// Allocated sections of the same size in both that moved: (twin
+    /// address, size, main address), sorted by twin address.
+    moved: Vec<(u64, u64, u64)>,
 }
 
 impl TwinMap {
@@ -86,6 +95,19 @@ impl TwinMap {
                 f.name
             )),
         }
+    }
+
+    /// The main binary's address of data at `twin`'s address (a static):
+    /// the same address unless its section moved; `None` inside code or
+    /// outside every section.
+    pub fn map_data(&self, address: u64) -> Option<u64> {
+        if self.identical {
+            return Some(address);
+        }
+        if self.functions.iter().any(|f| address >= f.twin_address && address < f.twin_address + f.size.max(1)) {
+            return None;
+        }
+        section_map(&self.moved, address).or(Some(address))
     }
 
     /// Functions proven equal, and functions that differ.
@@ -162,6 +184,12 @@ impl<'d> Image<'d> {
     }
 }
 
+/// `address` in a moved section (end included: pointers to a section's end)
+/// as the main binary's address.
+fn section_map(moved: &[(u64, u64, u64)], address: u64) -> Option<u64> {
+    moved.iter().find(|(t, size, _)| address >= *t && address <= t + size).map(|(t, _, m)| m + (address - t))
+}
+
 fn allocated(s: &object::Section<'_, '_>) -> bool {
     match s.flags() {
         SectionFlags::Elf { sh_flags } => sh_flags & u64::from(object::elf::SHF_ALLOC) != 0,
@@ -182,8 +210,9 @@ pub fn prove_twin(main: &Path, twin: &Path) -> Result<TwinMap, TwinLayoutError> 
         section: section.into(),
         detail,
     };
-    // Data: same place, same size, same bytes.
+    // Data: same size, same bytes but for pointers to corresponding places.
     let mut identical = true;
+    let mut moved: Vec<(u64, u64, u64)> = Vec::new();
     let mut relocations: Vec<(&[u8], &[u8], String)> = Vec::new();
     let mut tables: Vec<(u64, &[u8], &[u8], String)> = Vec::new();
     for s in a.file.sections().filter(allocated) {
@@ -191,7 +220,20 @@ pub fn prove_twin(main: &Path, twin: &Path) -> Result<TwinMap, TwinLayoutError> 
         let Some(t) = b.file.section_by_name(&name).filter(allocated) else {
             return Err(layout(&name, "missing from the twin".into()));
         };
+        let code = s.kind() == SectionKind::Text;
         if t.address() != s.address() || t.size() != s.size() {
+            identical = false;
+        }
+        if t.size() == s.size() && t.address() != s.address() {
+            moved.push((t.address(), t.size(), s.address()));
+        }
+        // Code may grow (functions are paired below), and with it the
+        // padding lld adds after the relocation-read-only data to the page's
+        // end; nothing else may.
+        if name == ".relro_padding" && s.kind() == SectionKind::UninitializedData {
+            continue;
+        }
+        if t.size() != s.size() && !code {
             return Err(layout(
                 &name,
                 format!(
@@ -206,14 +248,15 @@ pub fn prove_twin(main: &Path, twin: &Path) -> Result<TwinMap, TwinLayoutError> 
         if s.kind() == SectionKind::UninitializedData || s.kind() == SectionKind::UninitializedTls {
             continue;
         }
-        let same = s.data().ok() == t.data().ok();
-        if s.kind() == SectionKind::Text {
+        let same = s.data().ok() == t.data().ok() && s.address() == t.address();
+        if code {
             identical &= same;
-        } else if !same && (name == ".rela.dyn" || name == ".rela.plt") {
+        } else if same {
+        } else if name == ".rela.dyn" || name == ".rela.plt" {
             // Relocations are checked once functions are paired: a pointer
             // to a function that moved has another addend.
             relocations.push((s.data().unwrap_or(&[]), t.data().unwrap_or(&[]), name.clone()));
-        } else if !same && !DESCRIBES_CODE.contains(&name.as_str()) {
+        } else if !DESCRIBES_CODE.contains(&name.as_str()) {
             // Checked once functions are paired: jump tables hold offsets
             // from the table to code that may have moved.
             tables.push((s.address(), s.data().unwrap_or(&[]), t.data().unwrap_or(&[]), name.clone()));
@@ -246,6 +289,10 @@ pub fn prove_twin(main: &Path, twin: &Path) -> Result<TwinMap, TwinLayoutError> 
     // twin address -> main address, for function starts.
     let mut starts: Vec<(u64, u64, u64)> = pairs.iter().map(|p| (p.3, p.4, p.1)).collect();
     starts.sort();
+    moved.sort_unstable();
+    // A twin address's corresponding main address: in a paired function,
+    // the same offset into its pair; in a section that moved, the same
+    // offset into it; elsewhere outside the code, itself.
     let corresponding = |twin_target: u64| -> u64 {
         let i = starts.partition_point(|s| s.0 <= twin_target);
         if let Some(&(t, size, m)) = i.checked_sub(1).map(|i| &starts[i]) {
@@ -253,7 +300,7 @@ pub fn prove_twin(main: &Path, twin: &Path) -> Result<TwinMap, TwinLayoutError> 
                 return m + (twin_target - t);
             }
         }
-        twin_target
+        section_map(&moved, twin_target).unwrap_or(twin_target)
     };
     // Dynamic relocations: the same places and kinds; an addend (the value
     // written at load time) is the same, or a code address of the twin
@@ -263,12 +310,12 @@ pub fn prove_twin(main: &Path, twin: &Path) -> Result<TwinMap, TwinLayoutError> 
             if p == q {
                 continue;
             }
-            let addend = |e: &[u8]| i64::from_le_bytes(e[16..24].try_into().unwrap_or([0; 8])) as u64;
-            if p.len() != 24 || q.len() != 24 || p[..16] != q[..16] {
+            let word = |e: &[u8], at: usize| u64::from_le_bytes(e[at..at + 8].try_into().unwrap_or([0; 8]));
+            if p.len() != 24 || q.len() != 24 || p[8..16] != q[8..16] || corresponding(word(q, 0)) != word(p, 0) {
                 return Err(layout(name, format!("relocation {i} has another place or kind")));
             }
-            let (m, t) = (addend(p), addend(q));
-            if !(b.is_code(t) && corresponding(t) == m) {
+            let (m, t) = (word(p, 16), word(q, 16));
+            if corresponding(t) != m {
                 return Err(layout(
                     name,
                     format!("relocation {i} writes {t:#x}, which does not correspond to the main binary's {m:#x}"),
@@ -280,6 +327,8 @@ pub fn prove_twin(main: &Path, twin: &Path) -> Result<TwinMap, TwinLayoutError> 
     // table's start (an address the twin's code takes with `lea`) to code
     // whose corresponding address is the main binary's table entry's.
     if !tables.is_empty() {
+        let tables_twin_start =
+            |main_start: u64| moved.iter().find(|(_, _, m)| *m == main_start).map_or(main_start, |(t, _, _)| *t);
         let mut bases = b.rip_relative_targets();
         bases.sort_unstable();
         for (start, x, y, name) in &tables {
@@ -292,11 +341,24 @@ pub fn prove_twin(main: &Path, twin: &Path) -> Result<TwinMap, TwinLayoutError> 
                     continue;
                 }
                 let at = start + word as u64;
+                // A pointer (8 aligned bytes) to corresponding places.
+                let quad = word & !7;
+                let pointer =
+                    |d: &[u8]| d.get(quad..quad + 8).map(|w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8])));
+                if let (Some(m), Some(t)) = (pointer(x), pointer(y)) {
+                    if t != 0 && corresponding(t) == m && corresponding(t) != t {
+                        k = quad + 8;
+                        continue;
+                    }
+                }
                 let read = |d: &[u8]| d.get(word..word + 4).map(|w| i32::from_le_bytes(w.try_into().unwrap_or([0; 4])));
-                let base = bases.partition_point(|&b| b <= at).checked_sub(1).map(|i| bases[i]);
+                // `at` is the main binary's; the twin's table is at its own address.
+                let twin_at = tables_twin_start(*start) + word as u64;
+                let base = bases.partition_point(|&b| b <= twin_at).checked_sub(1).map(|i| bases[i]);
                 let ok = match (base, read(x), read(y)) {
                     (Some(base), Some(m), Some(t)) => {
-                        let (m, t) = (base.wrapping_add(m as i64 as u64), base.wrapping_add(t as i64 as u64));
+                        let main_base = corresponding(base);
+                        let (m, t) = (main_base.wrapping_add(m as i64 as u64), base.wrapping_add(t as i64 as u64));
                         b.is_code(t) && corresponding(t) == m
                     }
                     _ => false,
@@ -315,14 +377,14 @@ pub fn prove_twin(main: &Path, twin: &Path) -> Result<TwinMap, TwinLayoutError> 
             Some(format!("{size} bytes, {twin_size} with debug information"))
         } else {
             match (a.bytes(main_address, size), b.bytes(twin_address, size)) {
-                (Some(x), Some(y)) => same_instructions(x, main_address, y, twin_address, &corresponding, &b),
+                (Some(x), Some(y)) => same_instructions(x, main_address, y, twin_address, &corresponding),
                 _ => Some("its bytes are not in a section".into()),
             }
         };
         functions.push(ProvenFunction { name, main_address, size, twin_address, differs });
     }
     functions.sort_by_key(|f| f.twin_address);
-    Ok(TwinMap { functions, unpaired, identical })
+    Ok(TwinMap { functions, unpaired, identical, moved })
 }
 
 /// `None` when the two bodies are the same instructions (relative targets
@@ -333,7 +395,6 @@ fn same_instructions(
     twin: &[u8],
     twin_ip: u64,
     corresponding: &dyn Fn(u64) -> u64,
-    twin_image: &Image<'_>,
 ) -> Option<String> {
     if main == twin && main_ip == twin_ip {
         return None;
@@ -377,7 +438,7 @@ fn same_instructions(
             return Some(format!("other bytes at offset {offset:#x}"));
         }
         for (m, t) in tx.iter().zip(&ty) {
-            let mapped = if twin_image.is_code(*t) { corresponding(*t) } else { *t };
+            let mapped = corresponding(*t);
             if mapped != *m {
                 return Some(format!("a target that does not correspond at offset {offset:#x}"));
             }
