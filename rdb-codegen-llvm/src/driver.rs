@@ -866,6 +866,7 @@ fn c_region(info: &ObjectInfo, region: &RegionInfo, at_block_end: (u32, u32), ou
                 kind: if a.local { ArgumentKind::Local } else { ArgumentKind::Static },
                 static_path: None,
                 after_await: None,
+                written_after: Vec::new(),
             })
             .collect(),
     };

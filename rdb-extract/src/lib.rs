@@ -136,6 +136,12 @@ pub struct RegionArgument {
     /// region. A variable the program does not keep across it lives in a
     /// frame of `poll` that is gone when the region runs.
     pub after_await: Option<LineCol>,
+    /// Where statements after the region in its block may change the
+    /// variable (assignments, `&mut` borrows, method calls on it), in the
+    /// stripped text like `anchor`. Where the anchor's line has no code in a
+    /// build and a later line stands in, a variable changed in between may
+    /// already hold its later value there.
+    pub written_after: Vec<LineCol>,
 }
 
 /// Extracts the regions of one crate's files. Region ids start at

@@ -27,13 +27,27 @@ pub(crate) struct FileModel {
     pub(crate) removals: Vec<Range<usize>>,
     /// Edits turning the user's text into the debug text.
     pub(crate) debug_edits: Vec<Edit>,
-    /// Regions, with the offset of their anchor in the user's text and the
-    /// start offsets of the closures or `async` bodies around them.
-    pub(crate) regions: Vec<(Region, usize, Vec<usize>)>,
+    /// Regions, with the offset of their anchor in the user's text, the
+    /// start offsets of the closures or `async` bodies around them, and per
+    /// argument the offsets where later statements of the region's block
+    /// may change it.
+    pub(crate) regions: Vec<FoundRegion>,
     pub(crate) findings: Vec<(Range<usize>, Finding)>,
     /// Start offsets of markers that are statements of a well-formed or
     /// diagnosed region (any other marker is misplaced).
     pub(crate) placed_markers: Vec<usize>,
+}
+
+/// A region and offsets in the user's text that the rewrite turns into
+/// positions in the stripped text.
+pub(crate) struct FoundRegion {
+    pub(crate) region: Region,
+    /// The anchor.
+    pub(crate) anchor: usize,
+    /// The starts of the closures or `async` bodies around the region.
+    pub(crate) bodies: Vec<usize>,
+    /// Per argument: where later statements of the block may change it.
+    pub(crate) written: Vec<Vec<usize>>,
 }
 
 /// Walks `file` (the parse of `input`), numbering regions from `next_id`;
@@ -348,11 +362,26 @@ impl<'a> FileWalk<'a> {
                     kind: a.kind,
                     static_path: a.static_path,
                     after_await: a.after_await.map(|at| self.line_col(at)),
+                    written_after: Vec::new(),
                 })
                 .collect(),
         };
         let bodies = self.bodies.iter().map(|b| b.start).collect();
-        self.model.regions.push((region, anchor, bodies));
+        // What the statements after the region (in its block) may change:
+        // where the anchor's line has no code in a build and a later line
+        // stands in, those variables may already hold their later values.
+        let mut writes = Writes(Vec::new());
+        for stmt in &block.stmts[e + 1..] {
+            if stmt_marker(stmt).is_none() {
+                writes.visit_stmt(stmt);
+            }
+        }
+        let written = region
+            .arguments
+            .iter()
+            .map(|a| writes.0.iter().filter(|(n, _)| *n == a.name).map(|(_, span)| self.range(*span).start).collect())
+            .collect();
+        self.model.regions.push(FoundRegion { region, anchor, bodies, written });
     }
 
     /// For a local `name` read by a region starting at `begin` in an
@@ -1058,6 +1087,101 @@ impl<'a> FileWalk<'a> {
         }
     }
 }
+/// Variables a walk may change, with where: assigned (or a field or
+/// element of them), borrowed mutably, or the receiver of a method call
+/// (which may take `&mut self`). Region statements count too: they are
+/// skipped by the caller.
+struct Writes(Vec<(String, Span)>);
+
+impl Writes {
+    fn place(&mut self, place: &Expr) {
+        let mut e = place;
+        loop {
+            e = match e {
+                Expr::Field(f) => &f.base,
+                Expr::Index(i) => &i.expr,
+                Expr::Paren(p) => &p.expr,
+                Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => &u.expr,
+                Expr::MethodCall(m) => &m.receiver,
+                _ => break,
+            }
+        }
+        if let Expr::Path(p) = e {
+            if p.qself.is_none() && p.path.segments.len() == 1 {
+                self.0.push((p.path.segments[0].ident.to_string(), p.span()));
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Writes {
+    fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+        self.place(&a.left);
+        visit::visit_expr_assign(self, a);
+    }
+    fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+        use syn::BinOp::*;
+        if matches!(
+            b.op,
+            AddAssign(_)
+                | SubAssign(_)
+                | MulAssign(_)
+                | DivAssign(_)
+                | RemAssign(_)
+                | BitXorAssign(_)
+                | BitAndAssign(_)
+                | BitOrAssign(_)
+                | ShlAssign(_)
+                | ShrAssign(_)
+        ) {
+            self.place(&b.left);
+        }
+        visit::visit_expr_binary(self, b);
+    }
+    fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
+        if r.mutability.is_some() {
+            self.place(&r.expr);
+        }
+        visit::visit_expr_reference(self, r);
+    }
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        self.place(&m.receiver);
+        visit::visit_expr_method_call(self, m);
+    }
+    fn visit_macro(&mut self, m: &'ast Macro) {
+        // Macro input is not parsed: `name` followed by an assignment or a
+        // method call is taken as a write.
+        let tokens: Vec<TokenTree> = m.tokens.clone().into_iter().collect();
+        self.tokens(&tokens);
+    }
+}
+
+impl Writes {
+    fn tokens(&mut self, tokens: &[TokenTree]) {
+        for (i, tt) in tokens.iter().enumerate() {
+            match tt {
+                TokenTree::Group(g) => self.tokens(&g.stream().into_iter().collect::<Vec<_>>()),
+                TokenTree::Ident(id) => {
+                    let next = tokens.get(i + 1);
+                    let written = match next {
+                        Some(TokenTree::Punct(p)) => {
+                            let joint_eq = matches!(tokens.get(i + 2), Some(TokenTree::Punct(q)) if q.as_char() == '=');
+                            p.as_char() == '.'
+                                || (p.as_char() == '=' && !joint_eq)
+                                || ("+-*/%^&|".contains(p.as_char()) && joint_eq)
+                        }
+                        _ => false,
+                    };
+                    if written {
+                        self.0.push((id.to_string(), id.span()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 /// Where a walk meets `.await`s of the body it starts in.
 struct Awaits(Vec<Span>);
 

@@ -31,8 +31,12 @@ pub(crate) fn rewrite(input: &SourceInput, model: FileModel) -> (ExtractedFile, 
         LineCol { line, column }
     };
     let mut regions = Vec::new();
-    for (mut region, anchor, bodies) in model.regions {
+    for found in model.regions {
+        let (mut region, anchor, bodies, written) = (found.region, found.anchor, found.bodies, found.written);
         region.anchor = at(anchor);
+        for (argument, offsets) in region.arguments.iter_mut().zip(written) {
+            argument.written_after = offsets.into_iter().map(at).collect();
+        }
         region.nesting =
             region.nesting.into_iter().zip(bodies).map(|(n, start)| Nested { at: at(start), ..n }).collect();
         regions.push(region);

@@ -24,14 +24,19 @@ fn main() -> ExitCode {
     let mut arguments = Vec::new();
     for a in &args[3..] {
         let argument = match a.split_once(':') {
-            Some(("local", name)) => {
-                ArgumentSite { name: name.into(), kind: ArgumentKind::Local, static_path: None, after_await: None }
-            }
+            Some(("local", name)) => ArgumentSite {
+                name: name.into(),
+                kind: ArgumentKind::Local,
+                static_path: None,
+                after_await: None,
+                written_after: Vec::new(),
+            },
             Some(("static", path)) => ArgumentSite {
                 name: path.rsplit("::").next().unwrap_or(path).into(),
                 kind: ArgumentKind::Static,
                 static_path: Some(path.into()),
                 after_await: None,
+                written_after: Vec::new(),
             },
             _ => {
                 eprintln!("error: `{a}` is not local:NAME or static:PATH");

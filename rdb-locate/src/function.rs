@@ -323,11 +323,9 @@ pub fn code_addresses(
             statements.iter().map(|r| r.address).min()
         }
     };
-    if line != anchor.line {
-        return Ok(first(&pool)
-            .map(|address| vec![CodeAddress { address, fallback_line: Some(line) }])
-            .unwrap_or_default());
-    }
+    // When the anchor's line has no code here, the next line with code
+    // stands in for it (each of its copies).
+    let fallback_line = (line != anchor.line).then_some(line);
     // The function's own rows, in address order (callees inlined into it excluded).
     let inlined = nested_inlined_ranges(index, instance)?;
     let mut own: Vec<&Row> = lines
@@ -336,6 +334,9 @@ pub fn code_addresses(
         .filter(|r| in_ranges(&instance.ranges, r.address) && !in_ranges(&inlined, r.address))
         .collect();
     own.sort_by_key(|r| r.address);
+    // Where statements of other lines start.
+    let row_starts: Vec<u64> =
+        own.iter().filter(|r| r.is_stmt && r.line != 0 && r.line != line).map(|r| r.address).collect();
     let in_pool = |r: &Row| pool.iter().any(|p| std::ptr::eq(*p, r));
     struct Copy<'r> {
         rows: Vec<&'r Row>,
@@ -382,9 +383,9 @@ pub fn code_addresses(
             copy.keys.push(key);
             copy.rows.push(row);
         } else if row.line != 0 && files.contains(&row.file) {
-            if row.line > anchor.line {
+            if row.line > line {
                 later_line_seen = true;
-            } else if row.line < anchor.line && row.is_stmt {
+            } else if row.line < line && row.is_stmt {
                 restart = true;
             }
         }
@@ -407,27 +408,88 @@ pub fn code_addresses(
     let copies: Vec<Vec<&Row>> = merged.into_iter().map(|c| c.rows).collect();
     // Rows of the line only inside inlined callees (call-site rows).
     if copies.is_empty() {
-        return Ok(first(&pool).map(|address| vec![CodeAddress { address, fallback_line: None }]).unwrap_or_default());
+        return Ok(first(&pool).map(|address| vec![CodeAddress { address, fallback_line }]).unwrap_or_default());
     }
-    let mut out: Vec<CodeAddress> =
-        copies.iter().filter_map(|c| first(c)).map(|address| CodeAddress { address, fallback_line: None }).collect();
+    let frame = match instance.frame_owner {
+        Some(owner) => index.ranges(owner)?,
+        None => instance.ranges.clone(),
+    };
+    let mut out: Vec<CodeAddress> = copies
+        .iter()
+        .filter_map(|c| {
+            // The copy's code runs to the next statement of another line.
+            let last = c.iter().map(|r| r.address).max()?;
+            let end = row_starts.iter().copied().find(|&a| a > last).unwrap_or(last + 1);
+            first(c).map(|a| join_after_side_block(index.binary, &frame, a, end))
+        })
+        .map(|address| CodeAddress { address, fallback_line })
+        .collect();
     out.sort_by_key(|c| c.address);
     out.dedup();
     if out.len() > 1 {
         // Copies run once per execution of the statement, so they sit in
-        // as many loops as each other: code of the line outside the loop
-        // holding the others (a store the optimizer sank out of the loop)
-        // is not a copy.
-        let frame = match instance.frame_owner {
-            Some(owner) => index.ranges(owner)?,
-            None => instance.ranges.clone(),
-        };
+        // as many loops as each other: code of the line placed after the
+        // loop holding the others (a store the optimizer sank out of the
+        // loop, to its exit) is not a copy. Code before such a loop is (a
+        // fully unrolled loop's earlier iterations, when something inlined
+        // into the last one loops).
         let loops = back_edges(index.binary, &frame);
-        let depth = |a: u64| loops.iter().filter(|(t, s)| *t <= a && a <= *s).count();
+        let inside = |a: u64, (t, s): &(u64, u64)| *t <= a && a <= *s;
+        let depth = |a: u64| loops.iter().filter(|l| inside(a, l)).count();
         let deepest = out.iter().map(|c| depth(c.address)).max().unwrap_or(0);
-        out.retain(|c| depth(c.address) == deepest);
+        let deep: Vec<u64> = out.iter().map(|c| c.address).filter(|&a| depth(a) == deepest).collect();
+        out.retain(|c| {
+            depth(c.address) == deepest
+                || !loops.iter().any(|l| !inside(c.address, l) && l.1 < c.address && deep.iter().any(|&d| inside(d, l)))
+        });
     }
     Ok(out)
+}
+
+/// The address where a copy's executions all pass, from its lowest
+/// statement row `first`: optimized code may put a side block of the
+/// statement first (`Vec::push`'s call to grow, skipped by a conditional
+/// jump just before it when there is room). When the instruction before
+/// `first` jumps conditionally over it to an address inside the copy's
+/// code that the side block falls into, every
+/// execution passes that address once, and the region goes there;
+/// otherwise `first` stays. `end` is where the copy's code ends.
+fn join_after_side_block(binary: &crate::loader::Binary, frame: &[gimli::Range], first: u64, end: u64) -> u64 {
+    use iced_x86::{Decoder, DecoderOptions, FlowControl};
+    let Some(range) = frame.iter().find(|r| r.begin <= first && first < r.end) else { return first };
+    let Some(bytes) = binary.code(range.begin, range.end) else { return first };
+    let mut decoder = Decoder::with_ip(64, bytes, range.begin, DecoderOptions::NONE);
+    let mut before = None;
+    let mut side = Vec::new();
+    for instruction in &mut decoder {
+        if instruction.ip() < first {
+            before = Some(instruction);
+        } else if instruction.ip() < end {
+            side.push(instruction);
+        } else {
+            break;
+        }
+    }
+    let Some(jump) = before.filter(|i| i.flow_control() == FlowControl::ConditionalBranch && i.next_ip() == first)
+    else {
+        return first;
+    };
+    let target = jump.near_branch_target();
+    if target <= first || target >= end {
+        return first;
+    }
+    // The side block runs into the target: no jump, return or stop on the way
+    // (calls return), and the target is an instruction boundary.
+    for i in side.iter().take_while(|i| i.ip() < target) {
+        if !matches!(i.flow_control(), FlowControl::Next | FlowControl::Call | FlowControl::IndirectCall) {
+            return first;
+        }
+    }
+    if side.iter().any(|i| i.ip() == target) {
+        target
+    } else {
+        first
+    }
 }
 
 /// The loops of the code in `ranges`, as (target, branch) address pairs of

@@ -171,6 +171,11 @@ pub struct ArgumentSite {
     /// (dev builds: an unsaved local's stack slot in `poll`'s frame) holds
     /// a stale value once the future is resumed, and is not served.
     pub after_await: Option<SourceLocation>,
+    /// Lines (of the anchor's file) of later statements in the region's
+    /// block that may change the variable. Where the anchor's line has no
+    /// code and a later line stands in, a change on a line in between may
+    /// already have happened there: the variable is not served.
+    pub written_after: Vec<u32>,
 }
 
 /// The descriptors computed for a set of sites.
@@ -404,6 +409,8 @@ fn locate_site(
     let mut note = None;
     let mut fallback_note = None;
     let mut placed: Vec<(function::Instance, u64)> = Vec::new();
+    // Code locations where a later line stands in for the anchor's.
+    let mut stand_ins: HashMap<u64, u32> = HashMap::new();
     let mut function = EnclosingFunction { name: site.function.clone(), linkage_name: None };
     if units.is_empty() {
         note = Some(format!(
@@ -434,6 +441,7 @@ fn locate_site(
         }
         for (instance, code) in found {
             if let Some(line) = code.fallback_line {
+                stand_ins.insert(code.address, line);
                 let text = format!(
                     "no code for line {} in `{}`; it runs before line {line} at {:#x}",
                     site.anchor.line, instance.name, code.address
@@ -486,7 +494,7 @@ fn locate_site(
 
     for (position, argument) in site.arguments.iter().enumerate() {
         let descriptor = match argument.kind {
-            ArgumentKind::Local => locate_local(index, site, argument, &placed, has_variables)?,
+            ArgumentKind::Local => locate_local(index, site, argument, &placed, &stand_ins, has_variables)?,
             ArgumentKind::Static => locate_static(index, site, argument, &placed, &units)?,
         };
         let (type_name, size, locations, warnings) = descriptor;
@@ -521,6 +529,7 @@ fn locate_local(
     site: &RegionSite,
     argument: &ArgumentSite,
     placed: &[(function::Instance, u64)],
+    stand_ins: &HashMap<u64, u32>,
     has_variables: &mut HashMap<usize, bool>,
 ) -> Result<ArgumentResult, SiteError> {
     let region = site.region;
@@ -575,7 +584,28 @@ fn locate_local(
                     }
                     _ => None,
                 };
+                // The line standing in for the anchor's runs after statements
+                // that change the variable: it may hold its later value.
+                let changed = stand_ins.get(address).and_then(|&line| {
+                    argument.written_after.iter().find(|&&w| w >= site.anchor.line && w < line).map(|&w| (w, line))
+                });
                 let location = match described {
+                    _ if changed.is_some() => {
+                        let (written, line) = changed.expect("checked");
+                        warnings.push(format!(
+                            "region {region}: `{name}` is not served in `{}` at {address:#x}: line {} has no code \
+                             there, line {line} stands in, and line {written} may change `{name}` before it",
+                            instance.name, site.anchor.line
+                        ));
+                        Location::Unavailable {
+                            reason: format!(
+                                "may already hold its value after line {written} of {} (line {} has no code of its own \
+                                 in this build; the region runs before line {line})",
+                                site.anchor.file.display(),
+                                site.anchor.line
+                            ),
+                        }
+                    }
                     _ if stale.is_some() => {
                         let at = show(stale.expect("checked"));
                         warnings.push(format!(

@@ -130,11 +130,23 @@ pub fn anchor(file: &str, marker: &str) -> SourceLocation {
 }
 
 pub fn local(name: &str) -> ArgumentSite {
-    ArgumentSite { name: name.into(), kind: ArgumentKind::Local, static_path: None, after_await: None }
+    ArgumentSite {
+        name: name.into(),
+        kind: ArgumentKind::Local,
+        static_path: None,
+        after_await: None,
+        written_after: Vec::new(),
+    }
 }
 
 pub fn global(name: &str, path: &str) -> ArgumentSite {
-    ArgumentSite { name: name.into(), kind: ArgumentKind::Static, static_path: Some(path.into()), after_await: None }
+    ArgumentSite {
+        name: name.into(),
+        kind: ArgumentKind::Static,
+        static_path: Some(path.into()),
+        after_await: None,
+        written_after: Vec::new(),
+    }
 }
 
 pub fn site(region: u32, file: &str, marker: &str, function: &str, arguments: Vec<ArgumentSite>) -> RegionSite {
