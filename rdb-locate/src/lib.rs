@@ -599,8 +599,8 @@ fn locate_local(
                         ));
                         Location::Unavailable {
                             reason: format!(
-                                "may already hold its value after line {written} of {} (line {} has no code of its own \
-                                 in this build; the region runs before line {line})",
+                                "possibly changed already: line {written} of {} may change it, and the region runs \
+                                 after it, before line {line} (line {} has no code of its own in this build)",
                                 site.anchor.file.display(),
                                 site.anchor.line
                             ),

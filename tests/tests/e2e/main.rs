@@ -147,6 +147,8 @@ fn main() {
         regions_in_generics_closures_and_async_replay_in_a_dev_build,
         regions_in_generics_closures_and_async_replay_in_a_release_build,
         an_async_variable_not_kept_across_an_await_is_reported_never_read_stale,
+        a_fresh_program_replays_its_regions_in_a_dev_build,
+        a_fresh_program_replays_its_regions_in_a_release_build,
     ));
     trials.extend(scenarios!(remote:
         minibc_regions_under_gdbserver_and_qemu_print_what_the_replay_prints,

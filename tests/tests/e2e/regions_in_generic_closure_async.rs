@@ -178,3 +178,93 @@ pub fn an_async_variable_not_kept_across_an_await_is_reported_never_read_stale()
         assert!(line.contains("is not kept across the `.await` at"), "{line}");
     }
 }
+
+/// `tests/fixtures/inventory`, written fresh as a user would (a generic
+/// function, a generic impl, closures on threads, an async task on tokio),
+/// recorded from a plain build of cargo's default profile and replayed with
+/// its regions. Returns the debug lines and cargo rdb's stderr.
+fn replay_inventory(release: bool) -> (Vec<String>, String, String) {
+    let tmp = scratch("inventory");
+    let app = SampleApp::fixture("inventory", tmp.path());
+    let (profile_args, dir): (&[&str], &str) = if release { (&["--release"], "release") } else { (&[], "debug") };
+    let mut build = vec!["build", "-q"];
+    build.extend_from_slice(profile_args);
+    assert_success("cargo build inventory", &run_cargo(&app.dir, &build));
+    let binary = app.dir.join("target").join(dir).join("inventory");
+    let trace = tmp.path().join("trace");
+    let rec =
+        run(&app.dir, &tools().join("rdb"), &["record", "-o", trace.to_str().unwrap(), "--", binary.to_str().unwrap()]);
+    assert_success("rdb record", &rec);
+    let recorded = text(&rec.stdout);
+
+    app.instrument();
+    let mut replay = vec!["rdb", "replay", trace.to_str().unwrap(), "-q"];
+    replay.extend_from_slice(profile_args);
+    let rep = run(&app.dir, &cargo_rdb(), &replay);
+    let (replayed, stderr) = (text(&rep.stdout), text(&rep.stderr));
+    // Some regions cannot run (below): reported, exit status 5.
+    assert_eq!(rep.status.code(), Some(5), "{replayed}\n{stderr}");
+    let (debug, program): (Vec<&str>, Vec<&str>) = replayed.lines().partition(|l| l.starts_with("[rdb] "));
+    let program: String = program.iter().map(|l| format!("{l}\n")).collect();
+    assert_eq!(program, recorded, "the program's output differs from the recording");
+    assert_eq!(
+        std::fs::read(app.dir.join("target/rdb").join(dir).join("inventory")).unwrap(),
+        std::fs::read(&binary).unwrap(),
+        "the main binary is not the recorded one"
+    );
+    // The region in `Table::insert`, for both instantiations, once per call
+    // (in release: inlined into an unrolled loop, one copy per iteration).
+    let inserts: Vec<&str> = debug.iter().copied().filter(|l| l.starts_with("[rdb] insert ")).collect();
+    assert_eq!(
+        inserts,
+        [
+            "[rdb] insert \"pear\" -> 0 (row now 1, inserts 0)",
+            "[rdb] insert \"fig\" -> 10 (row now 1, inserts 1)",
+            "[rdb] insert \"pear\" -> 20 (row now 2, inserts 2)",
+            "[rdb] insert \"kiwi\" -> 30 (row now 1, inserts 3)",
+            "[rdb] insert 7 -> ('x', -4) (row now 1, inserts 0)",
+            "[rdb] insert 7 -> ('y', 12) (row now 2, inserts 1)",
+        ],
+        "{replayed}\n{stderr}"
+    );
+    // Whatever runs in the thread closure sees its iteration's values.
+    for line in debug.iter().filter(|l| l.starts_with("[rdb] worker ")) {
+        // `[rdb] worker W step S value V local L`, V = 100W + S², L = sum of earlier V.
+        let n: Vec<u64> = line.split(' ').filter_map(|w| w.parse().ok()).collect();
+        assert_eq!(n[2], n[0] * 100 + n[1] * n[1], "{line}");
+        assert_eq!(n[3], (0..n[1]).map(|s| n[0] * 100 + s * s).sum::<u64>(), "{line}");
+    }
+    // The async fn's region runs once (its `println!` has an overflow check's
+    // panic path in the middle at opt-level 0), with the program's values.
+    let settled = recorded.lines().find_map(|l| l.strip_prefix("settled task: ")).unwrap();
+    let (sum, scaled) = settled.split_once(" -> ").unwrap();
+    let settles: Vec<&str> = debug.iter().copied().filter(|l| l.starts_with("[rdb] settle ")).collect();
+    if !release {
+        assert_eq!(settles, [format!("[rdb] settle task sum {sum} scaled {scaled}")], "{replayed}");
+    }
+    assert!(settles.len() <= 1, "{replayed}");
+    (debug.iter().map(|l| l.to_string()).collect(), stderr, replayed)
+}
+
+pub fn a_fresh_program_replays_its_regions_in_a_dev_build() {
+    let (debug, stderr, replayed) = replay_inventory(false);
+    // The generic function, both instantiations, every iteration.
+    let weighted = debug.iter().filter(|l| l.starts_with("[rdb] weighted item ")).count();
+    assert_eq!(weighted, 5, "{replayed}");
+    // Every iteration of every thread.
+    assert_eq!(debug.iter().filter(|l| l.starts_with("[rdb] worker ")).count(), 12, "{replayed}");
+    // `let half = got / 2; half` leaves no variable `half` in the DWARF:
+    // reported, never run with a made-up value.
+    assert!(stderr.contains("argument `half` (position 1) is optimized out"), "{stderr}");
+}
+
+pub fn a_fresh_program_replays_its_regions_in_a_release_build() {
+    let (debug, stderr, replayed) = replay_inventory(true);
+    // The thread closure's loop is unrolled and `local += value` has no code
+    // of its own: the next line stands in, every copy is hit (3 threads x 4
+    // steps) and `local` (changed in between) is reported, not read.
+    let worker_hits = debug.iter().filter(|l| l.starts_with("[rdb] worker ")).count()
+        + stderr.lines().filter(|l| l.contains("could not run: region 4 ")).count();
+    assert_eq!(worker_hits, 12, "{replayed}\n{stderr}");
+    assert!(stderr.contains("argument `local` (position 3) is possibly changed already: line"), "{stderr}");
+}
