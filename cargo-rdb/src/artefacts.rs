@@ -102,6 +102,7 @@ pub fn write_descriptors(
     if let Some(map) = twin {
         located.retarget(map);
     }
+    never_stale_shared_locals(&mut located, regions);
     let table = rdb_locate::region_table(&paths.debug_module)
         .with_context(|| format!("cannot read the region table of {}", paths.debug_module.display()))?;
     let patches = dispatch_instantiations(&mut located, &table);
@@ -128,6 +129,41 @@ pub fn write_descriptors(
 /// code at that location. A location whose instantiation has no entry is
 /// dropped with a warning: calling another instantiation's function would
 /// read its arguments with the wrong types.
+/// A region using debug-only locals of an earlier region runs only where
+/// that region can always run: where one of its hits cannot (an argument
+/// not available, a copy not served), it would leave the values of an
+/// earlier call in the same frame behind. Such a region is not served, with
+/// a warning naming the region it depends on.
+fn never_stale_shared_locals(located: &mut rdb_locate::Located, regions: &[&Region]) {
+    use rdb_descriptors::Location;
+    let broken = |id: u32, located: &rdb_locate::Located| -> Option<String> {
+        let function = located.functions.iter().find(|f| f.region == id)?;
+        if function.locations.is_empty() {
+            return Some("it has no code location".into());
+        }
+        located
+            .arguments
+            .iter()
+            .filter(|a| a.region == id)
+            .find(|a| {
+                a.locations.iter().any(|p| matches!(p.location, Location::OptimizedOut | Location::Unavailable { .. }))
+            })
+            .map(|a| format!("its argument `{}` is not available at some of its hits", a.name))
+    };
+    for region in regions {
+        let Some((from, why)) = region.shares_from.iter().find_map(|&f| broken(f, located).map(|why| (f, why))) else {
+            continue;
+        };
+        let reason = format!("it uses debug-only locals of region {from}, which cannot always run ({why})");
+        located.warnings.push(format!("region {}: {reason}; it does not run", region.id));
+        for argument in located.arguments.iter_mut().filter(|a| a.region == region.id) {
+            for placed in &mut argument.locations {
+                placed.location = Location::Unavailable { reason: reason.clone() };
+            }
+        }
+    }
+}
+
 fn dispatch_instantiations(located: &mut rdb_locate::Located, table: &[rdb_locate::TableEntry]) -> Vec<(usize, u64)> {
     // The debug crate may be renamed (`<bin>_rdb_debug`) when a library of the same name exists.
     let key = |e: &rdb_locate::TableEntry| e.instantiation.replace("_rdb_debug::", "::");

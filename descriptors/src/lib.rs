@@ -207,12 +207,18 @@ pub struct ArgumentDescriptor {
     pub locations: Vec<PlacedLocation>,
 }
 
-/// Whether an argument is a local of the enclosing function or a static.
+/// Whether an argument is a local of the enclosing function or a static,
+/// or the identity of the function's call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ArgumentKind {
     Local,
     Static,
+    /// The canonical frame address of the function the region stopped in
+    /// (an 8-byte value, a `computed` location): it tells one call from
+    /// another (recursion, threads), so that debug-only locals a region
+    /// shares with later regions are kept per call.
+    Frame,
 }
 
 /// An argument's location at one code address.

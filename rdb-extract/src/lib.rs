@@ -98,6 +98,10 @@ pub struct Region {
     pub ends_block: bool,
     /// The program variables the region reads, in `argv` order.
     pub arguments: Vec<RegionArgument>,
+    /// The earlier regions of the same function whose debug-only locals
+    /// (top-level `let`s) this region uses; it then runs only after they ran
+    /// to their end in the same call.
+    pub shares_from: Vec<u32>,
     /// The closures and `async` bodies the region is in, outermost first
     /// (empty for a region in a function's own body): their code is a
     /// function of its own in the binary.

@@ -13,7 +13,7 @@ use crate::text::{self, Edit, LineIndex};
 use crate::valid::{Finding, MUTATING_METHODS};
 use crate::{ArgumentKind, LineCol, NestKind, Nested, Region, RegionArgument, SourceInput};
 use proc_macro2::{Span, TokenStream, TokenTree};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::Arc;
 use syn::spanned::Spanned;
@@ -66,11 +66,14 @@ pub(crate) fn walk(input: &SourceInput, file: &syn::File, statics: &Statics, nex
         bindings: Vec::new(),
         awaits: Vec::new(),
         loops: Vec::new(),
+        shared: Vec::new(),
+        calls: Vec::new(),
         region: None,
         model: FileModel::default(),
         next_id,
     };
     w.visit_file(file);
+    w.finish_sharing();
     (w.model, w.next_id)
 }
 
@@ -90,6 +93,34 @@ struct Body {
     /// out): what a closure or `async` block captures. `None` for an
     /// `async fn` body, which holds every parameter.
     used: Option<HashSet<String>>,
+}
+
+/// A `let` at a region's top level that later regions may use.
+struct SharedLet {
+    name: String,
+    region: u32,
+    /// The region's end: a program binding of the name after it shadows it.
+    at: usize,
+    /// Depth of the program scope the region is in.
+    depth: usize,
+    /// The function body (closure or `async` start, `None` for the
+    /// function's own) the region is in.
+    body: Option<usize>,
+}
+
+/// A region's call in the debug text, finished after the walk.
+struct RegionCall {
+    id: u32,
+    /// Index in `FileModel::regions`.
+    region: usize,
+    /// Indexes in `FileModel::debug_edits` of the texts replacing its markers.
+    open: usize,
+    close: usize,
+    args: Vec<Arg>,
+    /// Its top-level `let` names, in order.
+    lets: Vec<String>,
+    /// The regions whose debug-only locals it uses.
+    from: Vec<u32>,
 }
 
 /// How a region reaches one program variable.
@@ -117,6 +148,8 @@ struct RegionCtx {
     labels: Vec<String>,
     args: Vec<Arg>,
     edits: Vec<Edit>,
+    /// Debug-only locals of earlier regions it uses: (name, region).
+    imports: Vec<(String, u32)>,
 }
 
 impl RegionCtx {
@@ -154,6 +187,13 @@ struct FileWalk<'a> {
     /// The loops around the walk's position (outside regions): start offset
     /// and the first `.await` of their body that suspends the same body.
     loops: Vec<(usize, Option<usize>)>,
+    /// Debug-only locals regions declared (their top-level `let`s), visible
+    /// to later regions of the same function body while the region's
+    /// program scope is open.
+    shared: Vec<SharedLet>,
+    /// Per region of the file: what its call in the debug text needs once
+    /// the whole file is walked (which of its `let`s later regions use).
+    calls: Vec<RegionCall>,
     region: Option<RegionCtx>,
     model: FileModel,
     next_id: u32,
@@ -296,6 +336,7 @@ impl<'a> FileWalk<'a> {
             labels: Vec::new(),
             args: Vec::new(),
             edits: Vec::new(),
+            imports: Vec::new(),
         });
         for stmt in &block.stmts[b + 1..e] {
             self.visit_stmt(stmt);
@@ -342,9 +383,39 @@ impl<'a> FileWalk<'a> {
         let anchor = anchor.unwrap_or_else(|| self.idx.offset(block.brace_token.span.close().start()));
 
         let (open, close) = rewrite::region_call(id, &ctx.args);
+        let open_edit = self.model.debug_edits.len();
         self.model.debug_edits.push(Edit { range: begin_range.clone(), with: open });
         self.model.debug_edits.extend(ctx.edits);
+        let close_edit = self.model.debug_edits.len();
         self.model.debug_edits.push(Edit { range: end_range.clone(), with: close });
+        // Debug-only locals: those it uses come from one earlier region;
+        // its own top-level `let`s are visible to later regions.
+        let mut from: Vec<u32> = ctx.imports.iter().map(|(_, region)| *region).collect();
+        from.sort_unstable();
+        from.dedup();
+        let mut lets: Vec<String> = Vec::new();
+        for name in ctx.scopes.first().into_iter().flatten() {
+            lets.retain(|n| n != name);
+            lets.push(name.clone());
+        }
+        let body = self.bodies.last().map(|b| b.start);
+        let depth = self.scopes.len();
+        self.shared.extend(lets.iter().map(|name| SharedLet {
+            name: name.clone(),
+            region: id,
+            at: end_range.end,
+            depth,
+            body,
+        }));
+        self.calls.push(RegionCall {
+            id,
+            region: self.model.regions.len(),
+            open: open_edit,
+            close: close_edit,
+            args: ctx.args.clone(),
+            lets,
+            from,
+        });
         let region = Region {
             id,
             file: self.input.path.clone(),
@@ -353,6 +424,7 @@ impl<'a> FileWalk<'a> {
             anchor: LineCol { line: 0, column: 0 },
             function: fname,
             ends_block,
+            shares_from: Vec::new(),
             nesting: self.bodies.iter().map(|b| Nested { kind: b.kind, at: LineCol { line: 0, column: 0 } }).collect(),
             arguments: ctx
                 .args
@@ -479,6 +551,20 @@ impl<'a> FileWalk<'a> {
             let name = &segs[0];
             if ctx.scopes.iter().any(|s| s.contains(name)) {
                 return Resolved::RegionLocal;
+            }
+            // A debug-only local of an earlier region of this call, unless a
+            // program binding after that region shadows it.
+            let body = self.bodies.last().map(|b| b.start);
+            let shared = self.shared.iter().rev().find(|s| s.name == *name && s.body == body);
+            if let Some(shared) = shared {
+                if !self.bindings.iter().any(|(n, at, _)| n == name && *at > shared.at) {
+                    let import = (name.clone(), shared.region);
+                    let ctx = self.region.as_mut().expect("only called inside a region");
+                    if !ctx.imports.contains(&import) {
+                        ctx.imports.push(import);
+                    }
+                    return Resolved::RegionLocal;
+                }
             }
             if let Some(scope) = ctx.outer.iter().rposition(|s| s.contains(name)) {
                 // Declared outside a closure (or `async` block) the region is
@@ -1053,6 +1139,47 @@ impl<'a> FileWalk<'a> {
         self.scopes.pop();
         let depth = self.scopes.len();
         self.bindings.retain(|(_, _, d)| *d <= depth);
+        self.shared.retain(|s| s.depth <= depth);
+    }
+
+    /// Rewrites the calls of regions that share debug-only locals: a region
+    /// whose `let`s later regions use returns them and keeps them per call
+    /// (its function's frame address as argument 0); a region using them
+    /// receives the earlier region's.
+    fn finish_sharing(&mut self) {
+        let mut used: HashMap<u32, Vec<String>> = HashMap::new();
+        for &from in self.calls.iter().flat_map(|c| &c.from) {
+            let lets = self.calls.iter().find(|c| c.id == from).map(|c| c.lets.clone()).unwrap_or_default();
+            used.entry(from).or_default().extend(lets);
+        }
+        for call in &self.calls {
+            let exports: Vec<String> = match used.get(&call.id) {
+                Some(_) => call.lets.clone(),
+                None => Vec::new(),
+            };
+            if exports.is_empty() && call.from.is_empty() {
+                continue;
+            }
+            let imports: Vec<(u32, Vec<String>)> = call
+                .from
+                .iter()
+                .map(|&f| (f, self.calls.iter().find(|c| c.id == f).map(|c| c.lets.clone()).unwrap_or_default()))
+                .collect();
+            let (open, close) = rewrite::sharing_call(call.id, &call.args, &exports, &imports);
+            self.model.debug_edits[call.open].with = open;
+            self.model.debug_edits[call.close].with = close;
+            let found = &mut self.model.regions[call.region];
+            let frame = RegionArgument {
+                name: "(frame)".into(),
+                kind: ArgumentKind::Frame,
+                static_path: None,
+                after_await: None,
+                written_after: Vec::new(),
+            };
+            found.region.arguments.insert(0, frame);
+            found.region.shares_from = call.from.clone();
+            found.written.insert(0, Vec::new());
+        }
     }
 
     /// A loop starting at `start.0` whose pattern binds `names` from

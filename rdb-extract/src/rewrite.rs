@@ -17,6 +17,40 @@ pub(crate) fn region_call(id: u32, args: &[Arg]) -> (String, String) {
     (format!("::rdb_region::region::<{id}, _, _>({}, move |{}| {{", tuple(&refs), tuple(&params)), "});".into())
 }
 
+/// The texts replacing the markers of a region that shares debug-only
+/// locals: it returns its `exports` (its top-level `let`s later regions
+/// use) and receives the exports of the earlier regions it uses
+/// (`imports`: region and its exports) as its closure's second parameter.
+/// Its result is bound to `__rdb_shared_ID`, which later regions pass by
+/// reference: the types flow from one region's closure to the next by
+/// inference.
+fn as_strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+pub(crate) fn sharing_call(
+    id: u32,
+    args: &[Arg],
+    exports: &[String],
+    imports: &[(u32, Vec<String>)],
+) -> (String, String) {
+    let refs: Vec<&str> = args.iter().map(|a| a.reference.as_str()).collect();
+    let params: Vec<&str> = args.iter().map(|a| a.param.as_str()).collect();
+    let tuple = |v: &[&str]| if v.is_empty() { "()".to_string() } else { format!("({},)", v.join(", ")) };
+    let exported: Vec<&str> = exports.iter().map(String::as_str).collect();
+    let sources: Vec<String> = imports.iter().map(|(from, _)| format!("&__rdb_shared_{from}")).collect();
+    let patterns: Vec<String> =
+        imports.iter().map(|(_, names)| tuple(&names.iter().map(String::as_str).collect::<Vec<_>>())).collect();
+    let open = format!(
+        "let __rdb_shared_{id} = ::rdb_region::region_shared::<{id}, _, _, _, _>({}, {}, move |{}, {}| {{",
+        tuple(&refs),
+        tuple(&as_strs(&sources)),
+        tuple(&params),
+        tuple(&as_strs(&patterns))
+    );
+    (open, format!("; {} }});", tuple(&exported)))
+}
+
 /// Both texts of `input` and its regions, with anchors and the positions of
 /// the closures around them in the main text's coordinates.
 pub(crate) fn rewrite(input: &SourceInput, model: FileModel) -> (ExtractedFile, Vec<Region>) {

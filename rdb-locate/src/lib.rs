@@ -91,7 +91,7 @@ mod variable;
 
 use rdb_descriptors::{
     ArgumentDescriptor, ArgumentDescriptors, ArgumentKind, BinaryIdentity, CodeLocation, DebugEntry, EnclosingFunction,
-    FunctionDescriptor, FunctionDescriptors, Language, Location, PlacedLocation, SourceLocation,
+    FunctionDescriptor, FunctionDescriptors, Language, Location, PlacedLocation, Register, SourceLocation,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -496,6 +496,7 @@ fn locate_site(
         let descriptor = match argument.kind {
             ArgumentKind::Local => locate_local(index, site, argument, &placed, &stand_ins, has_variables)?,
             ArgumentKind::Static => locate_static(index, site, argument, &placed, &units)?,
+            ArgumentKind::Frame => locate_frame(index, site, &placed),
         };
         let (type_name, size, locations, warnings) = descriptor;
         located.warnings.extend(warnings);
@@ -689,6 +690,30 @@ fn frame_slot_at_block_end(
         }
         _ => None,
     })
+}
+
+/// The canonical frame address at each code location, from the unwind
+/// tables: `register + offset`, computed.
+fn locate_frame(index: &index::Index<'_>, site: &RegionSite, placed: &[(function::Instance, u64)]) -> ArgumentResult {
+    let mut warnings = Vec::new();
+    let locations = placed
+        .iter()
+        .map(|(instance, address)| {
+            let location = match index.binary.cfa_rule(*address) {
+                Some(rule) => Location::Computed { register: Register::x86_64(rule.register.0), offset: rule.offset },
+                None => {
+                    warnings.push(format!(
+                        "region {}: the unwind tables give no frame address in `{}` at {address:#x}: its debug-only \
+                         locals cannot be kept per call there",
+                        site.region, instance.name
+                    ));
+                    Location::Unavailable { reason: "no frame address in the unwind tables here".into() }
+                }
+            };
+            PlacedLocation { address: *address, location, type_name: None, size: None }
+        })
+        .collect();
+    ("u64".into(), 8, locations, warnings)
 }
 
 fn locate_static(

@@ -185,15 +185,20 @@ fn install_panic_hook() {
 /// # Safety
 /// `argv` must satisfy [`FromArgv::from_argv`] for `A`.
 pub unsafe extern "C" fn trampoline<A: FromArgv, F: Fn(A)>(argv: *const *const c_void) {
-    install_panic_hook();
     // SAFETY: `F` is zero-sized (asserted in `region`) and is a closure type
     // with no captures, so any bit pattern (there are none) is a valid value.
     let body: F = unsafe { core::mem::zeroed() };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    run_caught(|| {
         // SAFETY: forwarded from this function's contract.
         let args = unsafe { A::from_argv(argv) };
         body(args)
-    }));
+    });
+}
+
+/// Runs a region's body, catching and reporting its panic.
+fn run_caught(body: impl FnOnce()) {
+    install_panic_hook();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
     let _ = std::io::Write::flush(&mut std::io::stdout());
     if result.is_err() {
         let message = PANIC_MESSAGE.lock().ok().and_then(|mut m| m.take()).unwrap_or_else(|| "(no message)".into());
@@ -206,6 +211,137 @@ pub unsafe extern "C" fn trampoline<A: FromArgv, F: Fn(A)>(argv: *const *const c
             None => eprintln!("rdb: debug code panicked: {message}"),
         }
     }
+}
+
+/// The debug-only locals regions share with later regions of the same call
+/// of their function: the value of region `ID`'s shared `let`s, per call
+/// (the call's canonical frame address, which recursion and threads tell
+/// apart). Debug code runs on one thread of the debug host. Values are
+/// kept until the replay ends (a later region may have kept a reference to
+/// an earlier one's), so a region that runs again in the same frame
+/// replaces its entry without freeing the old value.
+type SharedLocals = std::collections::HashMap<(u64, u64), &'static dyn std::any::Any>;
+
+thread_local! {
+    static SHARED: std::cell::RefCell<SharedLocals> = std::cell::RefCell::new(SharedLocals::new());
+}
+
+/// The type of the debug-only locals region `ID` shares (`R`, a tuple):
+/// what a later region's call names to receive them. Never a value the
+/// program has: the debug module's copy of the function never runs.
+pub struct Shared<const ID: u64, R>(core::marker::PhantomData<R>);
+
+/// The debug-only locals of earlier regions a region uses: a tuple of
+/// `&Shared<ID, R>`, one per region, fetched for the current call.
+pub trait Imports {
+    /// A tuple of `&'static R`, one per region.
+    type Values;
+    /// The values kept for `frame`, or the first region that has none.
+    fn fetch(frame: u64) -> Result<Self::Values, u64>;
+}
+
+fn fetch_one<const ID: u64, R: 'static>(frame: u64) -> Result<&'static R, u64> {
+    let value = SHARED.with(|s| s.borrow().get(&(frame, ID)).copied()).ok_or(ID)?;
+    match value.downcast_ref::<R>() {
+        Some(v) => Ok(v),
+        None => panic!("the debug-only locals of region {ID} have another type (please report this)"),
+    }
+}
+
+macro_rules! imports_tuple {
+    ($(($id:ident, $r:ident)),+) => {
+        impl<'x, $(const $id: u64, $r: 'static),+> Imports for ($(&'x Shared<$id, $r>,)+) {
+            type Values = ($(&'static $r,)+);
+            fn fetch(frame: u64) -> Result<Self::Values, u64> {
+                Ok(($(fetch_one::<$id, $r>(frame)?,)+))
+            }
+        }
+    };
+}
+
+imports_tuple!((I0, R0));
+imports_tuple!((I0, R0), (I1, R1));
+imports_tuple!((I0, R0), (I1, R1), (I2, R2));
+imports_tuple!((I0, R0), (I1, R1), (I2, R2), (I3, R3));
+imports_tuple!((I0, R0), (I1, R1), (I2, R2), (I3, R3), (I4, R4));
+imports_tuple!((I0, R0), (I1, R1), (I2, R2), (I3, R3), (I4, R4), (I5, R5));
+imports_tuple!((I0, R0), (I1, R1), (I2, R2), (I3, R3), (I4, R4), (I5, R5), (I6, R6));
+imports_tuple!((I0, R0), (I1, R1), (I2, R2), (I3, R3), (I4, R4), (I5, R5), (I6, R6), (I7, R7));
+
+/// Like [`region`], for a region whose `let`s later regions of the same
+/// function call use (it returns them, `R`) and that uses those of earlier
+/// regions (`imports`, given to its body as its second parameter). The
+/// debug function receives the call's frame address in `argv[0]` and the
+/// arguments after it.
+#[inline(never)]
+pub fn region_shared<const ID: u64, A: FromArgv, I: Imports, R: 'static, F: Fn(A, I::Values) -> R>(
+    args: A,
+    imports: I,
+    body: F,
+) -> Shared<ID, R> {
+    const {
+        assert!(core::mem::size_of::<F>() == 0, "an rdb region's closure captured a variable; cargo rdb should have passed it as an argument (please report this)")
+    };
+    unsafe {
+        core::arch::asm!(
+            ".pushsection rdb_regions,\"awR\",@progbits",
+            ".balign 8",
+            ".quad {id}",
+            ".quad {tramp}",
+            ".popsection",
+            id = const ID,
+            tramp = sym shared_trampoline::<ID, A, I, R, F>,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+    let _ = (args, imports, body);
+    Shared(core::marker::PhantomData)
+}
+
+/// No imports, for [`region_shared`].
+impl Imports for () {
+    type Values = ();
+    fn fetch(_frame: u64) -> Result<(), u64> {
+        Ok(())
+    }
+}
+
+/// The debug function of a [`region_shared`] region: it runs only when the
+/// regions it imports from ran to their end in the same call. What it
+/// shared in an earlier hit of the same frame is forgotten before its body
+/// runs, so a later region never sees values of an earlier call or of a
+/// body that panicked.
+///
+/// # Safety
+/// `argv[0]` must point to a `u64`, and `argv + 1` satisfy
+/// [`FromArgv::from_argv`] for `A`.
+pub unsafe extern "C" fn shared_trampoline<
+    const ID: u64,
+    A: FromArgv,
+    I: Imports,
+    R: 'static,
+    F: Fn(A, I::Values) -> R,
+>(
+    argv: *const *const c_void,
+) {
+    // SAFETY: as in `trampoline` (asserted zero-sized in `region_shared`).
+    let body: F = unsafe { core::mem::zeroed() };
+    run_caught(|| {
+        // SAFETY: forwarded from this function's contract.
+        let frame = unsafe { *(*argv as *const u64) };
+        SHARED.with(|s| s.borrow_mut().remove(&(frame, ID)));
+        // SAFETY: forwarded from this function's contract.
+        let args = unsafe { A::from_argv(argv.add(1)) };
+        let values = match I::fetch(frame) {
+            Ok(v) => v,
+            Err(missing) => panic!(
+                "the debug-only locals of region {missing} are not available: it did not run to its end in this \
+                 call of the function"
+            ),
+        };
+        let kept: &'static dyn std::any::Any = Box::leak(Box::new(body(args, values)));
+        SHARED.with(|s| s.borrow_mut().insert((frame, ID), kept));
+    });
 }
 
 #[cfg(test)]
@@ -248,6 +384,41 @@ mod tests {
         let argv = [&n as *const u32 as *const c_void];
         // SAFETY: argv[0] points to a live u32.
         unsafe { f(argv.as_ptr()) };
+    }
+
+    fn shared_of<const ID: u64, A: FromArgv, I: Imports, R: 'static, F: Fn(A, I::Values) -> R>(
+        _imports: &I,
+        _body: &F,
+    ) -> DebugFn {
+        shared_trampoline::<ID, A, I, R, F>
+    }
+
+    #[test]
+    fn shared_locals_are_kept_per_frame_and_never_taken_from_another_call() {
+        static OUT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let first = move |(n,): (&u32,), ()| (n * 10,);
+        let first_fn = shared_of::<501, _, _, _, _>(&(), &first);
+        let marker: Shared<501, (u32,)> = Shared(core::marker::PhantomData);
+        let imports = (&marker,);
+        let later = move |(), ((entered,),): (&(u32,),)| OUT.lock().unwrap().push(format!("{entered}"));
+        let later_fn = shared_of::<502, _, _, _, _>(&imports, &later);
+        let call = |f: DebugFn, frame: u64, n: Option<u32>| {
+            let argv: Vec<*const c_void> = match &n {
+                Some(n) => vec![&frame as *const u64 as *const c_void, n as *const u32 as *const c_void],
+                None => vec![&frame as *const u64 as *const c_void],
+            };
+            // SAFETY: argv[0] is a u64 and the rest the bodies' argument types.
+            unsafe { f(argv.as_ptr()) };
+        };
+        // Two calls (frames 1 and 2), interleaved like recursion.
+        call(first_fn, 1, Some(3));
+        call(first_fn, 2, Some(4));
+        call(later_fn, 2, None);
+        call(later_fn, 1, None);
+        // A frame where the first region never ran: the later one panics
+        // (caught and reported), it never sees another frame's value.
+        call(later_fn, 3, None);
+        assert_eq!(*OUT.lock().unwrap(), ["40", "30"]);
     }
 
     #[test]

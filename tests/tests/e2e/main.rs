@@ -149,6 +149,7 @@ fn main() {
         an_async_variable_not_kept_across_an_await_is_reported_never_read_stale,
         a_fresh_program_replays_its_regions_in_a_dev_build,
         a_fresh_program_replays_its_regions_in_a_release_build,
+        debug_only_locals_are_shared_per_call_across_recursion_and_threads,
     ));
     trials.extend(scenarios!(remote:
         minibc_regions_under_gdbserver_and_qemu_print_what_the_replay_prints,

@@ -268,3 +268,47 @@ pub fn a_fresh_program_replays_its_regions_in_a_release_build() {
     assert_eq!(worker_hits, 12, "{replayed}\n{stderr}");
     assert!(stderr.contains("argument `local` (position 3) is possibly changed already: line"), "{stderr}");
 }
+
+/// `tests/fixtures/shared`: a `let` in one region is visible in a later
+/// region of the same call. A recursive function on two threads: each
+/// call's second region sees its own call's first-region values (kept per
+/// call by its frame address), in dev and release builds.
+pub fn debug_only_locals_are_shared_per_call_across_recursion_and_threads() {
+    for release in [false, true] {
+        let tmp = scratch("shared");
+        let app = SampleApp::fixture("shared", tmp.path());
+        let (profile_args, dir): (&[&str], &str) = if release { (&["--release"], "release") } else { (&[], "debug") };
+        let mut build = vec!["build", "-q"];
+        build.extend_from_slice(profile_args);
+        assert_success("cargo build shared", &run_cargo(&app.dir, &build));
+        let binary = app.dir.join("target").join(dir).join("shared");
+        let trace = tmp.path().join("trace");
+        let rdb = tools().join("rdb");
+        let rec = run(&app.dir, &rdb, &["record", "-o", trace.to_str().unwrap(), "--", binary.to_str().unwrap()]);
+        assert_success("rdb record", &rec);
+        let recorded = text(&rec.stdout);
+
+        app.instrument();
+        let mut replay = vec!["rdb", "replay", trace.to_str().unwrap(), "-q"];
+        replay.extend_from_slice(profile_args);
+        let rep = run(&app.dir, &cargo_rdb(), &replay);
+        let (replayed, stderr) = (text(&rep.stdout), text(&rep.stderr));
+        assert_eq!(rep.status.code(), Some(0), "{replayed}\n{stderr}");
+        let (debug, program): (Vec<&str>, Vec<&str>) = replayed.lines().partition(|l| l.starts_with("[rdb] "));
+        let program: String = program.iter().map(|l| format!("{l}\n")).collect();
+        assert_eq!(program, recorded, "the program's output differs from the recording");
+        // `TAG N BELOW` from the program; `[rdb] TAG depth N: entered 10N,
+        // below BELOW, checked 10N + BELOW` from the second region of the
+        // same call, in the same order.
+        let expected: Vec<String> = recorded
+            .lines()
+            .filter(|l| !l.starts_with("joined"))
+            .map(|l| {
+                let w: Vec<&str> = l.split(' ').collect();
+                let (n, below): (u32, u32) = (w[1].parse().unwrap(), w[2].parse().unwrap());
+                format!("[rdb] {} depth {n}: entered {}, below {below}, checked {}", w[0], n * 10, n * 10 + below)
+            })
+            .collect();
+        assert_eq!(debug, expected, "release {release}:\n{replayed}\n{stderr}");
+    }
+}
