@@ -164,6 +164,9 @@ enum Resolved {
     /// A variable of the enclosing function the program's closure does not
     /// capture (the range is the closure's start).
     Uncaptured(String, Range<usize>),
+    /// A debug-only local of an earlier region in another function body
+    /// (the enclosing function's, or another closure's or `async` body's).
+    OtherBody(String, u32),
     Unknown,
 }
 
@@ -535,6 +538,13 @@ impl<'a> FileWalk<'a> {
     /// variable the program's closure does not capture.
     fn resolve(&mut self, segs: &[String], at: Span) -> Resolved {
         let resolved = self.resolve_name(segs);
+        if let Resolved::OtherBody(name, region) = &resolved {
+            let range = self.range(at);
+            let finding = Finding::SharedInOtherBody { name: name.clone(), region: *region };
+            if !self.model.findings.iter().any(|(r, f)| *r == range && matches!(f, Finding::SharedInOtherBody { .. })) {
+                self.model.findings.push((range, finding));
+            }
+        }
         if let Resolved::Uncaptured(name, closure) = &resolved {
             let range = self.range(at);
             let finding = Finding::Uncaptured { name: name.clone(), closure: closure.clone() };
@@ -555,9 +565,14 @@ impl<'a> FileWalk<'a> {
             // A debug-only local of an earlier region of this call, unless a
             // program binding after that region shadows it.
             let body = self.bodies.last().map(|b| b.start);
-            let shared = self.shared.iter().rev().find(|s| s.name == *name && s.body == body);
+            let shared = self.shared.iter().rev().find(|s| s.name == *name);
             if let Some(shared) = shared {
-                if !self.bindings.iter().any(|(n, at, _)| n == name && *at > shared.at) {
+                let shadowed = self.bindings.iter().any(|(n, at, _)| n == name && *at > shared.at)
+                    || ctx.outer.iter().flatten().any(|n| n == name) && shared.body != body;
+                if !shadowed && shared.body != body {
+                    return Resolved::OtherBody(name.clone(), shared.region);
+                }
+                if !shadowed {
                     let import = (name.clone(), shared.region);
                     let ctx = self.region.as_mut().expect("only called inside a region");
                     if !ctx.imports.contains(&import) {

@@ -92,6 +92,12 @@ pub(crate) enum Finding {
         name: String,
         closure: Range<usize>,
     },
+    /// A debug-only local of an earlier region, used in another function
+    /// body (a closure or `async` body is a call of its own).
+    SharedInOtherBody {
+        name: String,
+        region: u32,
+    },
     Parse {
         message: String,
     },
@@ -164,6 +170,11 @@ impl Finding {
                 format!("`{name}` is not captured by the closure this region is in"),
                 s("only debug code uses it here, so the program's closure holds no copy of it"),
                 Some(format!("read `{name}` in a region outside the closure, or in one where the program's own code uses it")),
+            ),
+            Finding::SharedInOtherBody { name, region } => (
+                format!("`{name}` is a debug-only local of another function body"),
+                format!("region {region} declares it outside the closure or `async` body this region is in, which runs as a call of its own"),
+                Some(s("share debug-only locals between regions of the same body, or keep the value in a `#[debug_only]` static")),
             ),
             Finding::Parse { message } => (
                 format!("cannot parse this file: {message}"),
