@@ -80,6 +80,7 @@ pub mod observer;
 pub mod process;
 pub mod record;
 pub mod replay;
+pub mod session;
 pub mod syscalls;
 pub mod trace;
 
@@ -94,6 +95,7 @@ pub use rdb_tracee::this_process as sys;
 pub use observer::{BreakpointStop, NoObserver, ProcessImage, ReplayObserver};
 pub use record::{record, record_with, RecordOptions, RecordOutcome, Schedule};
 pub use replay::{replay, Divergence, ReplayOptions, ReplayOutcome};
+pub use session::{Resume, Session, SessionStop, ThreadInfo, ThreadView};
 pub use trace::{TraceError, TraceReader};
 
 /// Errors of recording and replaying.

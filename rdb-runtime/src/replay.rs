@@ -19,11 +19,12 @@ use std::process::{Command, Stdio};
 use std::rc::Rc;
 
 use rdb_tracee::ptrace::{self, is_synchronous, si_code, SyscallStop, Wait};
-use rdb_tracee::{mem, procfs, this_process as sys, Pid};
+use rdb_tracee::{debugreg, mem, procfs, this_process as sys, Pid};
 
 use crate::displace::{self, StepOver};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
 use crate::process::{self, FileHashes};
+use crate::session::{Debugger, Halt, HaltKind, Resume, Session, SessionStop};
 use crate::syscalls::{self, Mask, Policy, Sysno};
 use crate::trace::{self, event::describe_status, Event, MappedFile, Stream, Tid, TraceReader};
 use crate::Error;
@@ -83,7 +84,7 @@ impl fmt::Display for Divergence {
 
 /// A stop that waits for its turn in the global order.
 #[derive(Debug, Clone)]
-enum Stop {
+pub(crate) enum Stop {
     Entry { nr: u64, args: [u64; 6], pc: u64 },
     Exit { ret: i64 },
     Fork { child: Pid },
@@ -106,37 +107,75 @@ enum Mode {
     Leaving,
 }
 
-/// A planted breakpoint: the byte the `int3` replaced and how to run its instruction.
+/// A planted breakpoint: the byte the `int3` replaced, how to run its instruction, and who
+/// wants it (the observer's regions, a debugger, or both).
 #[derive(Debug, Clone)]
-struct Breakpoint {
-    orig: u8,
+pub(crate) struct Breakpoint {
+    pub(crate) orig: u8,
     over: StepOver,
+    /// The observer asked for it: it is called at each hit.
+    region: bool,
+    /// A debugger asked for it: a hit in the debugged process halts the replay.
+    pub(crate) user: bool,
 }
 
-type Breakpoints = Rc<RefCell<BTreeMap<u64, Breakpoint>>>;
+pub(crate) type Breakpoints = Rc<RefCell<BTreeMap<u64, Breakpoint>>>;
 
-struct Proc {
-    pid: Pid,
+pub(crate) struct Proc {
+    pub(crate) pid: Pid,
     /// Recorded id of the thread group (process) the thread belongs to.
-    group: Tid,
+    pub(crate) group: Tid,
     /// Resumed into user code or into a re-executed syscall: while it is, no other thread of
     /// its group may be resumed into user code.
-    user: bool,
+    pub(crate) user: bool,
     /// A new thread stopped at its first stop, waiting for its `ThreadStart` event.
-    unstarted: bool,
+    pub(crate) unstarted: bool,
     entry: Option<(u64, [u64; 6], Mode)>,
     /// Signal we injected and whose delivery stop we await.
     injecting: Option<i32>,
-    breakpoints: Breakpoints,
-    image: Option<ProcessImage>,
+    pub(crate) breakpoints: Breakpoints,
+    pub(crate) image: Option<ProcessImage>,
     killed: bool,
+    /// Resumed and its next stop not collected yet (its registers cannot be read).
+    pub(crate) running: bool,
+    /// The trace index of the event that last let the thread run user code (its *stretch*
+    /// starts there; see `session`).
+    pub(crate) stretch: u64,
+    /// The auxiliary vector the program saw at its last exec (from the recorded initial stack).
+    pub(crate) auxv: Vec<u8>,
+}
+
+impl Proc {
+    fn new(
+        pid: Pid,
+        group: Tid,
+        user: bool,
+        unstarted: bool,
+        breakpoints: Breakpoints,
+        image: Option<ProcessImage>,
+    ) -> Proc {
+        Proc {
+            pid,
+            group,
+            user,
+            unstarted,
+            entry: None,
+            injecting: None,
+            breakpoints,
+            image,
+            killed: false,
+            running: false,
+            stretch: 0,
+            auxv: Vec::new(),
+        }
+    }
 }
 
 /// Events read ahead of the current position (needed to see a process's next event).
-struct Events {
+pub(crate) struct Events {
     reader: TraceReader,
     buf: VecDeque<Event>,
-    index: u64,
+    pub(crate) index: u64,
     exhausted: bool,
 }
 
@@ -160,7 +199,7 @@ impl Events {
         Ok(self.buf.pop_front().expect("pop after head"))
     }
     /// The next event of `tid`, looking ahead (bounded).
-    fn next_of(&mut self, tid: Tid) -> Result<Option<&Event>, Error> {
+    pub(crate) fn next_of(&mut self, tid: Tid) -> Result<Option<&Event>, Error> {
         Ok(self.next_of_indexed(tid)?.map(|(_, e)| e))
     }
 
@@ -188,7 +227,7 @@ impl Events {
     }
 
     /// Like [`Events::next_of`], with the event's index in the trace.
-    fn next_of_indexed(&mut self, tid: Tid) -> Result<Option<(u64, &Event)>, Error> {
+    pub(crate) fn next_of_indexed(&mut self, tid: Tid) -> Result<Option<(u64, &Event)>, Error> {
         let mut i = 0;
         loop {
             self.fill(i + 1)?;
@@ -204,22 +243,28 @@ impl Events {
     }
 }
 
-struct Replayer<'o> {
-    ev: Events,
-    procs: HashMap<Tid, Proc>,
-    by_pid: HashMap<Pid, Tid>,
-    parked: HashMap<Tid, Stop>,
+pub(crate) struct Replayer<'o> {
+    pub(crate) ev: Events,
+    pub(crate) procs: HashMap<Tid, Proc>,
+    pub(crate) by_pid: HashMap<Pid, Tid>,
+    pub(crate) parked: HashMap<Tid, Stop>,
     early_children: HashSet<Pid>,
     hashes: FileHashes,
     file_cache: HashMap<Vec<u8>, Rc<Vec<u8>>>,
     observer: &'o mut dyn ReplayObserver,
     echo: bool,
-    root: Tid,
+    pub(crate) root: Tid,
     root_status: Option<i32>,
     hits: u64,
     steps: u64,
     /// `RDB_DEBUG` set: log every stop (for debugging rdb itself).
     debug: bool,
+    /// The recording was cut short: the replay ends early.
+    ends_early: bool,
+    /// What a debugger driving the replay asked for, and where it halted (see `session`).
+    pub(crate) dbg: Debugger,
+    /// This thread runs with the TSC disabled while it replays.
+    tsc: Option<sys::TscDisabled>,
 }
 
 fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(), Error> {
@@ -230,126 +275,153 @@ fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(
     Ok(())
 }
 
-/// Replay a trace.
+/// Replay a trace to its end.
 pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result<ReplayOutcome, Error> {
-    let reader = TraceReader::open(&opts.trace_dir)?;
-    let ends_early = reader.ends_early();
-    let cpu = trace::cpu_identity();
-    if !reader.header.cpu.is_empty() && reader.header.cpu != cpu {
-        eprintln!(
-            "rdb: warning: the trace was recorded on {} and this is {cpu}; cpuid cannot be trapped here, so the replay may diverge",
-            reader.header.cpu
-        );
+    let mut session = Session::start(opts, observer)?;
+    match session.resume(Resume::Continue)? {
+        SessionStop::End => session.finish(),
+        // Nothing is armed and no process is debugged: no other stop can come.
+        other => unreachable!("replay without a debugger stopped: {other:?}"),
     }
-    let mut ev = Events { reader, buf: VecDeque::new(), index: 0, exhausted: false };
-    let Some(Event::Start { tid, exe, argv, envp, .. }) = ev.head()?.cloned() else {
-        return Err(trace::TraceError::Corrupt {
-            path: opts.trace_dir.clone(),
-            offset: 0,
-            why: "the trace does not begin with a start event".into(),
+}
+
+impl<'o> Replayer<'o> {
+    /// Open the trace, start the recorded program and set up its first image; the program is
+    /// stopped before its first instruction.
+    pub(crate) fn start(opts: &ReplayOptions, observer: &'o mut dyn ReplayObserver) -> Result<Replayer<'o>, Error> {
+        let reader = TraceReader::open(&opts.trace_dir)?;
+        let ends_early = reader.ends_early();
+        let cpu = trace::cpu_identity();
+        if !reader.header.cpu.is_empty() && reader.header.cpu != cpu {
+            eprintln!(
+                "rdb: warning: the trace was recorded on {} and this is {cpu}; cpuid cannot be trapped here, so the replay may diverge",
+                reader.header.cpu
+            );
         }
-        .into());
-    };
-    ev.pop()?;
-    let exe = PathBuf::from(OsStr::from_bytes(&exe));
-    let mut hashes = FileHashes::default();
-    if let Some(Event::Exec { blake3, image, image_blake3, .. }) = ev.head()?.cloned() {
-        check_file(&mut hashes, &exe, &blake3)?;
-        check_file(&mut hashes, Path::new(OsStr::from_bytes(&image)), &image_blake3)?;
-    }
-    if opts.pin_cpu {
-        let _ = sys::pin_to_cpu(sys::current_cpu());
-    }
-    let _ = sys::become_subreaper();
-    let mut cmd = Command::new(&exe);
-    if let Some(a0) = argv.first() {
-        cmd.arg0(OsStr::from_bytes(a0));
-    }
-    cmd.args(argv.iter().skip(1).map(|a| OsStr::from_bytes(a)));
-    cmd.env_clear();
-    for e in &envp {
-        let pos = e.iter().position(|&b| b == b'=').unwrap_or(e.len());
-        let (k, v) = e.split_at(pos);
-        if !k.is_empty() {
-            cmd.env(OsStr::from_bytes(k), OsStr::from_bytes(v.get(1..).unwrap_or(b"")));
+        let mut ev = Events { reader, buf: VecDeque::new(), index: 0, exhausted: false };
+        let Some(Event::Start { tid, exe, argv, envp, .. }) = ev.head()?.cloned() else {
+            return Err(trace::TraceError::Corrupt {
+                path: opts.trace_dir.clone(),
+                offset: 0,
+                why: "the trace does not begin with a start event".into(),
+            }
+            .into());
+        };
+        ev.pop()?;
+        let exe = PathBuf::from(OsStr::from_bytes(&exe));
+        let mut hashes = FileHashes::default();
+        if let Some(Event::Exec { blake3, image, image_blake3, .. }) = ev.head()?.cloned() {
+            check_file(&mut hashes, &exe, &blake3)?;
+            check_file(&mut hashes, Path::new(OsStr::from_bytes(&image)), &image_blake3)?;
         }
-    }
-    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    // SAFETY: the closure only makes two async-signal-safe syscalls (see the callee).
-    unsafe {
-        cmd.pre_exec(ptrace::child_prepare_for_trace);
-    }
-    let child = cmd.spawn().map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
-    let pid = Pid::of(&child);
-    match ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "waiting for the first stop"))? {
-        Wait::Stopped { sig: libc::SIGTRAP, .. } => {}
-        other => {
-            return Err(Error::Spawn {
-                program: exe.display().to_string(),
-                source: std::io::Error::other(format!("unexpected first stop {other:?}")),
-            })
+        if opts.pin_cpu {
+            let _ = sys::pin_to_cpu(sys::current_cpu());
         }
-    }
-    ptrace::set_options(pid, ptrace::TRACE_OPTIONS).map_err(Error::ptrace(pid, "setting options"))?;
-    let mut r = Replayer {
-        ev,
-        procs: HashMap::new(),
-        by_pid: HashMap::new(),
-        parked: HashMap::new(),
-        early_children: HashSet::new(),
-        hashes,
-        file_cache: HashMap::new(),
-        observer,
-        echo: opts.echo_output,
-        root: tid,
-        root_status: None,
-        hits: 0,
-        steps: 0,
-        debug: std::env::var_os("RDB_DEBUG").is_some(),
-    };
-    r.procs.insert(
-        tid,
-        Proc {
-            pid,
-            group: tid,
-            user: true,
-            unstarted: false,
-            entry: None,
-            injecting: None,
-            breakpoints: Rc::new(RefCell::new(BTreeMap::new())),
-            image: None,
-            killed: false,
-        },
-    );
-    r.by_pid.insert(pid, tid);
-    // The replayer's thread runs with the TSC disabled like the program (see
-    // `sys::disable_tsc_for_this_thread`): switching between the two at every stop then needs no
-    // control-register write, which the hypervisor traps.
-    let tsc = sys::disable_tsc_for_this_thread().ok();
-    let result = r.apply_exec(tid).and_then(|_| {
+        let _ = sys::become_subreaper();
+        let mut cmd = Command::new(&exe);
+        if let Some(a0) = argv.first() {
+            cmd.arg0(OsStr::from_bytes(a0));
+        }
+        cmd.args(argv.iter().skip(1).map(|a| OsStr::from_bytes(a)));
+        cmd.env_clear();
+        for e in &envp {
+            let pos = e.iter().position(|&b| b == b'=').unwrap_or(e.len());
+            let (k, v) = e.split_at(pos);
+            if !k.is_empty() {
+                cmd.env(OsStr::from_bytes(k), OsStr::from_bytes(v.get(1..).unwrap_or(b"")));
+            }
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        // SAFETY: the closure only makes two async-signal-safe syscalls (see the callee).
+        unsafe {
+            cmd.pre_exec(ptrace::child_prepare_for_trace);
+        }
+        let child = cmd.spawn().map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
+        let pid = Pid::of(&child);
+        match ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "waiting for the first stop"))? {
+            Wait::Stopped { sig: libc::SIGTRAP, .. } => {}
+            other => {
+                return Err(Error::Spawn {
+                    program: exe.display().to_string(),
+                    source: std::io::Error::other(format!("unexpected first stop {other:?}")),
+                })
+            }
+        }
+        ptrace::set_options(pid, ptrace::TRACE_OPTIONS).map_err(Error::ptrace(pid, "setting options"))?;
+        let mut r = Replayer {
+            ev,
+            procs: HashMap::new(),
+            by_pid: HashMap::new(),
+            parked: HashMap::new(),
+            early_children: HashSet::new(),
+            hashes,
+            file_cache: HashMap::new(),
+            observer,
+            echo: opts.echo_output,
+            root: tid,
+            root_status: None,
+            hits: 0,
+            steps: 0,
+            debug: std::env::var_os("RDB_DEBUG").is_some(),
+            ends_early,
+            dbg: Debugger::default(),
+            tsc: None,
+        };
+        r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
+        r.by_pid.insert(pid, tid);
+        // The replayer's thread runs with the TSC disabled like the program (see
+        // `sys::disable_tsc_for_this_thread`): switching between the two at every stop then needs
+        // no control-register write, which the hypervisor traps.
+        r.tsc = sys::disable_tsc_for_this_thread().ok();
+        r.apply_exec(tid)?;
         r.notify_exec(tid)?;
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
-        r.run()
-    });
-    drop(tsc);
-    let leftover: Vec<Pid> = r.procs.values().map(|p| p.pid).collect();
-    for p in &leftover {
-        let _ = ptrace::kill(*p, libc::SIGKILL);
+        r.proc_mut(tid).stretch = r.ev.index;
+        // Halted before the program's first instruction: the first resume starts it.
+        r.dbg.halted = Some(Halt { tid, kind: HaltKind::StretchStart { sig: 0 } });
+        Ok(r)
     }
-    if !leftover.is_empty() {
-        while let Ok(Some(_)) = ptrace::wait_any() {}
+
+    /// Kill what is left of the replayed processes and reap them.
+    pub(crate) fn kill_all(&mut self) {
+        let leftover: Vec<Pid> = self.procs.values().map(|p| p.pid).collect();
+        for p in &leftover {
+            let _ = ptrace::kill(*p, libc::SIGKILL);
+        }
+        if !leftover.is_empty() {
+            while let Ok(Some(_)) = ptrace::wait_any() {}
+        }
+        self.procs.clear();
+        self.by_pid.clear();
+        self.parked.clear();
+        let _ = std::io::stdout().flush();
     }
-    let _ = std::io::stdout().flush();
-    result?;
-    if ends_early {
-        return Err(Error::EndsEarly { events: r.ev.index });
+
+    /// Raw wait status of the root process, once it exited.
+    pub(crate) fn root_status(&self) -> Option<i32> {
+        self.root_status
     }
-    Ok(ReplayOutcome {
-        events: r.ev.index,
-        exit_status: r.root_status,
-        breakpoint_hits: r.hits,
-        breakpoint_steps: r.steps,
-    })
+
+    /// How the replay went, once it ended.
+    pub(crate) fn outcome(&self) -> Result<ReplayOutcome, Error> {
+        if self.ends_early {
+            return Err(Error::EndsEarly { events: self.ev.index });
+        }
+        Ok(ReplayOutcome {
+            events: self.ev.index,
+            exit_status: self.root_status,
+            breakpoint_hits: self.hits,
+            breakpoint_steps: self.steps,
+        })
+    }
+}
+
+/// How running one instruction with its breakpoint lifted ended.
+pub(crate) enum Stepped {
+    Done,
+    /// It faulted: the signal's stop, for the main loop.
+    Fault(Stop),
+    /// The thread is gone (handled).
+    Gone,
 }
 
 /// Handling the stop lets the thread run user code.
@@ -382,11 +454,58 @@ impl Replayer<'_> {
         })
     }
 
-    fn run(&mut self) -> Result<(), Error> {
+    fn proc_mut(&mut self, tid: Tid) -> &mut Proc {
+        self.procs.get_mut(&tid).expect("known thread")
+    }
+
+    /// Resume a halted thread into user code.
+    pub(crate) fn go_user(&mut self, tid: Tid, sig: i32) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        self.proc_mut(tid).user = true;
+        self.go(pid, sig, "resuming")
+    }
+
+    /// Resume a thread that is ours to resume (`PTRACE_SYSCALL`), noting that it runs.
+    fn go(&mut self, pid: Pid, sig: i32, what: &'static str) -> Result<(), Error> {
+        ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, what))?;
+        if let Some(p) = self.by_pid.get(&pid).and_then(|t| self.procs.get_mut(t)) {
+            p.running = true;
+        }
+        Ok(())
+    }
+
+    /// Hand user code back to a thread after one of its events: its next *stretch* (the user
+    /// code up to its next event) starts here. A debugger may halt the replay at this point
+    /// instead (see `session`).
+    fn resume_user(&mut self, tid: Tid, sig: i32, what: &'static str) -> Result<(), Error> {
+        let index = self.ev.index;
+        let p = self.proc_mut(tid);
+        p.user = true;
+        p.stretch = index;
+        let pid = p.pid;
+        if let Some(stop) = self.halt_at_stretch_start(tid, sig)? {
+            self.dbg.halt(tid, HaltKind::StretchStart { sig }, stop);
+            return Ok(());
+        }
+        if self.dbg.stepping == Some(tid) {
+            // A signal delivered during a step: the kernel stops at the handler's entry.
+            ptrace::single_step(pid, sig).map_err(Error::ptrace(pid, what))?;
+            self.proc_mut(tid).running = true;
+            return Ok(());
+        }
+        self.go(pid, sig, what)
+    }
+
+    /// Run the replay until a debugger's halt (`Some`) or the end of the trace (`None`).
+    pub(crate) fn run(&mut self) -> Result<Option<SessionStop>, Error> {
         loop {
+            if let Some(stop) = self.dbg.pending.take() {
+                self.quiesce()?;
+                return Ok(Some(stop));
+            }
             let head_tid = match self.ev.head()? {
                 Some(e) => e.tid(),
-                None => return Ok(()),
+                None => return Ok(None),
             };
             let busy = self.group_busy(head_tid);
             match self.parked.get(&head_tid) {
@@ -394,7 +513,7 @@ impl Replayer<'_> {
                 Some(stop) if busy && resumes_user_code(stop) => {}
                 Some(_) => {
                     let stop = self.parked.remove(&head_tid).expect("parked");
-                    self.handle(head_tid, stop)?;
+                    self.handle_or_halt(head_tid, stop)?;
                     continue;
                 }
                 None => {}
@@ -428,11 +547,45 @@ impl Replayer<'_> {
             let eager = matches!(stop, Stop::Entry { .. }) && self.ev.next_of(tid)?.is_some();
             let blocked = resumes_user_code(&stop) && self.group_busy(tid);
             if (tid == head_tid && !blocked) || eager {
-                self.handle(tid, stop)?;
+                self.handle_or_halt(tid, stop)?;
             } else {
                 self.parked.insert(tid, stop);
             }
         }
+    }
+
+    /// Handle a stop in its turn, unless a debugger wants the replay halted before it: then it
+    /// stays parked (handled when the replay goes on).
+    fn handle_or_halt(&mut self, tid: Tid, stop: Stop) -> Result<(), Error> {
+        if self.dbg.reported == Some(tid) {
+            self.dbg.reported = None;
+        } else if let Some(reason) = self.halt_before(tid, &stop)? {
+            self.parked.insert(tid, stop);
+            self.dbg.reported = Some(tid);
+            self.dbg.halt(tid, HaltKind::Parked, reason);
+            return Ok(());
+        }
+        self.handle(tid, stop)
+    }
+
+    /// Wait until no thread of the debugged process runs (each is in a ptrace stop, its stop
+    /// parked for its turn), so that a debugger can read any of them.
+    fn quiesce(&mut self) -> Result<(), Error> {
+        let Some(group) = self.dbg.focus else { return Ok(()) };
+        for _ in 0..1000 {
+            let Some(pid) = self.procs.values().find(|p| p.group == group && p.running).map(|p| p.pid) else {
+                return Ok(());
+            };
+            let w = ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "stopping the debugged process"))?;
+            if let Some(stop) = self.classify(pid, w)? {
+                let tid = self.by_pid[&pid];
+                self.parked.insert(tid, stop);
+            }
+        }
+        Err(Error::Unsupported {
+            pid: self.procs.get(&group).map_or(Pid(-1), |p| p.pid),
+            what: "a thread of the debugged process kept running while the replay was halted".into(),
+        })
     }
 
     /// Another thread of `tid`'s group is running user code.
@@ -459,15 +612,16 @@ impl Replayer<'_> {
         self.ev.pop()?;
         let p = self.procs.get_mut(&tid).expect("known");
         p.unstarted = false;
-        p.user = true;
-        let pid = p.pid;
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "starting a thread"))
+        self.resume_user(tid, 0, "starting a thread")
     }
 
     /// Classify a stop; the thread is no longer running user code unless the stop is one
     /// handled on the spot (it is resumed where it was).
     fn classify(&mut self, pid: Pid, w: Wait) -> Result<Option<Stop>, Error> {
         let tid = self.by_pid.get(&pid).copied();
+        if let Some(p) = tid.and_then(|t| self.procs.get_mut(&t)) {
+            p.running = false;
+        }
         let was_user = tid.and_then(|t| self.procs.get_mut(&t)).map(|p| std::mem::replace(&mut p.user, false));
         let stop = self.classify_stop(pid, w)?;
         if stop.is_none() {
@@ -493,9 +647,8 @@ impl Replayer<'_> {
             Wait::Exited(_) | Wait::Signaled(_) => return Ok(Some(Stop::Gone { status: w.raw_exit_status() })),
             Wait::Stopped { sig, event } => (sig, event),
         };
-        let resume = |sig: i32| ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"));
         if self.proc(tid).killed {
-            resume(0)?;
+            self.go(pid, 0, "resuming")?;
             return Ok(None);
         }
         if sig == libc::SIGTRAP | 0x80 {
@@ -504,14 +657,14 @@ impl Replayer<'_> {
                 SyscallStop::Entry { nr, args } => Some(Stop::Entry { nr, args, pc: info.pc }),
                 SyscallStop::Exit { ret } => {
                     if self.proc(tid).entry.is_none() {
-                        resume(0)?; // a new child returning from fork
+                        self.go(pid, 0, "resuming")?; // a new child returning from fork
                         None
                     } else {
                         Some(Stop::Exit { ret })
                     }
                 }
                 SyscallStop::Other => {
-                    resume(0)?;
+                    self.go(pid, 0, "resuming")?;
                     None
                 }
             });
@@ -526,30 +679,43 @@ impl Replayer<'_> {
                     // The old image is gone: breakpoints with it.
                     let p = self.procs.get_mut(&tid).expect("known");
                     p.breakpoints = Rc::new(RefCell::new(BTreeMap::new()));
-                    resume(0)?;
+                    self.go(pid, 0, "resuming")?;
                     return Ok(None);
                 }
                 _ => {
-                    resume(0)?;
+                    self.go(pid, 0, "resuming")?;
                     return Ok(None);
                 }
             }
         }
         if event != 0 {
-            resume(0)?;
+            self.go(pid, 0, "resuming")?;
             return Ok(None);
         }
         if sig == libc::SIGTRAP {
             // Breakpoint hits first, with as few ptrace calls as possible (SIGTRAP is never
             // a group-stop, so no siginfo is needed to tell).
             let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            if self.dbg.stepping == Some(tid) {
+                // A debugger's single step ended (the instruction was never one of our `int3`s:
+                // a breakpoint under the pc is lifted for the step).
+                let slots = self.take_watch_hits(tid)?;
+                self.step_done(tid, regs, slots)?;
+                return Ok(None);
+            }
             let addr = regs.rip.wrapping_sub(1);
             if self.proc(tid).breakpoints.borrow().contains_key(&addr) {
                 return self.hit_breakpoint(tid, addr, regs);
             }
+            let slots = self.take_watch_hits(tid)?;
+            if slots != 0 {
+                let addr = self.dbg.watch_address(slots);
+                self.dbg.halt(tid, HaltKind::InCode, SessionStop::Watchpoint { tid, slots, addr });
+                return Ok(None);
+            }
         }
         let Ok(info) = ptrace::get_siginfo(pid) else {
-            resume(0)?; // group-stop
+            self.go(pid, 0, "resuming")?; // group-stop
             return Ok(None);
         };
         let synchronous = is_synchronous(sig, si_code(&info));
@@ -575,7 +741,7 @@ impl Replayer<'_> {
         }
         // A signal of the replay's own world (e.g. SIGCHLD from a replayed child): the
         // recorded ones are injected from the trace instead.
-        resume(0)?;
+        self.go(pid, 0, "resuming")?;
         Ok(None)
     }
 
@@ -725,7 +891,7 @@ impl Replayer<'_> {
         let p = self.procs.get_mut(&tid).expect("known");
         p.entry = Some((nr, args, mode));
         p.user = running;
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+        self.go(pid, 0, "resuming")?;
         if leaving_thread {
             // Wait until the thread is really gone: the kernel clears its CLONE_CHILD_CLEARTID
             // word on the way out, and a joining thread may be scheduled next.
@@ -733,6 +899,7 @@ impl Replayer<'_> {
                 match ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "waiting for a thread to exit"))? {
                     Wait::Stopped { .. } => ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?,
                     w => {
+                        self.proc_mut(tid).running = false;
                         self.parked.insert(tid, Stop::Gone { status: w.raw_exit_status() });
                         break;
                     }
@@ -830,10 +997,15 @@ impl Replayer<'_> {
         if sig != 0 {
             self.procs.get_mut(&tid).expect("known").injecting = Some(sig);
         }
-        // A suspended process already has its signal pending.
-        let sig = if matches!(mode, Mode::Suspended) { 0 } else { sig };
-        self.procs.get_mut(&tid).expect("known").user = true;
-        ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
+        if sig != 0 || matches!(mode, Mode::Suspended) {
+            // A signal is delivered first (a suspended process already has its own pending):
+            // user code runs after its stop.
+            let sig = if matches!(mode, Mode::Suspended) { 0 } else { sig };
+            self.proc_mut(tid).user = true;
+            return self.go(pid, sig, "resuming");
+        }
+        self.dbg.exit_of = Some(nr);
+        self.resume_user(tid, 0, "resuming")
     }
 
     /// Contents of a replayed file mapping: the recorded snapshot, or the file itself after
@@ -893,7 +1065,10 @@ impl Replayer<'_> {
         regs.rsp = sp;
         ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the stack pointer"))?;
         let image = ProcessImage { tid, pid, load_bias: process::load_bias(&exe, &stack), exe };
-        self.procs.get_mut(&tid).expect("known").image = Some(image);
+        let auxv = procfs::auxv_offset_in_stack(&stack).map_or(Vec::new(), |at| auxv_bytes(&stack[at..]));
+        let p = self.proc_mut(tid);
+        p.image = Some(image);
+        p.auxv = auxv;
         self.ev.pop()?;
         Ok(())
     }
@@ -902,12 +1077,10 @@ impl Replayer<'_> {
     fn notify_exec(&mut self, tid: Tid) -> Result<(), Error> {
         let p = &self.procs[&tid];
         let Some(image) = p.image.clone() else { return Ok(()) };
-        let pid = p.pid;
         let bps = self.observer.on_exec(&image);
         if bps.is_empty() {
             return Ok(());
         }
-        let table = p.breakpoints.clone();
         // Slots for displaced instructions (see `displace`), in the executable segments' tails.
         // RDB_SINGLE_STEP=1: step over every breakpoint the classic way (a check on `displace`).
         let single_step = std::env::var_os("RDB_SINGLE_STEP").is_some_and(|v| v == "1");
@@ -917,58 +1090,117 @@ impl Replayer<'_> {
             displace::Slots::for_image(&image.exe, image.load_bias)
         };
         for addr in bps {
+            self.plant(tid, addr, Some(&mut slots), single_step).map_err(Error::Observer)?.region = true;
+        }
+        Ok(())
+    }
+
+    /// Plant a breakpoint at `addr` in `tid`'s address space (or find the one there) and
+    /// return it. With `slots`, its instruction may be displaced there; without, a hit steps
+    /// over it (or emulates a call); with `single_step`, a hit always steps over it.
+    pub(crate) fn plant(
+        &mut self,
+        tid: Tid,
+        addr: u64,
+        slots: Option<&mut displace::Slots>,
+        single_step: bool,
+    ) -> Result<std::cell::RefMut<'_, Breakpoint>, String> {
+        let p = &self.procs[&tid];
+        let pid = p.pid;
+        let table = p.breakpoints.clone();
+        if !table.borrow().contains_key(&addr) {
             let mut code = [0u8; 16];
-            let n = mem::read(pid, addr, &mut code).map_err(Error::ptrace(pid, "reading breakpoint address"))?;
+            let n = mem::read(pid, addr, &mut code).map_err(|e| format!("cannot read code at {addr:#x}: {e}"))?;
             if n == 0 {
-                return Err(Error::Observer(format!(
-                    "breakpoint address {addr:#x} is not mapped in {}",
-                    image.exe.display()
-                )));
+                let exe = p.image.as_ref().map_or(String::new(), |i| format!(" in {}", i.exe.display()));
+                return Err(format!("breakpoint address {addr:#x} is not mapped{exe}"));
             }
             if code[..2] == [0x0f, 0x05] || code[..2] == [0x0f, 0x31] || code[..3] == [0x0f, 0x01, 0xf9] {
-                return Err(Error::Observer(format!(
-                    "cannot break at {addr:#x}: it is a syscall or rdtsc instruction"
-                )));
-            }
-            if table.borrow().contains_key(&addr) {
-                continue;
+                return Err(format!("cannot break at {addr:#x}: it is a syscall or rdtsc instruction"));
             }
             // Another breakpoint inside these bytes reads as 0xcc: put its byte back first.
             for (&at, bp) in table.borrow().range(addr + 1..addr + n as u64) {
                 code[(at - addr) as usize] = bp.orig;
             }
-            let mut prepared = displace::prepare(addr, &code[..n], slots.free());
+            let free = slots.as_ref().and_then(|s| s.free());
+            let mut prepared = displace::prepare(addr, &code[..n], free);
             if single_step {
                 prepared.over = StepOver::Step;
             }
             if let StepOver::Displaced(at) = prepared.over {
-                mem::write(pid, at, &prepared.slot_code)
-                    .map_err(Error::ptrace(pid, "writing a displaced instruction"))?;
-                slots.take(prepared.slot_code.len() as u64);
+                match slots {
+                    Some(slots) if mem::write(pid, at, &prepared.slot_code).is_ok() => {
+                        slots.take(prepared.slot_code.len() as u64)
+                    }
+                    _ => prepared.over = StepOver::Step,
+                }
             }
-            mem::write(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "planting a breakpoint"))?;
-            table.borrow_mut().insert(addr, Breakpoint { orig: code[0], over: prepared.over });
+            mem::write(pid, addr, &[0xcc]).map_err(|e| format!("cannot plant a breakpoint at {addr:#x}: {e}"))?;
+            table
+                .borrow_mut()
+                .insert(addr, Breakpoint { orig: code[0], over: prepared.over, region: false, user: false });
+        }
+        let table = &self.procs[&tid].breakpoints;
+        Ok(std::cell::RefMut::map(table.borrow_mut(), |t| t.get_mut(&addr).expect("planted")))
+    }
+
+    /// Take out the breakpoint at `addr` of `tid`'s address space if nobody wants it any more.
+    pub(crate) fn unplant_if_unused(&mut self, tid: Tid, addr: u64) -> std::io::Result<()> {
+        let p = &self.procs[&tid];
+        let mut table = p.breakpoints.borrow_mut();
+        if let Some(bp) = table.get(&addr) {
+            if !bp.region && !bp.user {
+                mem::write(p.pid, addr, &[bp.orig])?;
+                table.remove(&addr);
+            }
         }
         Ok(())
     }
 
-    /// A breakpoint stop: run the observer, then carry on past the instruction. Returns a
-    /// stop for the main loop when stepping the instruction raised a signal.
-    fn hit_breakpoint(&mut self, tid: Tid, addr: u64, mut regs: ptrace::Regs) -> Result<Option<Stop>, Error> {
+    /// Call the observer at a breakpoint it asked for.
+    fn call_observer(&mut self, tid: Tid, addr: u64, regs: &ptrace::Regs) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
-        regs.rip = addr;
-        self.hits += 1;
         let image =
             self.proc(tid).image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
-        let stop = BreakpointStop { tid, pid, addr, regs, image: &image };
-        self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
+        let stop = BreakpointStop { tid, pid, addr, regs: *regs, image: &image };
+        self.observer.on_breakpoint(&stop).map_err(Error::Observer)
+    }
+
+    /// A breakpoint stop: run the observer, halt for a debugger, or carry on past the
+    /// instruction. Returns a stop for the main loop when stepping the instruction raised a
+    /// signal.
+    fn hit_breakpoint(&mut self, tid: Tid, addr: u64, mut regs: ptrace::Regs) -> Result<Option<Stop>, Error> {
+        regs.rip = addr;
+        self.hits += 1;
         let bp = self.proc(tid).breakpoints.borrow()[&addr].clone();
-        match bp.over {
+        if bp.region {
+            self.call_observer(tid, addr, &regs)?;
+        }
+        if bp.user && self.dbg.focus == Some(self.proc(tid).group) {
+            let pid = self.proc(tid).pid;
+            ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
+            self.dbg.halt(tid, HaltKind::InCode, SessionStop::Breakpoint { tid, addr });
+            return Ok(None);
+        }
+        self.step_over(tid, addr, regs, &bp)
+    }
+
+    /// Carry on past the instruction under a breakpoint at `addr` (the thread stands there,
+    /// its `int3` consumed or not yet run) without a stop at the breakpoint.
+    pub(crate) fn step_over(
+        &mut self,
+        tid: Tid,
+        addr: u64,
+        mut regs: ptrace::Regs,
+        bp: &Breakpoint,
+    ) -> Result<Option<Stop>, Error> {
+        let pid = self.proc(tid).pid;
+        match &bp.over {
             StepOver::Displaced(slot) => {
                 // The instruction's copy ends with a jump back: no second stop.
-                regs.rip = slot;
+                regs.rip = *slot;
                 ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "resuming at a displaced instruction"))?;
-                ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+                self.go(pid, 0, "resuming")?;
                 return Ok(None);
             }
             StepOver::Call(instr) => {
@@ -976,13 +1208,13 @@ impl Replayer<'_> {
                     let mut b = [0u8; 8];
                     matches!(mem::read(pid, at, &mut b), Ok(8)).then(|| u64::from_le_bytes(b))
                 };
-                if let Some((ret, target)) = displace::emulate_call(&instr, &regs, read) {
+                if let Some((ret, target)) = displace::emulate_call(instr, &regs, read) {
                     let sp = regs.rsp.wrapping_sub(8);
                     if mem::write(pid, sp, &ret.to_le_bytes()).is_ok() {
                         regs.rsp = sp;
                         regs.rip = target;
                         ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating a call"))?;
-                        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+                        self.go(pid, 0, "resuming")?;
                         return Ok(None);
                     }
                 }
@@ -990,10 +1222,23 @@ impl Replayer<'_> {
             }
             StepOver::Step => {}
         }
-        // Step over the original instruction, then put the breakpoint back.
+        match self.step_lifted(tid, addr, regs, bp.orig)? {
+            Stepped::Done => {
+                self.go(pid, 0, "resuming")?;
+                Ok(None)
+            }
+            Stepped::Fault(stop) => Ok(Some(stop)),
+            Stepped::Gone => Ok(None),
+        }
+    }
+
+    /// Run the one instruction at `addr` with its breakpoint lifted, then put the breakpoint
+    /// back. The thread stands at `addr` with registers `regs`.
+    pub(crate) fn step_lifted(&mut self, tid: Tid, addr: u64, regs: ptrace::Regs, orig: u8) -> Result<Stepped, Error> {
+        let pid = self.proc(tid).pid;
         self.steps += 1;
         ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
-        mem::write(pid, addr, &[bp.orig]).map_err(Error::ptrace(pid, "lifting a breakpoint"))?;
+        mem::write(pid, addr, &[orig]).map_err(Error::ptrace(pid, "lifting a breakpoint"))?;
         loop {
             ptrace::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping over a breakpoint"))?;
             match ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "stepping over a breakpoint"))? {
@@ -1003,16 +1248,46 @@ impl Replayer<'_> {
                         // The instruction faulted (and had no effect): the breakpoint goes
                         // back, and the signal takes its recorded course.
                         mem::write(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
-                        return Ok(Some(Stop::Signal { sig, tsc: None }));
+                        return Ok(Stepped::Fault(Stop::Signal { sig, tsc: None }));
                     }
                     // A stray signal of the replay world: drop it.
                 }
-                w => return self.on_gone(tid, w.raw_exit_status()).map(|()| None),
+                w => {
+                    self.on_gone(tid, w.raw_exit_status())?;
+                    return Ok(Stepped::Gone);
+                }
             }
         }
         mem::write(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
-        Ok(None)
+        Ok(Stepped::Done)
+    }
+
+    /// The watchpoints that fired in `tid`, when the debugged process has any armed.
+    pub(crate) fn take_watch_hits(&mut self, tid: Tid) -> Result<u8, Error> {
+        let p = self.proc(tid);
+        if self.dbg.focus != Some(p.group) || self.dbg.watch.iter().all(Option::is_none) {
+            return Ok(0);
+        }
+        let pid = p.pid;
+        rdb_tracee::debugreg::take_hits(pid).map_err(Error::ptrace(pid, "reading the debug status register"))
+    }
+
+    /// A debugger's single step of `tid` ended at `regs.rip`: halt there. A region whose
+    /// location the step arrived at runs now, as at every arrival.
+    pub(crate) fn step_done(&mut self, tid: Tid, regs: ptrace::Regs, slots: u8) -> Result<(), Error> {
+        self.dbg.stepping = None;
+        let region = self.proc(tid).breakpoints.borrow().get(&regs.rip).is_some_and(|bp| bp.region);
+        if region {
+            self.hits += 1;
+            self.call_observer(tid, regs.rip, &regs)?;
+        }
+        let stop = if slots != 0 {
+            SessionStop::Watchpoint { tid, slots, addr: self.dbg.watch_address(slots) }
+        } else {
+            SessionStop::Stepped { tid }
+        };
+        self.dbg.halt(tid, HaltKind::InCode, stop);
+        Ok(())
     }
 
     fn on_fork(&mut self, tid: Tid, child_pid: Pid) -> Result<(), Error> {
@@ -1035,20 +1310,10 @@ impl Replayer<'_> {
         });
         let group = if thread { parent.group } else { child };
         let entry = parent.entry.as_ref().map(|(nr, args, _)| (*nr, *args));
-        self.procs.insert(
-            child,
-            Proc {
-                pid: child_pid,
-                group,
-                user: !thread,
-                unstarted: thread,
-                entry: None,
-                injecting: None,
-                breakpoints,
-                image,
-                killed: false,
-            },
-        );
+        let mut proc = Proc::new(child_pid, group, !thread, thread, breakpoints, image);
+        proc.auxv = parent.auxv.clone();
+        proc.stretch = self.ev.index + 1;
+        self.procs.insert(child, proc);
         self.by_pid.insert(child_pid, child);
         self.ev.pop()?;
         let started = self.early_children.remove(&child_pid);
@@ -1067,9 +1332,18 @@ impl Replayer<'_> {
                 self.write_tid_words(pid, child, flags, nr, &args)?;
             }
         } else if started {
-            ptrace::resume_syscall(child_pid, 0).map_err(Error::ptrace(child_pid, "starting child"))?;
+            self.go(child_pid, 0, "starting child")?;
         }
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+        if thread && self.dbg.focus == Some(self.proc(child).group) {
+            // Debug registers are not inherited: arm the debugged process's watchpoints.
+            for (slot, w) in self.dbg.watch.iter().enumerate() {
+                if let Some(w) = w {
+                    debugreg::set_watchpoint(child_pid, slot, *w)
+                        .map_err(Error::ptrace(child_pid, "arming a watchpoint in a new thread"))?;
+                }
+            }
+        }
+        self.go(pid, 0, "resuming")
     }
 
     /// Put the recorded thread id where `CLONE_PARENT_SETTID` / `CLONE_CHILD_SETTID` made the
@@ -1102,8 +1376,7 @@ impl Replayer<'_> {
                 process::finish_tsc(&mut regs, len, *rax, *rdx, *rcx);
                 ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating rdtsc"))?;
                 self.ev.pop()?;
-                self.procs.get_mut(&tid).expect("known").user = true;
-                ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+                self.resume_user(tid, 0, "resuming")
             }
             (Event::Signal { sig: rsig, siginfo, .. }, _) if *rsig == sig => {
                 if self.proc(tid).injecting == Some(sig) {
@@ -1113,7 +1386,6 @@ impl Replayer<'_> {
                     self.procs.get_mut(&tid).expect("known").injecting = None;
                 }
                 self.ev.pop()?;
-                self.procs.get_mut(&tid).expect("known").user = true;
                 // Another asynchronous signal recorded right behind this one (no syscall in
                 // between: this one was ignored) is made pending now, so the kernel delivers
                 // it next, as it did while recording.
@@ -1122,7 +1394,7 @@ impl Replayer<'_> {
                     self.signal_thread(tid, next).map_err(Error::ptrace(pid, "queueing a signal"))?;
                     self.procs.get_mut(&tid).expect("known").injecting = Some(next);
                 }
-                ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
+                self.resume_user(tid, sig, "delivering a signal")
             }
             _ => {
                 let actual = if tsc.is_some() {
@@ -1145,11 +1417,28 @@ impl Replayer<'_> {
                 if tid == self.root {
                     self.root_status = Some(status);
                 }
+                if self.dbg.focus == Some(p.group) && !self.procs.values().any(|q| q.group == p.group) {
+                    self.dbg.halted = None;
+                    self.dbg.pending = Some(SessionStop::ProcessExited { process: p.group, status });
+                }
                 Ok(())
             }
             other => Err(self.divergence(tid, other.describe(), describe_status(status))),
         }
     }
+}
+
+/// The auxiliary vector at the start of `stack` (pairs of words up to and including `AT_NULL`).
+fn auxv_bytes(stack: &[u8]) -> Vec<u8> {
+    let mut end = 0;
+    while end + 16 <= stack.len() {
+        let key = u64::from_le_bytes(stack[end..end + 8].try_into().expect("8 bytes"));
+        end += 16;
+        if key == 0 {
+            break;
+        }
+    }
+    stack[..end].to_vec()
 }
 
 /// The temporary signal mask (pointer, size) a syscall installs while it waits, if any (the
