@@ -5,6 +5,7 @@
 //! replay diverged from the recording, 4 the trace ends early (replayed up to its end), 5 (with
 //! `--debug`) the replay completed but some region calls did not (each reported on stderr).
 
+mod gdb;
 mod info;
 mod record;
 mod replay;
@@ -24,6 +25,7 @@ struct Cli {
 enum Cmd {
     Record(record::Args),
     Replay(replay::Args),
+    Gdb(gdb::Args),
     Info(info::Args),
 }
 
@@ -37,6 +39,7 @@ fn main() {
     let result = match cli.command {
         Cmd::Record(a) => record::run(a),
         Cmd::Replay(a) => replay::run(a),
+        Cmd::Gdb(a) => gdb::run(a),
         Cmd::Info(a) => info::run(a),
     };
     match result {

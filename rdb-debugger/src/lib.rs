@@ -122,60 +122,77 @@ pub fn check_binary(trace_dir: &Path, binary: &Path) -> Result<(String, Function
 /// Replays the trace, running the binary's debug regions at their locations.
 /// See the crate docs.
 pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcome, DebugError> {
-    let (hash, functions) = check_binary(&opts.replay.trace_dir, &opts.binary)?;
-    let regions_without_location = functions
-        .functions
-        .iter()
-        .filter(|f| f.locations.is_empty())
-        .map(|f| (f.region, f.note.clone().unwrap_or_else(|| "no code location".to_string())))
-        .collect();
-    let mut host_options = opts.host;
-    if opts.replay.pin_cpu && host_options.cpu.is_none() {
-        // One thread of the replay runs at a time (replayer or program): they share one CPU,
-        // where each hand-over is a cheap same-CPU wake-up. The replayer pins itself to the
-        // CPU it runs on; pin first so the host can be placed relative to it. When another
-        // CPU is allowed, the host gets it, else it shares the replay's CPU. Either way both
-        // sides busy-wait for each other (yielding the CPU, so sharing one costs nothing): a
-        // call then needs no wake-up.
-        let cpu = rdb_tracee::this_process::current_cpu();
-        let other = other_allowed_cpu(cpu);
-        if rdb_tracee::this_process::pin_to_cpu(cpu).is_ok() {
-            // Sharing the CPU with the replayer and the program, which run with the TSC
-            // disabled, the host does so too (see `HostOptions::tsc_disabled`).
-            host_options.cpu = Some(other.unwrap_or(cpu));
-            host_options.tsc_disabled = other.is_none();
-            if host_options.spin.is_zero() {
-                host_options.spin = HOST_SPIN;
-            }
-        }
-    }
-    let host = DebugHost::for_binary(&opts.binary, host_options)?;
-    let locations = host.code_locations();
-    let mut observer = RegionObserver {
-        host,
-        locations,
-        binary_hash: hash,
-        matches: HashMap::new(),
-        calls: 0,
-        problems: 0,
-        hit: Default::default(),
-    };
-    let replay = rdb_runtime::replay(&opts.replay, &mut observer)?;
-    let mut never: Vec<u32> = observer.locations.values().flatten().copied().collect();
-    never.sort_unstable();
-    never.dedup();
-    never.retain(|r| !observer.hit.contains(r));
-    Ok(DebugReplayOutcome {
-        replay,
-        calls: observer.calls,
-        problems: observer.problems,
-        regions_never_hit: never,
-        regions_without_location,
-    })
+    let mut regions = RegionObserver::new(&opts.replay, &opts.binary, opts.host)?;
+    let replay = rdb_runtime::replay(&opts.replay, &mut regions)?;
+    Ok(regions.outcome(replay))
 }
 
-/// Breaks at region locations and calls the debug host there.
-struct RegionObserver {
+impl RegionObserver {
+    /// Checks `binary` against the trace (see [`check_binary`]) and starts the debug host for
+    /// its module. The observer then runs the regions in any replay of the trace: pass it to
+    /// [`rdb_runtime::replay`] or to a [`rdb_runtime::Session`] (a debugger's replay runs the
+    /// regions too).
+    pub fn new(replay: &ReplayOptions, binary: &Path, host: HostOptions) -> Result<RegionObserver, DebugError> {
+        let (hash, functions) = check_binary(&replay.trace_dir, binary)?;
+        let regions_without_location = functions
+            .functions
+            .iter()
+            .filter(|f| f.locations.is_empty())
+            .map(|f| (f.region, f.note.clone().unwrap_or_else(|| "no code location".to_string())))
+            .collect();
+        let mut host_options = host;
+        if replay.pin_cpu && host_options.cpu.is_none() {
+            // One thread of the replay runs at a time (replayer or program): they share one CPU,
+            // where each hand-over is a cheap same-CPU wake-up. The replayer pins itself to the
+            // CPU it runs on; pin first so the host can be placed relative to it. When another
+            // CPU is allowed, the host gets it, else it shares the replay's CPU. Either way both
+            // sides busy-wait for each other (yielding the CPU, so sharing one costs nothing): a
+            // call then needs no wake-up.
+            let cpu = rdb_tracee::this_process::current_cpu();
+            let other = other_allowed_cpu(cpu);
+            if rdb_tracee::this_process::pin_to_cpu(cpu).is_ok() {
+                // Sharing the CPU with the replayer and the program, which run with the TSC
+                // disabled, the host does so too (see `HostOptions::tsc_disabled`).
+                host_options.cpu = Some(other.unwrap_or(cpu));
+                host_options.tsc_disabled = other.is_none();
+                if host_options.spin.is_zero() {
+                    host_options.spin = HOST_SPIN;
+                }
+            }
+        }
+        let host = DebugHost::for_binary(binary, host_options)?;
+        let locations = host.code_locations();
+        Ok(RegionObserver {
+            host,
+            locations,
+            binary_hash: hash,
+            matches: HashMap::new(),
+            calls: 0,
+            problems: 0,
+            hit: Default::default(),
+            regions_without_location,
+        })
+    }
+
+    /// What the regions did in a replay that ended with `replay`.
+    pub fn outcome(&self, replay: ReplayOutcome) -> DebugReplayOutcome {
+        let mut never: Vec<u32> = self.locations.values().flatten().copied().collect();
+        never.sort_unstable();
+        never.dedup();
+        never.retain(|r| !self.hit.contains(r));
+        DebugReplayOutcome {
+            replay,
+            calls: self.calls,
+            problems: self.problems,
+            regions_never_hit: never,
+            regions_without_location: self.regions_without_location.clone(),
+        }
+    }
+}
+
+/// Breaks at region locations and calls the debug host there: the one place regions are run
+/// during a replay (plain or driven by a debugger).
+pub struct RegionObserver {
     host: DebugHost,
     /// Module-relative code address -> regions to run there.
     locations: BTreeMap<u64, Vec<u32>>,
@@ -185,6 +202,7 @@ struct RegionObserver {
     calls: u64,
     problems: u64,
     hit: std::collections::BTreeSet<u32>,
+    regions_without_location: Vec<(u32, String)>,
 }
 
 impl RegionObserver {

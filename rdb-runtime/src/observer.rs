@@ -79,6 +79,24 @@ pub trait ReplayObserver {
     fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String>;
 }
 
+impl<O: ReplayObserver + ?Sized> ReplayObserver for &mut O {
+    fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
+        (**self).on_exec(image)
+    }
+    fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
+        (**self).on_breakpoint(stop)
+    }
+}
+
+impl<O: ReplayObserver + ?Sized> ReplayObserver for Box<O> {
+    fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
+        (**self).on_exec(image)
+    }
+    fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
+        (**self).on_breakpoint(stop)
+    }
+}
+
 /// An observer that sets no breakpoints.
 pub struct NoObserver;
 

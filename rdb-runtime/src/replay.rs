@@ -251,7 +251,7 @@ pub(crate) struct Replayer<'o> {
     early_children: HashSet<Pid>,
     hashes: FileHashes,
     file_cache: HashMap<Vec<u8>, Rc<Vec<u8>>>,
-    observer: &'o mut dyn ReplayObserver,
+    observer: Box<dyn ReplayObserver + 'o>,
     echo: bool,
     pub(crate) root: Tid,
     root_status: Option<i32>,
@@ -264,7 +264,7 @@ pub(crate) struct Replayer<'o> {
     /// What a debugger driving the replay asked for, and where it halted (see `session`).
     pub(crate) dbg: Debugger,
     /// This thread runs with the TSC disabled while it replays.
-    tsc: Option<sys::TscDisabled>,
+    pub(crate) tsc: Option<sys::TscDisabled>,
 }
 
 fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(), Error> {
@@ -288,7 +288,7 @@ pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result
 impl<'o> Replayer<'o> {
     /// Open the trace, start the recorded program and set up its first image; the program is
     /// stopped before its first instruction.
-    pub(crate) fn start(opts: &ReplayOptions, observer: &'o mut dyn ReplayObserver) -> Result<Replayer<'o>, Error> {
+    pub(crate) fn start(opts: &ReplayOptions, observer: Box<dyn ReplayObserver + 'o>) -> Result<Replayer<'o>, Error> {
         let reader = TraceReader::open(&opts.trace_dir)?;
         let ends_early = reader.ends_early();
         let cpu = trace::cpu_identity();
@@ -381,14 +381,22 @@ impl<'o> Replayer<'o> {
         Ok(r)
     }
 
+    /// The observer, to start another replay with it.
+    pub(crate) fn take_observer(&mut self) -> Box<dyn ReplayObserver + 'o> {
+        std::mem::replace(&mut self.observer, Box::new(crate::observer::NoObserver))
+    }
+
     /// Kill what is left of the replayed processes and reap them.
     pub(crate) fn kill_all(&mut self) {
-        let leftover: Vec<Pid> = self.procs.values().map(|p| p.pid).collect();
+        let leftover: Vec<Pid> =
+            self.procs.values().map(|p| p.pid).chain(self.early_children.drain()).collect();
         for p in &leftover {
             let _ = ptrace::kill(*p, libc::SIGKILL);
         }
-        if !leftover.is_empty() {
-            while let Ok(Some(_)) = ptrace::wait_any() {}
+        // Each one until it is gone: other children of this process (a debugger, the debug
+        // host) are not ours to reap.
+        for p in &leftover {
+            while let Ok(Wait::Stopped { .. }) = ptrace::wait_pid(*p) {}
         }
         self.procs.clear();
         self.by_pid.clear();

@@ -213,6 +213,7 @@ pub struct ThreadInfo {
 /// A replay a debugger drives (see the module docs).
 pub struct Session<'o> {
     r: Replayer<'o>,
+    opts: ReplayOptions,
     ended: bool,
     /// Registers of the halted thread (for [`Target::regs`]).
     regs: Regs,
@@ -220,8 +221,37 @@ pub struct Session<'o> {
 
 impl<'o> Session<'o> {
     /// Start replaying `opts.trace_dir`: halted before the program's first instruction.
-    pub fn start(opts: &ReplayOptions, observer: &'o mut dyn ReplayObserver) -> Result<Session<'o>, Error> {
-        Ok(Session { r: Replayer::start(opts, observer)?, ended: false, regs: rdb_tracee::ptrace::zeroed_regs() })
+    pub fn start(opts: &ReplayOptions, observer: impl ReplayObserver + 'o) -> Result<Session<'o>, Error> {
+        Ok(Session {
+            r: Replayer::start(opts, Box::new(observer))?,
+            opts: opts.clone(),
+            ended: false,
+            regs: rdb_tracee::ptrace::zeroed_regs(),
+        })
+    }
+
+    /// Start the replay again from the beginning (same observer, same debugged process,
+    /// breakpoints and watchpoints gone): halted before the program's first instruction.
+    pub fn restart(&mut self) -> Result<(), Error> {
+        let observer = self.r.take_observer();
+        let focus = self.r.dbg.focus;
+        self.r.kill_all();
+        // The old replayer gives the TSC back before the new one takes it.
+        drop(self.r.tsc.take());
+        self.r = Replayer::start(&self.opts, observer)?;
+        self.r.dbg.focus = focus;
+        self.ended = false;
+        Ok(())
+    }
+
+    /// Run `f` with the calling thread's TSC readable. The replaying thread runs with `rdtsc`
+    /// disabled (see the crate docs); a process started from it (a debugger, say) would
+    /// inherit that and crash at its first `rdtsc`.
+    pub fn with_tsc<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.r.tsc {
+            Some(tsc) => tsc.enabled_for(f),
+            None => f(),
+        }
     }
 
     /// Debug the process whose recorded id is `process` (its thread group's): halts happen
