@@ -9,6 +9,8 @@ command -v llvm-config-14 >/dev/null || need+=(llvm-14-dev)
 [ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v gdb >/dev/null || need+=(gdb)
+# gdb on replays (tests/gdb/): backtraces through libc have its symbols and lines.
+dpkg -s libc6-dbg >/dev/null 2>&1 || need+=(libc6-dbg)
 command -v pigz >/dev/null || need+=(pigz)
 command -v pbzip2 >/dev/null || need+=(pbzip2)
 # The corpus of real programs (tests/corpus/) records these.

@@ -149,12 +149,13 @@ pub fn serve(session: Session<'_>, stream: TcpStream) -> Result<Ended, ServeErro
                 let reason = target.stop_reason(SessionStop::Interrupted { tid });
                 g.interrupt_handled(&mut target, Some(reason)).map_err(protocol)?
             }
-            GdbStubStateMachine::Disconnected(g) => {
-                return Ok(match g.get_reason() {
-                    DisconnectReason::Kill => Ended::Killed,
-                    _ => Ended::Disconnected,
-                })
-            }
+            GdbStubStateMachine::Disconnected(g) => match g.get_reason() {
+                // The debugged process exited: gdb stays connected (extended mode) and may
+                // `run` it again.
+                DisconnectReason::TargetExited(_) | DisconnectReason::TargetTerminated(_) => g.return_to_idle(),
+                DisconnectReason::Kill => return Ok(Ended::Killed),
+                DisconnectReason::Disconnect => return Ok(Ended::Disconnected),
+            },
         };
     }
 }

@@ -7,11 +7,13 @@
 //!   when it hangs, so a hang fails one test instead of stalling the suite.
 //! - [`scratch`] makes a directory for one test; [`program`] names a test program's file;
 //!   [`clang`] and [`rustc`] build one.
+//! - [`gdb`] runs the gdb scripts of `tests/gdb/` through `rdb gdb`.
 //! - Sample apps (`sample-apps/<app>/`) come in two variants: the plain crate, and the
 //!   instrumented one obtained by overlaying the files of `sample-apps/<app>/rdb/` onto it
 //!   ([`SampleApp`]).
 
 pub mod cases;
+pub mod gdb;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -6,6 +6,8 @@
 //! - `corpus::NAME`: each file of `tests/corpus/` is an unmodified program of this machine with
 //!   its current expectation: `identical`, `refused "why"`, or `fails "issue N: why"` for a known
 //!   fault (reported, not hidden; flipping it to `identical` is a one-line change).
+//! - `gdb::NAME`: each gdb script of `tests/gdb/` run by real gdb through `rdb gdb` over a
+//!   recording of the program it names, against the session expected beside it.
 //! - `ui::NAME`: each malformed source of `tests/ui/` against the diagnostics in the `.stderr`
 //!   file beside it (`RDB_BLESS=1` rewrites them).
 //! - `MODULE::NAME`: scenarios that are more than one program and its output (changed binaries,
@@ -72,10 +74,23 @@ fn cases(group: &str) -> Vec<Trial> {
         .collect()
 }
 
+/// One trial per gdb script of `tests/gdb/`.
+fn gdb_scripts() -> Vec<Trial> {
+    rdb_tests::gdb::discover()
+        .into_iter()
+        .enumerate()
+        .map(|(i, script)| match script {
+            Ok(script) => Trial::test(script.name.clone(), move || script.run().map_err(Failed::from)),
+            Err(why) => Trial::test(format!("gdb::malformed-{i}"), move || Err(Failed::from(why))),
+        })
+        .collect()
+}
+
 fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
     trials.extend(cases("programs"));
+    trials.extend(gdb_scripts());
     trials.extend(cases("corpus"));
     trials.extend(ui::trials());
     trials.extend(ui_accepted::trials());
