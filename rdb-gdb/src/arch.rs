@@ -77,8 +77,8 @@ impl LinuxRegs {
     pub fn from_thread(regs: &Regs, fp: &FpRegs) -> LinuxRegs {
         let mut r = LinuxRegs::default();
         let gp = [
-            regs.rax, regs.rbx, regs.rcx, regs.rdx, regs.rsi, regs.rdi, regs.rbp, regs.rsp, regs.r8, regs.r9,
-            regs.r10, regs.r11, regs.r12, regs.r13, regs.r14, regs.r15, regs.rip,
+            regs.rax, regs.rbx, regs.rcx, regs.rdx, regs.rsi, regs.rdi, regs.rbp, regs.rsp, regs.r8, regs.r9, regs.r10,
+            regs.r11, regs.r12, regs.r13, regs.r14, regs.r15, regs.rip,
         ];
         for (n, v) in gp.iter().enumerate() {
             r.bytes[n] = v.to_le_bytes().to_vec();
@@ -359,7 +359,10 @@ mod tests {
         back.gdb_deserialize(&bytes).unwrap();
         assert_eq!(back, g);
         let r = back.to_regs(&rdb_tracee::ptrace::zeroed_regs());
-        assert_eq!((r.rax, r.r15, r.rip, r.eflags, r.fs_base, r.orig_rax), (1, 15, regs.rip, 0x246, regs.fs_base, u64::MAX));
+        assert_eq!(
+            (r.rax, r.r15, r.rip, r.eflags, r.fs_base, r.orig_rax),
+            (1, 15, regs.rip, 0x246, regs.fs_base, u64::MAX)
+        );
         let f = back.to_fpregs(&fp);
         assert_eq!((f.xmm_space[4], f.mxcsr), (0xdead_beef, 0x1f80));
         assert_eq!(g.pc(), regs.rip);

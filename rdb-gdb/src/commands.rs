@@ -16,8 +16,8 @@ impl MonitorCmd for ReplayTarget<'_> {
         match words.as_slice() {
             ["when"] => match self.current_thread() {
                 Some(tid) => match self.session.next_event(tid)? {
-                    Some(n) => outputln!(out, "Current event: {n} (thread {tid}'s next event)"),
-                    None => outputln!(out, "Current event: end of trace (thread {tid} has no further event)"),
+                    Some(n) => outputln!(out, "Current event: {n}"),
+                    None => outputln!(out, "Current event: end of trace (the thread has no further event)"),
                 },
                 None => outputln!(out, "The debugged process has exited."),
             },

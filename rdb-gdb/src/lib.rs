@@ -91,9 +91,7 @@ pub fn serve(session: Session<'_>, stream: TcpStream) -> Result<Ended, ServeErro
     let interrupt = target.session.interrupter();
     let mut reader = conn::spawn_reader(stream.try_clone()?, interrupt.clone())?;
     let writer = Writer::new(stream);
-    let stub = GdbStub::builder(writer)
-        .build()
-        .map_err(|e| ServeError::Protocol(e.to_string()))?;
+    let stub = GdbStub::builder(writer).build().map_err(|e| ServeError::Protocol(e.to_string()))?;
     let mut gdb = stub.run_state_machine(&mut target).map_err(|e| ServeError::Protocol(e.to_string()))?;
     let protocol = |e: gdbstub::stub::GdbStubError<ServeError, std::io::Error>| ServeError::Protocol(e.to_string());
     loop {

@@ -21,9 +21,9 @@ use gdbstub::target::ext::breakpoints::{
     Breakpoints, BreakpointsOps, HwWatchpoint, HwWatchpointOps, SwBreakpoint, SwBreakpointOps, WatchKind,
 };
 use gdbstub::target::ext::host_io::{
-    FsKind, HostIo, HostIoClose, HostIoCloseOps, HostIoErrno, HostIoError, HostIoFstat, HostIoFstatOps,
-    HostIoOpen, HostIoOpenFlags, HostIoOpenMode, HostIoOpenOps, HostIoOps, HostIoPread, HostIoPreadOps,
-    HostIoReadlink, HostIoReadlinkOps, HostIoResult, HostIoSetfs, HostIoSetfsOps, HostIoStat,
+    FsKind, HostIo, HostIoClose, HostIoCloseOps, HostIoErrno, HostIoError, HostIoFstat, HostIoFstatOps, HostIoOpen,
+    HostIoOpenFlags, HostIoOpenMode, HostIoOpenOps, HostIoOps, HostIoPread, HostIoPreadOps, HostIoReadlink,
+    HostIoReadlinkOps, HostIoResult, HostIoSetfs, HostIoSetfsOps, HostIoStat,
 };
 use gdbstub::target::{Target, TargetError, TargetResult};
 use rdb_runtime::trace::Tid;
@@ -218,8 +218,7 @@ impl<'o> Target for ReplayTarget<'o> {
 
     fn support_target_description_xml_override(
         &mut self,
-    ) -> Option<gdbstub::target::ext::target_description_xml_override::TargetDescriptionXmlOverrideOps<'_, Self>>
-    {
+    ) -> Option<gdbstub::target::ext::target_description_xml_override::TargetDescriptionXmlOverrideOps<'_, Self>> {
         None
     }
 
@@ -247,9 +246,7 @@ impl<'o> Target for ReplayTarget<'o> {
         Some(self)
     }
 
-    fn support_catch_syscalls(
-        &mut self,
-    ) -> Option<gdbstub::target::ext::catch_syscalls::CatchSyscallsOps<'_, Self>> {
+    fn support_catch_syscalls(&mut self) -> Option<gdbstub::target::ext::catch_syscalls::CatchSyscallsOps<'_, Self>> {
         Some(self)
     }
 
@@ -300,7 +297,8 @@ impl MultiThreadBase for ReplayTarget<'_> {
 
     fn write_addrs(&mut self, start_addr: u64, data: &[u8], _tid: GdbTid) -> TargetResult<(), Self> {
         let mut now = vec![0u8; data.len()];
-        if data.is_empty() || self.session.read_memory(start_addr, &mut now).is_ok_and(|n| n == data.len() && now == data)
+        if data.is_empty()
+            || self.session.read_memory(start_addr, &mut now).is_ok_and(|n| n == data.len() && now == data)
         {
             return Ok(());
         }
@@ -594,7 +592,11 @@ impl HostIoSetfs for ReplayTarget<'_> {
 }
 
 impl gdbstub::target::ext::extended_mode::ExtendedMode for ReplayTarget<'_> {
-    fn run(&mut self, _filename: Option<&[u8]>, _args: gdbstub::target::ext::extended_mode::Args<'_, '_>) -> TargetResult<gdbstub::common::Pid, Self> {
+    fn run(
+        &mut self,
+        _filename: Option<&[u8]>,
+        _args: gdbstub::target::ext::extended_mode::Args<'_, '_>,
+    ) -> TargetResult<gdbstub::common::Pid, Self> {
         // `run` replays the recording again from its start.
         self.restart().map_err(TargetError::Fatal)?;
         let pid = self.session.focus().map_or(1, |t| t.0 as usize);

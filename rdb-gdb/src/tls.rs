@@ -42,7 +42,10 @@ pub fn layout_from_libc(libc: &Path) -> Result<LinkMapLayout, String> {
         // { bit size, element count, byte offset }
         Ok(u32::from_le_bytes(desc[8..12].try_into().expect("4 bytes")) as u64)
     };
-    Ok(LinkMapLayout { modid: field("_thread_db_link_map_l_tls_modid")?, tls_offset: field("_thread_db_link_map_l_tls_offset")? })
+    Ok(LinkMapLayout {
+        modid: field("_thread_db_link_map_l_tls_modid")?,
+        tls_offset: field("_thread_db_link_map_l_tls_offset")?,
+    })
 }
 
 fn word(mem: &dyn Memory, addr: u64) -> Result<u64, String> {

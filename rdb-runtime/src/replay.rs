@@ -388,8 +388,7 @@ impl<'o> Replayer<'o> {
 
     /// Kill what is left of the replayed processes and reap them.
     pub(crate) fn kill_all(&mut self) {
-        let leftover: Vec<Pid> =
-            self.procs.values().map(|p| p.pid).chain(self.early_children.drain()).collect();
+        let leftover: Vec<Pid> = self.procs.values().map(|p| p.pid).chain(self.early_children.drain()).collect();
         for p in &leftover {
             let _ = ptrace::kill(*p, libc::SIGKILL);
         }

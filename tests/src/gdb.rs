@@ -12,7 +12,8 @@
 //!
 //! Before comparing, what differs from one recording to the next is normalised: recorded
 //! thread and process ids (`Thread 1.4242` becomes `Thread 1.T1`, in order of appearance),
-//! addresses of libraries and stacks (`0x7ff...`) and the repository's path (`<repo>`); the
+//! addresses of libraries and stacks (`0x7ff...`), the repository's path (`<repo>`) and the
+//! scratch directory's (`<scratch>`); the
 //! program's own addresses stay (ASLR is off and the program is built the same way each time).
 
 use std::collections::HashMap;
@@ -110,7 +111,8 @@ impl GdbScript {
             return Err(format!("rdb gdb timed out after {} s:\n{}", self.timeout, text(&out.stdout)));
         }
         let root = crate::repo_root().display().to_string();
-        Ok(normalise(&text(&out.stdout).replace(&root, "<repo>")))
+        let got = text(&out.stdout).replace(&root, "<repo>").replace(&dir.display().to_string(), "<scratch>");
+        Ok(normalise(&got))
     }
 }
 
