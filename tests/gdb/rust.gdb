@@ -16,7 +16,7 @@ print accounts.len
 delete
 break gdb_rust::sort
 continue
-info threads
+thread
 bt 2
 delete
 continue
