@@ -27,7 +27,7 @@ const ST0: usize = 24;
 const FPU_CONTROL: usize = 32; // fctrl fstat ftag fiseg fioff foseg fooff fop
 const XMM0: usize = 40;
 const MXCSR: usize = 56;
-const ORIG_RAX: usize = 57;
+pub const ORIG_RAX: usize = 57;
 const FS_BASE: usize = 58;
 const GS_BASE: usize = 59;
 /// Number of registers.

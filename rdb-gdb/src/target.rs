@@ -276,9 +276,15 @@ impl MultiThreadBase for ReplayTarget<'_> {
     }
 
     fn write_registers(&mut self, regs: &LinuxRegs, tid: GdbTid) -> TargetResult<(), Self> {
-        // Writing what is there already changes nothing (gdb does so when it restores state).
-        if self.thread_regs(recorded(tid)).is_ok_and(|now| now == *regs) {
-            return Ok(());
+        // Writing what is there already changes nothing (gdb does so when it restores state;
+        // `orig_rax` -1: see `write_register`).
+        if let Ok(mut now) = self.thread_regs(recorded(tid)) {
+            if regs.bytes[crate::arch::ORIG_RAX] == u64::MAX.to_le_bytes() {
+                now.bytes[crate::arch::ORIG_RAX] = regs.bytes[crate::arch::ORIG_RAX].clone();
+            }
+            if now == *regs {
+                return Ok(());
+            }
         }
         eprintln!("{REFUSED_WRITE}");
         Err(TargetError::Errno(libc::EPERM as u8))
@@ -335,6 +341,12 @@ impl SingleRegisterAccess<GdbTid> for ReplayTarget<'_> {
 
     fn write_register(&mut self, tid: GdbTid, reg: Reg, val: &[u8]) -> TargetResult<(), Self> {
         if self.thread_regs(recorded(tid)).is_ok_and(|now| now.bytes[reg.0] == val) {
+            return Ok(());
+        }
+        // gdb sets `orig_rax` to -1 whenever it sets the pc (so that the kernel restarts no
+        // syscall), also to the value it has: that changes nothing of the replay, which
+        // restarts syscalls as recorded.
+        if reg.0 == crate::arch::ORIG_RAX && val == u64::MAX.to_le_bytes() {
             return Ok(());
         }
         eprintln!("{REFUSED_WRITE}");
@@ -620,8 +632,9 @@ impl gdbstub::target::ext::extended_mode::ExtendedMode for ReplayTarget<'_> {
         &mut self,
         _pid: Option<gdbstub::common::Pid>,
     ) -> TargetResult<gdbstub::target::ext::extended_mode::ShouldTerminate, Self> {
+        // gdb kills before it runs the program again (`run`); when it quits, it disconnects.
         self.exited = true;
-        Ok(gdbstub::target::ext::extended_mode::ShouldTerminate::Yes)
+        Ok(gdbstub::target::ext::extended_mode::ShouldTerminate::No)
     }
 
     fn restart(&mut self) -> Result<(), Self::Error> {

@@ -7,7 +7,7 @@
 //! | directive | meaning |
 //! | --- | --- |
 //! | `program: FILE` | the program, a file of `tests/programs/` built as its own directives say |
-//! | `args: ARGS` | more arguments for `rdb gdb` (`--goto 20`) |
+//! | `args: ARGS` | more arguments for `rdb gdb` (`--goto 20`); `{first-child}` is the recorded id of the first process the program started |
 //! | `timeout: SECONDS` | per command (120) |
 //!
 //! Before comparing, what differs from one recording to the next is normalised: recorded
@@ -99,7 +99,9 @@ impl GdbScript {
     /// `rdb gdb TRACE ARGS -- -batch -nx -x SCRIPT`, stdout and stderr as one stream, normalised.
     fn gdb(&self, dir: &Path, trace: &Path) -> Result<String, String> {
         let mut rdb = vec!["gdb".to_string(), trace.display().to_string()];
-        rdb.extend(self.args.iter().cloned());
+        for arg in &self.args {
+            rdb.push(if arg == "{first-child}" { first_child(trace)? } else { arg.clone() });
+        }
         rdb.extend(["--".into(), "-batch".into(), "-nx".into(), "-x".into(), self.path.display().to_string()]);
         let line = rdb.iter().map(|a| shlex::try_quote(a).map(|q| q.into_owned())).collect::<Result<Vec<_>, _>>();
         let line = line.map_err(|e| e.to_string())?.join(" ");
@@ -114,6 +116,16 @@ impl GdbScript {
         let got = text(&out.stdout).replace(&root, "<repo>").replace(&dir.display().to_string(), "<scratch>");
         Ok(normalise(&got))
     }
+}
+
+/// The recorded id of the first process a recording started (from `rdb info --events`).
+fn first_child(trace: &Path) -> Result<String, String> {
+    let out = output(&mut rdb_timed(60, &["info", "--events", trace.to_str().unwrap()]));
+    text(&out.stdout)
+        .lines()
+        .find_map(|l| l.split_once("new process ").and_then(|(_, rest)| rest.split_whitespace().next()))
+        .map(str::to_string)
+        .ok_or_else(|| format!("the recording started no process:\n{}", describe(&out)))
 }
 
 /// Replace what differs between recordings (see the module docs).
