@@ -1,8 +1,8 @@
 //! The files `cargo rdb build` leaves in `target/rdb/<profile>/`.
 
 use anyhow::{Context, Result};
-use rdb_descriptors::{Language, SourceLocation};
-use rdb_extract::{LineCol, NestKind, Region};
+use rdb_descriptors::{CallbackDescriptor, CallbackEvent, DebugEntry, Language, SourceLocation, SyscallName};
+use rdb_extract::{Callback, CallbackKind, LineCol, NestKind, Region};
 use rdb_locate::{ArgumentSite, Body, BodyKind, RegionSite};
 use std::path::{Path, PathBuf};
 
@@ -22,6 +22,7 @@ pub fn write_descriptors(
     dwarf_binary: &Path,
     toolchain: &str,
     regions: &[&Region],
+    callbacks: &[&Callback],
     source_root: &Path,
 ) -> Result<(PathBuf, PathBuf, Vec<String>)> {
     let paths = rdb_descriptors::artefact_paths(binary);
@@ -70,7 +71,11 @@ pub fn write_descriptors(
         .and_then(std::fs::metadata)
         .map(|m| format!("{} {:?}", m.len(), m.modified().ok()))
         .unwrap_or_default();
-    let key = format!("{tool}\n{toolchain}\n{}\n{module_hash}\n{}\n{sites:?}", identity.blake3, dwarf_binary.display());
+    let key = format!(
+        "{tool}\n{toolchain}\n{}\n{module_hash}\n{}\n{sites:?}\n{callbacks:?}",
+        identity.blake3,
+        dwarf_binary.display()
+    );
     let key_path = binary.with_file_name(format!(".{}.rdb-key", binary.file_name().expect("named").to_string_lossy()));
     if paths.functions.is_file() && paths.arguments.is_file() {
         if let Ok(saved) = std::fs::read_to_string(&key_path) {
@@ -95,7 +100,9 @@ pub fn write_descriptors(
     let patches = dispatch_instantiations(&mut located, &table);
     rdb_locate::patch_entry_ids(&paths.debug_module, &patches)?;
     let warnings = located.warnings.clone();
-    let (functions, arguments) = located.into_descriptors(Language::Rust, toolchain.to_string(), identity, module_name);
+    let (mut functions, arguments) =
+        located.into_descriptors(Language::Rust, toolchain.to_string(), identity, module_name);
+    functions.callbacks = callbacks.iter().map(|c| callback_descriptor(c, source_root)).collect();
     rdb_descriptors::store(&paths.functions, &functions)
         .with_context(|| format!("cannot write {}", paths.functions.display()))?;
     rdb_descriptors::store(&paths.arguments, &arguments)
@@ -159,4 +166,24 @@ fn dispatch_instantiations(located: &mut rdb_locate::Located, table: &[rdb_locat
         a.locations.retain(|p| !dropped_args.contains(&(a.region, p.address)));
     }
     patches
+}
+
+/// The descriptor of a callback (the event as the source says it).
+fn callback_descriptor(c: &Callback, source_root: &Path) -> CallbackDescriptor {
+    let mut path = c.module_path.clone();
+    path.push(c.function.clone());
+    let event = match &c.kind {
+        CallbackKind::Syscall { names, when } => CallbackEvent::Syscall {
+            syscalls: names.iter().map(|(name, number)| SyscallName { name: name.clone(), number: *number }).collect(),
+            when: *when,
+        },
+    };
+    CallbackDescriptor {
+        id: c.id,
+        entry: DebugEntry::CallbackTable,
+        function: path.join("::"),
+        source: location(&source_root.join(&c.file), c.at),
+        event,
+        note: None,
+    }
 }

@@ -10,6 +10,9 @@
 //! - [`ArgumentDescriptors`] (`<bin>.rdb-arguments.json`): for each region and
 //!   argument position, the program variable passed and where it lives at
 //!   each code location.
+//! - [`CallbackDescriptor`]s (in the function descriptor file): the debug-only
+//!   functions to call when an event happens in the program (a system call,
+//!   a call of a function, an access to watched memory).
 //!
 //! Both carry `format` and `version` fields checked on load ([`load_functions`],
 //! [`load_arguments`]). Stability policy: fields are only ever added within a
@@ -27,11 +30,15 @@ pub const FUNCTIONS_FORMAT: &str = "rdb-functions";
 /// Value of the `format` field of an argument descriptor file.
 pub const ARGUMENTS_FORMAT: &str = "rdb-arguments";
 /// The descriptor format version this crate reads and writes.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// Name of the ELF section of a Rust debug module that maps region ids to
 /// debug functions: pairs of little-endian `u64` (region id, function address).
 pub const REGION_TABLE_SECTION: &str = "rdb_regions";
+
+/// Name of the ELF section of a Rust debug module that maps callback ids to
+/// debug functions (same layout as [`REGION_TABLE_SECTION`]).
+pub const CALLBACK_TABLE_SECTION: &str = "rdb_callbacks";
 
 /// `<bin>.rdb-functions.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -52,6 +59,9 @@ pub struct FunctionDescriptors {
     pub debug_module: String,
     /// One entry per debug region.
     pub functions: Vec<FunctionDescriptor>,
+    /// One entry per event callback (version 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callbacks: Vec<CallbackDescriptor>,
 }
 
 /// Identity of a file: where it was and what it contained.
@@ -136,6 +146,54 @@ pub enum DebugEntry {
     Symbol { name: String },
     /// The entry of [`REGION_TABLE_SECTION`] whose id is the region id.
     RegionTable,
+    /// The entry of [`CALLBACK_TABLE_SECTION`] whose id is the callback id.
+    CallbackTable,
+}
+
+/// A debug-only function the replay calls when an event happens in the program.
+///
+/// Its debug function has the regions' calling convention (`argv`); what `argv`
+/// holds depends on [`CallbackEvent`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CallbackDescriptor {
+    /// Callback id, unique within the binary among region and callback ids;
+    /// argument descriptors whose `region` is this id describe its arguments.
+    pub id: u32,
+    /// How to find its debug function in the debug module.
+    pub entry: DebugEntry,
+    /// The callback function as written (`who_writes`, `hooks::who_writes`).
+    pub function: String,
+    /// Where the callback's attribute (or C macro) is written.
+    pub source: SourceLocation,
+    /// What makes the replay call it.
+    pub event: CallbackEvent,
+    /// Human-readable remark (e.g. why it can never be called).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The event a callback is called for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "on", rename_all = "snake_case")]
+pub enum CallbackEvent {
+    /// Any of these system calls, before it runs or after it completed.
+    /// `argv[0]` points to an `rdb_syscall` record (`rdb.h`, `rdb::Syscall`).
+    Syscall { syscalls: Vec<SyscallName>, when: When },
+}
+
+/// A system call by name and x86-64 number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SyscallName {
+    pub name: String,
+    pub number: u64,
+}
+
+/// Before an event (a system call has not run yet) or after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum When {
+    Before,
+    After,
 }
 
 /// A place in a source file. Lines and columns are 1-based; columns count
@@ -295,6 +353,7 @@ impl FunctionDescriptors {
             binary,
             debug_module,
             functions: Vec::new(),
+            callbacks: Vec::new(),
         }
     }
 }

@@ -89,9 +89,12 @@ fn replay_debug(replay: ReplayOptions, binary: PathBuf, timeout: f64) -> Result<
     for region in &out.regions_never_hit {
         eprintln!("rdb: note: region {region} was never reached in this replay");
     }
+    for callback in &out.callbacks_never_called {
+        eprintln!("rdb: note: callback {callback} was never called in this replay");
+    }
     if out.problems > 0 {
         eprintln!(
-            "rdb: {} of {} region calls did not complete cleanly (see the warnings above)",
+            "rdb: {} of {} debug calls (regions and callbacks) did not complete cleanly (see the warnings above)",
             out.problems, out.calls
         );
         return Ok(EXIT_REGION_PROBLEMS);

@@ -17,13 +17,19 @@
 //! 4. reports every hit that did not complete cleanly (write to program
 //!    memory, panic, crash, timeout) on stderr with the region and its source
 //!    location, and carries on: the program's replay is never affected.
+//!
+//! The module's event callbacks (`callbacks`) run beside the regions, with the same host.
+
+mod callbacks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use rdb_descriptors::FunctionDescriptors;
 use rdb_host::{DebugHost, HostError, HostOptions};
-use rdb_runtime::{BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, ReplayOutcome, TraceReader};
+use rdb_runtime::{
+    BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, ReplayOutcome, SyscallStop, TraceReader,
+};
 
 /// What to replay, and with which regions.
 #[derive(Debug)]
@@ -47,6 +53,10 @@ pub struct DebugReplayOutcome {
     /// Regions that have no code location in the binary, with the reason
     /// the descriptors give.
     pub regions_without_location: Vec<(u32, String)>,
+    /// Event callback calls made (also counted in `calls`, their problems in `problems`).
+    pub callback_calls: u64,
+    /// Callbacks never called in this replay (`` `name` (file:line:col) `` each).
+    pub callbacks_never_called: Vec<String>,
 }
 
 /// Why a replay with regions could not run.
@@ -162,7 +172,9 @@ impl RegionObserver {
         }
         let host = DebugHost::for_binary(binary, host_options)?;
         let locations = host.code_locations();
+        let callbacks = callbacks::Callbacks::new(&host);
         Ok(RegionObserver {
+            callbacks,
             host,
             locations,
             binary_hash: hash,
@@ -182,10 +194,12 @@ impl RegionObserver {
         never.retain(|r| !self.hit.contains(r));
         DebugReplayOutcome {
             replay,
-            calls: self.calls,
-            problems: self.problems,
+            calls: self.calls + self.callbacks.calls,
+            problems: self.problems + self.callbacks.problems,
             regions_never_hit: never,
             regions_without_location: self.regions_without_location.clone(),
+            callback_calls: self.callbacks.calls,
+            callbacks_never_called: self.callbacks.never_called(),
         }
     }
 }
@@ -194,6 +208,8 @@ impl RegionObserver {
 /// during a replay (plain or driven by a debugger).
 pub struct RegionObserver {
     host: DebugHost,
+    /// The module's event callbacks, run beside the regions.
+    callbacks: callbacks::Callbacks,
     /// Module-relative code address -> regions to run there.
     locations: BTreeMap<u64, Vec<u32>>,
     binary_hash: String,
@@ -229,6 +245,7 @@ impl ReplayObserver for RegionObserver {
         let Some(regions) = self.locations.get(&address).cloned() else {
             return Ok(());
         };
+        callbacks::flush_program_output();
         for region in regions {
             self.calls += 1;
             self.hit.insert(region);
@@ -246,6 +263,17 @@ impl ReplayObserver for RegionObserver {
         }
         // The program runs next: what the host mirrored is stale from now on.
         self.host.invalidate();
+        Ok(())
+    }
+
+    fn wants_syscall(&self, nr: u64, exit: bool) -> bool {
+        self.callbacks.wants_syscall(nr, exit)
+    }
+
+    fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
+        if self.runs_region_binary(&stop.image.exe) {
+            self.callbacks.on_syscall(&mut self.host, stop);
+        }
         Ok(())
     }
 }

@@ -19,7 +19,12 @@
 //!
 //! The debug text keeps every line where it was, so compiler messages about
 //! debug code point at the user's lines.
+//!
+//! Event callbacks (`#[debug_only] #[rdb_macros::on_syscall(write)] fn f(..)`) are
+//! [`Callback`]s: removed from the main text with their item, registered in the
+//! debug text (see `callbacks.rs`). Their ids follow the regions of their file.
 
+mod callbacks;
 mod diag;
 mod manifest;
 mod parse;
@@ -57,7 +62,35 @@ pub struct Extraction {
     pub files: Vec<ExtractedFile>,
     /// Every region, ordered by id.
     pub regions: Vec<Region>,
+    /// Every event callback, ordered by id.
+    pub callbacks: Vec<Callback>,
 }
+
+/// A `#[debug_only]` function the replay calls when an event happens in the program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Callback {
+    /// Unique among the ids of regions and callbacks of the extraction.
+    pub id: u32,
+    /// The file, as in [`SourceInput::path`].
+    pub file: PathBuf,
+    /// The callback attribute.
+    pub at: LineCol,
+    /// The function's name.
+    pub function: String,
+    /// The module it is declared in, inside its crate.
+    pub module_path: Vec<String>,
+    pub crate_name: String,
+    pub kind: CallbackKind,
+}
+
+/// What a callback is called for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallbackKind {
+    /// `on_syscall(names..., before | after)`: the names with their x86-64 numbers.
+    Syscall { names: Vec<(String, u64)>, when: When },
+}
+
+pub use rdb_descriptors::When;
 
 /// The two rewritten texts of one file.
 #[derive(Debug, Clone)]
@@ -144,7 +177,7 @@ pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagn
     let mut statics = syntax::Statics::new();
     for input in files {
         // Files without markers need no parse: nothing to strip or rewrite.
-        let relevant = input.text.contains("rdb_") || input.text.contains("debug_only");
+        let relevant = input.text.contains("rdb_") || input.text.contains("debug_only") || input.text.contains("rdb::");
         if !relevant {
             parsed.push(None);
             continue;
@@ -174,6 +207,7 @@ pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagn
     let mut next_id = first_id;
     let mut out_files = Vec::new();
     let mut regions = Vec::new();
+    let mut callbacks = Vec::new();
     for (input, p) in files.iter().zip(&parsed) {
         let Some(file) = p else {
             out_files.push(ExtractedFile {
@@ -200,6 +234,9 @@ pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagn
             }
         }
         findings.extend(std::mem::take(&mut model.findings).into_iter().map(|(r, f)| (input, r, f)));
+        let (edits, mut found_callbacks) = callbacks::finish(input, std::mem::take(&mut model.callbacks), &mut next_id);
+        model.debug_edits.extend(edits);
+        callbacks.append(&mut found_callbacks);
         let (extracted, mut found) = rewrite::rewrite(input, model);
         out_files.push(extracted);
         regions.append(&mut found);
@@ -221,7 +258,7 @@ pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagn
         return Err(Diagnostics(diags));
     }
     regions.sort_by_key(|r| r.id);
-    Ok(Extraction { files: out_files, regions })
+    Ok(Extraction { files: out_files, regions, callbacks })
 }
 
 /// The module path of a file from its path relative to the crate's source

@@ -12,6 +12,10 @@ pub enum ArgValue {
     Address(u64),
     /// The variable's value, copied into host-side storage.
     Bytes(Vec<u8>),
+    /// A record built for debug code (an event callback's `rdb_syscall`), copied into host-side
+    /// storage, with pointers to other arguments' host-side storage: at each `(offset, index)`
+    /// of `pointers` the host writes the address `argv[index]` gets.
+    Record { bytes: Vec<u8>, pointers: Vec<(u32, u32)> },
 }
 
 /// Stack variables up to this size are copied at the stop rather than read

@@ -4,7 +4,9 @@ use crate::args::{self, ArgValue};
 use crate::channel::{monotonic_ns, readable_for, Channel, Mailbox, Received, Side};
 use crate::error::{signal_name, HostError, Invocation, InvokeOutcome, Loc};
 use crate::protocol::{self, reason, Reader, Writer};
-use rdb_descriptors::{ArgumentDescriptor, ArgumentDescriptors, DebugEntry, FunctionDescriptor, FunctionDescriptors};
+use rdb_descriptors::{
+    ArgumentDescriptor, ArgumentDescriptors, CallbackDescriptor, DebugEntry, FunctionDescriptor, FunctionDescriptors,
+};
 use rdb_tracee::{Mapping, Target};
 use std::collections::HashMap;
 use std::fs::File;
@@ -118,6 +120,7 @@ pub struct DebugHost {
     program: PathBuf,
     options: HostOptions,
     regions: HashMap<u32, Region>,
+    callbacks: HashMap<u32, CallbackDescriptor>,
     process: Option<Process>,
     /// The program ran since the host last saw it: mirrored pages are stale.
     stale: bool,
@@ -163,11 +166,13 @@ impl DebugHost {
                 r.arguments.push(a.clone());
             }
         }
+        let callbacks = functions.callbacks.iter().map(|c| (c.id, c.clone())).collect();
         let mut host = DebugHost {
             module,
             program,
             options,
             regions,
+            callbacks,
             process: None,
             stale: true,
             maps_dirty: true,
@@ -260,6 +265,49 @@ impl DebugHost {
             .iter()
             .map(|a| a.locations.iter().find(|p| p.address == address).and_then(|p| p.size).unwrap_or(a.size))
             .collect();
+        self.run(region, function, &values, &sizes, tracee, &source_location, None)
+    }
+
+    /// The event callbacks of the debug module (from the function descriptors).
+    pub fn callbacks(&self) -> impl Iterator<Item = &CallbackDescriptor> {
+        self.callbacks.values()
+    }
+
+    /// Runs event callback `id` with the arguments `values` (built by the caller for the event,
+    /// see [`rdb_descriptors::CallbackEvent`]) for a program stopped as `tracee` shows it. The
+    /// program is only read, never written or resumed. Reported like a region's call.
+    pub fn invoke_callback(
+        &mut self,
+        id: u32,
+        values: &[ArgValue],
+        tracee: &dyn Target,
+    ) -> Result<Invocation, HostError> {
+        let callback = self.callbacks.get(&id).ok_or(HostError::UnknownCallback { id })?;
+        let source_location = Loc(callback.source.clone());
+        let name = callback.function.clone();
+        let sizes: Vec<u64> = values
+            .iter()
+            .map(|v| match v {
+                ArgValue::Address(_) => 0,
+                ArgValue::Bytes(b) | ArgValue::Record { bytes: b, .. } => b.len() as u64,
+            })
+            .collect();
+        self.run(id, id, values, &sizes, tracee, &source_location, Some(name))
+    }
+
+    /// Calls debug function `function` (of region or callback `region`) with `values`,
+    /// restarting the host when it collides with the program at start-up.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        region: u32,
+        function: u32,
+        values: &[ArgValue],
+        sizes: &[u64],
+        tracee: &dyn Target,
+        source_location: &Loc,
+        callback: Option<String>,
+    ) -> Result<Invocation, HostError> {
         if tracee.pid().0 != self.last_pid {
             // Another process of the trace: its own address space.
             self.invalidate_mappings();
@@ -270,7 +318,14 @@ impl DebugHost {
             if self.process.is_none() {
                 self.start(tracee.pid().0)?;
             }
-            let result = self.call(region, function, &values, &sizes, tracee, &source_location)?;
+            let result = self.call(region, function, values, sizes, tracee, source_location)?;
+            let result = match (result, &callback) {
+                (Called::Done(mut outcome), Some(name)) => {
+                    outcome.callback = Some(name.clone());
+                    Called::Done(outcome)
+                }
+                (other, _) => other,
+            };
             match result {
                 Called::Done(outcome) => return Ok(outcome),
                 Called::Collision(text) => {
@@ -318,6 +373,13 @@ impl DebugHost {
             match v {
                 ArgValue::Address(a) => w.u32(0).u64(*a).u64(*size),
                 ArgValue::Bytes(b) => w.u32(1).bytes(b),
+                ArgValue::Record { bytes, pointers } => {
+                    w.u32(2).bytes(bytes).u32(pointers.len() as u32);
+                    for &(offset, index) in pointers {
+                        w.u32(offset).u32(index);
+                    }
+                    &mut w
+                }
             };
         }
         let fd = self.socket_fd();
@@ -467,7 +529,13 @@ impl DebugHost {
             self.maps_dirty = true;
             self.stale = true;
         }
-        Invocation { region, source_location: source_location.clone(), outcome, host_restarted: restarted }
+        Invocation {
+            region,
+            callback: None,
+            source_location: source_location.clone(),
+            outcome,
+            host_restarted: restarted,
+        }
     }
 
     fn socket_fd(&self) -> RawFd {
@@ -560,11 +628,15 @@ impl DebugHost {
                 }
             }
         }
+        for (id, callback) in &self.callbacks {
+            wants.insert(*id, &callback.entry);
+        }
         w.u32(wants.len() as u32);
         for (id, entry) in wants {
             match entry {
                 DebugEntry::Symbol { name } => w.u32(id).u32(0).bytes(name.as_bytes()),
                 DebugEntry::RegionTable => w.u32(id).u32(1).bytes(b""),
+                DebugEntry::CallbackTable => w.u32(id).u32(2).bytes(b""),
             };
         }
         w.u32(self.code_bytes.len() as u32);

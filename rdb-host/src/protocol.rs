@@ -11,7 +11,8 @@
 pub const INIT: u32 = 1;
 /// Replayer -> host: run one region's debug function. Layout: tag, region
 /// u32, flags u32, pid u32, [mappings if `FLAG_MAPS`], argument count u32,
-/// then per argument: kind u32 (0: address u64 + size u64; 1: bytes).
+/// then per argument: kind u32 (0: address u64 + size u64; 1: bytes; 2: bytes,
+/// pointer count u32, then per pointer: byte offset u32, argument index u32).
 pub const INVOKE: u32 = 2;
 /// Replayer -> host: bytes of program memory (answer to [`PAGE_REQUEST`]).
 /// Layout: tag u32, errno i32 (0 = ok), length u32, pad u32, bytes.

@@ -43,6 +43,22 @@
 //!   the main build with the lines they occupy; put imports of `rdb_macros`
 //!   in a `use` of their own.
 //!
+//! # Event callbacks
+//!
+//! A `#[debug_only]` function with one of the attributes below is called by the replay when
+//! something happens in the program, with the same guarantees as regions (the program's replay
+//! is never affected, output interleaves in program order, debug-only state persists):
+//!
+//! ```ignore
+//! #[debug_only]
+//! #[rdb_macros::on_syscall(write, after)]     // before | after (default after); several names allowed
+//! fn who_writes(call: &rdb::Syscall) { ... }  // or `fn who_writes()`
+//! ```
+//!
+//! The debug-side API (`rdb::Syscall`, `rdb::backtrace()`, ...) is the `rdb-api` crate (library
+//! name `rdb`); like `rdb-macros`, `cargo rdb build` removes it from the main build.
+//! In a plain build the attributes change nothing (the function stays, unused).
+//!
 //! A function-like macro cannot remove the statements that follow it, so in a
 //! plain build a region's statements compile and run as ordinary code (like
 //! printf debugging). Only `cargo rdb build` separates them from the program.
@@ -66,6 +82,19 @@ pub fn rdb_end(_input: TokenStream) -> TokenStream {
 /// binary; a plain build keeps it, unchanged but for silenced unused lints.
 #[proc_macro_attribute]
 pub fn debug_only(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut out: TokenStream = "#[allow(dead_code, unused)]".parse().expect("static attribute parses");
+    out.extend(item);
+    out
+}
+
+/// `#[on_syscall(name, ..., before | after)]`: calls the function at each of these system calls
+/// of the replayed program (see the crate docs). Keeps the item unchanged in a plain build.
+#[proc_macro_attribute]
+pub fn on_syscall(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    allow_unused(item)
+}
+
+fn allow_unused(item: TokenStream) -> TokenStream {
     let mut out: TokenStream = "#[allow(dead_code, unused)]".parse().expect("static attribute parses");
     out.extend(item);
     out

@@ -57,6 +57,9 @@
 
 use core::ffi::c_void;
 
+mod callback;
+pub use callback::*;
+
 /// The signature of every region's debug function.
 pub type DebugFn = unsafe extern "C" fn(argv: *const *const c_void);
 
@@ -185,15 +188,22 @@ fn install_panic_hook() {
 /// # Safety
 /// `argv` must satisfy [`FromArgv::from_argv`] for `A`.
 pub unsafe extern "C" fn trampoline<A: FromArgv, F: Fn(A)>(argv: *const *const c_void) {
-    install_panic_hook();
     // SAFETY: `F` is zero-sized (asserted in `region`) and is a closure type
     // with no captures, so any bit pattern (there are none) is a valid value.
     let body: F = unsafe { core::mem::zeroed() };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    run_caught(|| {
         // SAFETY: forwarded from this function's contract.
         let args = unsafe { A::from_argv(argv) };
         body(args)
-    }));
+    });
+}
+
+/// Runs debug code the way every debug function does: a panic is caught and reported to the
+/// debug host (or printed when there is none), and Rust's stdout is flushed afterwards so that
+/// debug output interleaves with the program's in program order.
+pub fn run_caught(body: impl FnOnce()) {
+    install_panic_hook();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
     let _ = std::io::Write::flush(&mut std::io::stdout());
     if result.is_err() {
         let message = PANIC_MESSAGE.lock().ok().and_then(|mut m| m.take()).unwrap_or_else(|| "(no message)".into());

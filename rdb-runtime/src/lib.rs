@@ -12,7 +12,9 @@
 //!   no `unsafe` code beyond handing `rdb_tracee::ptrace::child_prepare_for_trace` to
 //!   `pre_exec`.
 //! - [`observer`] is the hook a debugger uses during replay: learn each exec'ed image, set
-//!   breakpoints, get called with the tracee stopped.
+//!   breakpoints, get called with the tracee stopped (at breakpoints, and at the system calls
+//!   it asks for, served from the stops the replayer makes anyway); [`payload`] says what a
+//!   system call moved (event callbacks' data).
 //!
 //! Linux x86-64 only. No hardware performance counters are used.
 //!
@@ -77,6 +79,7 @@ mod displace;
 pub mod effects;
 mod location;
 pub mod observer;
+pub mod payload;
 pub mod process;
 pub mod record;
 pub mod replay;
@@ -92,7 +95,7 @@ use rdb_tracee::Pid;
 /// The calling process's CPU placement, TSC switch and clocks (`rdb_tracee::this_process`).
 pub use rdb_tracee::this_process as sys;
 
-pub use observer::{BreakpointStop, NoObserver, ProcessImage, ReplayObserver};
+pub use observer::{BreakpointStop, NoObserver, ProcessImage, ReplayObserver, SyscallStop};
 pub use record::{record, record_with, RecordOptions, RecordOutcome, Schedule};
 pub use replay::{replay, Divergence, ReplayOptions, ReplayOutcome};
 pub use session::{Resume, Session, SessionStop, ThreadInfo, ThreadView};

@@ -6,13 +6,20 @@
 //! instruction at that address (registers as the program has them, memory readable); afterwards
 //! the replayer steps over the original instruction and goes on. The program never sees the
 //! breakpoint.
+//!
+//! System calls need no breakpoint: the replayer stops at every syscall's entry and exit anyway.
+//! At each it asks [`ReplayObserver::wants_syscall`] and, when wanted, calls
+//! [`ReplayObserver::on_syscall`] with the thread stopped there: at the entry before the call is
+//! replayed (after it was checked against the trace), at the exit once the recorded result and
+//! memory are in place and recorded output was re-emitted. Calls that never return (`exit`,
+//! `exit_group`, a successful `execve`'s old image) have no exit stop.
 
 use std::io;
 use std::path::PathBuf;
 
 use rdb_tracee::{Memory, Pid, Regs, Target};
 
-use crate::trace::Tid;
+use crate::trace::{MemWrite, Tid};
 
 /// A process image right after exec.
 #[derive(Debug, Clone)]
@@ -71,12 +78,65 @@ impl Target for BreakpointStop<'_> {
     }
 }
 
+/// A thread stopped at a system call the observer asked for: a [`Target`] (registers as the
+/// program has them there, memory readable).
+pub struct SyscallStop<'a> {
+    pub tid: Tid,
+    /// The real thread id during this replay.
+    pub pid: Pid,
+    /// Recorded id of the thread's process (its thread group).
+    pub process: Tid,
+    pub nr: u64,
+    pub args: [u64; 6],
+    /// At the exit: the call completed, its recorded result is in `rax` and its recorded
+    /// memory effects are in place. At the entry: it has not run yet.
+    pub exit: bool,
+    /// The recorded result (the trace knows it at the entry too); 0 for calls that do not
+    /// return (`exit_group`, `execve`).
+    pub result: i64,
+    /// The memory the call writes, as recorded (already in place at the exit).
+    pub writes: &'a [MemWrite],
+    pub regs: Regs,
+    /// The image this process runs.
+    pub image: &'a ProcessImage,
+}
+
+impl Memory for SyscallStop<'_> {
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.pid.read_memory(addr, buf)
+    }
+}
+
+impl Target for SyscallStop<'_> {
+    fn tid(&self) -> Pid {
+        self.pid
+    }
+    fn pid(&self) -> Pid {
+        self.image.pid
+    }
+    fn regs(&self) -> &Regs {
+        &self.regs
+    }
+    fn load_bias(&self) -> u64 {
+        self.image.load_bias
+    }
+}
+
 /// Callbacks from the replayer.
 pub trait ReplayObserver {
     /// A process image is ready; return absolute addresses to break at in it.
     fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64>;
     /// A breakpoint was hit. An error stops the replay.
     fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String>;
+    /// Whether [`ReplayObserver::on_syscall`] wants syscall `nr` at its entry (`exit` false)
+    /// or exit. Asked at every syscall stop: keep it cheap.
+    fn wants_syscall(&self, _nr: u64, _exit: bool) -> bool {
+        false
+    }
+    /// A syscall it wants was reached (see the module docs). An error stops the replay.
+    fn on_syscall(&mut self, _stop: &SyscallStop<'_>) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 impl<O: ReplayObserver + ?Sized> ReplayObserver for &mut O {
@@ -86,6 +146,12 @@ impl<O: ReplayObserver + ?Sized> ReplayObserver for &mut O {
     fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
         (**self).on_breakpoint(stop)
     }
+    fn wants_syscall(&self, nr: u64, exit: bool) -> bool {
+        (**self).wants_syscall(nr, exit)
+    }
+    fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
+        (**self).on_syscall(stop)
+    }
 }
 
 impl<O: ReplayObserver + ?Sized> ReplayObserver for Box<O> {
@@ -94,6 +160,12 @@ impl<O: ReplayObserver + ?Sized> ReplayObserver for Box<O> {
     }
     fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
         (**self).on_breakpoint(stop)
+    }
+    fn wants_syscall(&self, nr: u64, exit: bool) -> bool {
+        (**self).wants_syscall(nr, exit)
+    }
+    fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
+        (**self).on_syscall(stop)
     }
 }
 

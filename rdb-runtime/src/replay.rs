@@ -772,6 +772,10 @@ impl Replayer<'_> {
         let (index, head) = self.ev.next_of_indexed(tid)?.map(|(i, e)| (i, e.clone())).expect("checked by run");
         let policy = syscalls::policy(nr);
         let call = Sysno::new(nr as usize);
+        if self.observer.wants_syscall(nr, false) {
+            let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            self.observe_syscall(tid, nr, args, &head, false, regs)?;
+        }
         let mode = match &head {
             Event::Syscall { nr: rnr, args: rargs, ret, file, .. } => {
                 let n = syscalls::nargs(nr);
@@ -997,6 +1001,9 @@ impl Replayer<'_> {
         if matches!(mode, Mode::Exec) {
             self.notify_exec(tid)?;
         }
+        if self.observer.wants_syscall(nr, true) {
+            self.observe_syscall(tid, nr, args, &ev, true, regs)?;
+        }
         let sig = match self.ev.next_of(tid)? {
             Some(Event::Signal { sig, asynchronous: true, .. }) => *sig,
             _ => 0,
@@ -1162,6 +1169,38 @@ impl Replayer<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Call the observer at a syscall stop it asked for, when the stop is the recorded `event`'s
+    /// (anything else is a divergence, reported by the caller).
+    fn observe_syscall(
+        &mut self,
+        tid: Tid,
+        nr: u64,
+        args: [u64; 6],
+        event: &Event,
+        exit: bool,
+        regs: ptrace::Regs,
+    ) -> Result<(), Error> {
+        let policy = syscalls::policy(nr);
+        let (result, writes) = match event {
+            Event::Syscall { nr: rnr, args: rargs, ret, writes, .. } => {
+                let n = syscalls::nargs(nr);
+                if *rnr != nr || rargs[..n] != args[..n] {
+                    return Ok(());
+                }
+                (*ret, writes.as_slice())
+            }
+            Event::Exec { .. } if policy == Policy::Exec => (0, &[][..]),
+            Event::Exit { .. } if policy == Policy::Exit => (0, &[][..]),
+            _ => return Ok(()),
+        };
+        let p = self.proc(tid);
+        let (pid, process) = (p.pid, p.group);
+        let image = p.image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
+        let stop =
+            crate::observer::SyscallStop { tid, pid, process, nr, args, exit, result, writes, regs, image: &image };
+        self.observer.on_syscall(&stop).map_err(Error::Observer)
     }
 
     /// Call the observer at a breakpoint it asked for.

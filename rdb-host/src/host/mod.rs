@@ -136,7 +136,14 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
         let region = r.u32().ok_or_else(bad)?;
         let kind = r.u32().ok_or_else(bad)?;
         let name = String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned();
-        wants.push((region, if kind == 0 { Want::Symbol(name) } else { Want::RegionTable }));
+        wants.push((
+            region,
+            match kind {
+                0 => Want::Symbol(name),
+                2 => Want::CallbackTable,
+                _ => Want::RegionTable,
+            },
+        ));
     }
     let npatches = r.u32().ok_or_else(bad)? as usize;
     let mut patches = Vec::with_capacity(npatches.min(mirror::MAX_PATCHES));
@@ -217,6 +224,8 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     let mut storage: Vec<Vec<Aligned>> = Vec::new();
     let mut argv: Vec<*const c_void> = Vec::with_capacity(count as usize);
     let mut in_program: Vec<(u64, u64)> = Vec::new();
+    // Records' pointers to other arguments: (storage index, byte offset, argument index).
+    let mut fixups: Vec<(usize, usize, usize)> = Vec::new();
     for _ in 0..count {
         match r.u32().ok_or("argument")? {
             0 => {
@@ -225,15 +234,33 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
                 in_program.push((address, size));
                 argv.push(address as *const c_void);
             }
-            _ => {
+            kind => {
                 let bytes = r.bytes().ok_or("argument")?;
                 let mut cell = vec![Aligned([0; 16]); bytes.len().div_ceil(16).max(1)];
                 for (slot, chunk) in cell.iter_mut().zip(bytes.chunks(16)) {
                     slot.0[..chunk.len()].copy_from_slice(chunk);
                 }
+                if kind == 2 {
+                    for _ in 0..r.u32().ok_or("record")? {
+                        let offset = r.u32().ok_or("record")? as usize;
+                        let index = r.u32().ok_or("record")? as usize;
+                        if offset + 8 > bytes.len() || index >= count as usize {
+                            return Err("record pointer out of range");
+                        }
+                        fixups.push((storage.len(), offset, index));
+                    }
+                }
                 argv.push(cell.as_ptr().cast());
                 storage.push(cell);
             }
+        }
+    }
+    for (cell, offset, index) in fixups {
+        let address = (argv[index] as u64).to_le_bytes();
+        let record = &mut storage[cell];
+        for (i, b) in address.into_iter().enumerate() {
+            let at = offset + i;
+            record[at / 16].0[at % 16] = b;
         }
     }
     // A null after the last argument: a module expecting more arguments than

@@ -22,6 +22,7 @@ mod build_dlopen;
 mod build_identity;
 mod build_interrupt;
 mod build_workspace;
+mod callbacks;
 mod clang_replay;
 mod record_replay;
 mod regions_in_generic_closure_async;
@@ -107,6 +108,7 @@ fn main() {
     ));
     trials.extend(scenarios!(build_interrupt: killed_build_leaves_the_tree_unchanged));
     trials.extend(scenarios!(build_workspace: workspace_with_path_dependency, missing_debug_info_is_explained));
+    trials.extend(scenarios!(callbacks: syscall_callbacks_see_every_write_in_program_order));
     trials.extend(scenarios!(clang_replay:
         list_region_shows_the_lost_tail_on_replay,
         minibc_regions_explain_the_recorded_crash,

@@ -1,0 +1,80 @@
+//! Event callbacks (issue 11): a program is recorded from a plain build, then replayed with
+//! `cargo rdb replay` of a variant that adds `#[debug_only]` callbacks. The callbacks see the
+//! recorded events, print in program order, and the program's own output and binary stay the
+//! recorded ones.
+
+use std::path::Path;
+use std::process::Output;
+
+use rdb_tests::{assert_success, lines_where, output, run_cargo, scratch, text, timed, tools, SampleApp};
+
+/// A fixture app recorded from its plain build, with the trace's path and the recorded stdout.
+struct Recorded {
+    app: SampleApp,
+    trace: std::path::PathBuf,
+    stdout: String,
+    _tmp: tempfile::TempDir,
+}
+
+fn record_plain(fixture: &str, args: &[&str]) -> Recorded {
+    let tmp = scratch(fixture);
+    let app = SampleApp::fixture(fixture, tmp.path());
+    assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
+    let trace = tmp.path().join("trace");
+    let binary = app.dir.join("target/debug").join(fixture);
+    let mut prog = vec![binary.to_str().unwrap()];
+    prog.extend_from_slice(args);
+    let out = rdb_tests::record(&app.dir, &trace, &prog);
+    Recorded { app, trace, stdout: text(&out.stdout), _tmp: tmp }
+}
+
+/// `cargo rdb replay TRACE` in `dir` with rdb's tools on `PATH`.
+fn cargo_rdb_replay(dir: &Path, trace: &Path) -> Output {
+    let path = format!("{}:{}", tools().display(), std::env::var("PATH").unwrap_or_default());
+    output(
+        timed(600, tools().join("cargo-rdb"))
+            .args(["rdb", "replay", "-q", trace.to_str().unwrap()])
+            .current_dir(dir)
+            .env("PATH", path)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR"),
+    )
+}
+
+/// The main binary `cargo rdb build` made is the recorded one.
+fn assert_same_binary(app: &SampleApp, name: &str) {
+    assert_eq!(
+        std::fs::read(app.dir.join("target/rdb/debug").join(name)).unwrap(),
+        std::fs::read(app.dir.join("target/debug").join(name)).unwrap(),
+        "the main binary is not the recorded one"
+    );
+}
+
+pub fn syscall_callbacks_see_every_write_in_program_order() {
+    let rec = record_plain("events", &[]);
+    rec.app.instrument();
+    let out = cargo_rdb_replay(&rec.app.dir, &rec.trace);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "replay failed:\n{stdout}\n{stderr}");
+    assert_same_binary(&rec.app, "events");
+    // Each write of the program: the `before` callback's line, the program's own line (the
+    // recorded output, re-emitted), the `after` callback's line with the recorded result and
+    // the bytes written.
+    let expected = "\
+[rdb] before write #1
+sum 12 in 7 steps
+[rdb] write #1 fd=Some(1) result=Some(18) data=\"sum 12 in 7 steps\\n\"
+[rdb] before write #2
+audited 42
+[rdb] write #2 fd=Some(1) result=Some(11) data=\"audited 42\\n\"
+[rdb] before write #3
+total\x0012
+[rdb] write #3 fd=Some(1) result=Some(9) data=\"total\\012\\n\"
+[rdb] before write #4
+done
+[rdb] write #4 fd=Some(1) result=Some(5) data=\"done\\n\"
+";
+    assert_eq!(stdout, expected, "stderr:\n{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), rec.stdout);
+}
