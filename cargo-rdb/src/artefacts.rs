@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use rdb_descriptors::{CallbackDescriptor, CallbackEvent, DebugEntry, Language, SourceLocation, SyscallName};
-use rdb_extract::{Callback, CallbackKind, LineCol, NestKind, Region};
+use rdb_extract::{CallTarget, Callback, CallbackKind, LineCol, NestKind, Region};
 use rdb_locate::{ArgumentSite, Body, BodyKind, RegionSite};
 use std::path::{Path, PathBuf};
 
@@ -100,9 +100,10 @@ pub fn write_descriptors(
     let patches = dispatch_instantiations(&mut located, &table);
     rdb_locate::patch_entry_ids(&paths.debug_module, &patches)?;
     let warnings = located.warnings.clone();
-    let (mut functions, arguments) =
+    let (mut functions, mut arguments) =
         located.into_descriptors(Language::Rust, toolchain.to_string(), identity, module_name);
-    functions.callbacks = callbacks.iter().map(|c| callback_descriptor(c, source_root)).collect();
+    let mut warnings = warnings;
+    functions.callbacks = callback_descriptors(callbacks, dwarf_binary, source_root, &mut arguments, &mut warnings)?;
     rdb_descriptors::store(&paths.functions, &functions)
         .with_context(|| format!("cannot write {}", paths.functions.display()))?;
     rdb_descriptors::store(&paths.arguments, &arguments)
@@ -168,22 +169,79 @@ fn dispatch_instantiations(located: &mut rdb_locate::Located, table: &[rdb_locat
     patches
 }
 
-/// The descriptor of a callback (the event as the source says it).
-fn callback_descriptor(c: &Callback, source_root: &Path) -> CallbackDescriptor {
-    let mut path = c.module_path.clone();
-    path.push(c.function.clone());
-    let event = match &c.kind {
-        CallbackKind::Syscall { names, when } => CallbackEvent::Syscall {
-            syscalls: names.iter().map(|(name, number)| SyscallName { name: name.clone(), number: *number }).collect(),
-            when: *when,
-        },
-    };
-    CallbackDescriptor {
-        id: c.id,
-        entry: DebugEntry::CallbackTable,
-        function: path.join("::"),
-        source: location(&source_root.join(&c.file), c.at),
-        event,
-        note: None,
+/// The descriptors of the callbacks (call callbacks located in `dwarf_binary`, their arguments
+/// added to `arguments`).
+fn callback_descriptors(
+    callbacks: &[&Callback],
+    dwarf_binary: &Path,
+    source_root: &Path,
+    arguments: &mut rdb_descriptors::ArgumentDescriptors,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<CallbackDescriptor>> {
+    let queries: Vec<rdb_locate::CallQuery> = callbacks
+        .iter()
+        .filter_map(|c| match &c.kind {
+            CallbackKind::Call { target: CallTarget::Path { resolved, .. }, returns } => {
+                Some(rdb_locate::CallQuery { id: c.id, function: resolved.clone(), returns: *returns })
+            }
+            _ => None,
+        })
+        .collect();
+    let mut located = if queries.is_empty() {
+        Vec::new()
+    } else {
+        rdb_locate::locate_calls(dwarf_binary, &queries)
+            .with_context(|| format!("cannot locate the functions callbacks watch in {}", dwarf_binary.display()))?
     }
+    .into_iter();
+    let mut out = Vec::new();
+    for c in callbacks {
+        let mut path = c.module_path.clone();
+        path.push(c.function.clone());
+        let source = location(&source_root.join(&c.file), c.at);
+        let mut note = None;
+        let event = match &c.kind {
+            CallbackKind::Syscall { names, when } => CallbackEvent::Syscall {
+                syscalls: names
+                    .iter()
+                    .map(|(name, number)| SyscallName { name: name.clone(), number: *number })
+                    .collect(),
+                when: *when,
+            },
+            CallbackKind::Call { target: CallTarget::Symbol(symbol), returns } => CallbackEvent::Call {
+                function: symbol.clone(),
+                target: rdb_descriptors::CallTarget::Symbol { symbol: symbol.clone() },
+                returns: *returns,
+            },
+            CallbackKind::Call { target: CallTarget::Path { written, .. }, returns } => {
+                let found = located.next().expect("one result per query");
+                if let Some(error) = found.error {
+                    anyhow::bail!(
+                        "callback `{}` ({}:{}:{}): {error}",
+                        path.join("::"),
+                        source.file.display(),
+                        source.line,
+                        source.column
+                    );
+                }
+                warnings.extend(found.warnings);
+                if matches!(&found.target, rdb_descriptors::CallTarget::Program { sites, .. } if sites.is_empty()) {
+                    note = Some(format!("`{written}` has no out-of-line copy in the binary: the callback never runs"));
+                }
+                if !returns && c.params > 0 {
+                    arguments.arguments.extend(found.arguments);
+                }
+                CallbackEvent::Call { function: written.clone(), target: found.target, returns: *returns }
+            }
+        };
+        out.push(CallbackDescriptor {
+            id: c.id,
+            entry: DebugEntry::CallbackTable,
+            function: path.join("::"),
+            source,
+            event,
+            note,
+        });
+    }
+    Ok(out)
 }

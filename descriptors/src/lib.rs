@@ -179,6 +179,72 @@ pub enum CallbackEvent {
     /// Any of these system calls, before it runs or after it completed.
     /// `argv[0]` points to an `rdb_syscall` record (`rdb.h`, `rdb::Syscall`).
     Syscall { syscalls: Vec<SyscallName>, when: When },
+    /// Each call of a function (`returns` false: once its arguments are in place, `argv[i]`
+    /// pointing to argument `i` as the argument descriptors say), or each return from it
+    /// (`argv[0]` pointing to the returned value).
+    Call { function: String, target: CallTarget, returns: bool },
+}
+
+/// The function a call callback watches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CallTarget {
+    /// A function of the main binary, found in its DWARF: one site per out-of-line copy.
+    Program {
+        /// Its path (`events::vm::Vm::push`, C `insert`).
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        linkage_name: Option<String>,
+        sites: Vec<CallSite>,
+        /// For `returns`: how the value comes back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        return_value: Option<ReturnValue>,
+    },
+    /// A symbol found at run time: in the executable's or a shared library's dynamic symbol
+    /// table (the first object defining it, in load order: the executable, then the libraries
+    /// as they are mapped). Arguments are the System V argument registers at its first
+    /// instruction (`argv[i]` → the 8 bytes of `rdi`, `rsi`, `rdx`, `rcx`, `r8`, `r9`), the
+    /// returned value `rax`.
+    Symbol { symbol: String },
+}
+
+/// One out-of-line copy of a function (module-relative addresses).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CallSite {
+    /// The function's first instruction.
+    pub entry: u64,
+    /// Where its arguments are in place (after the prologue): a call callback runs here.
+    pub address: u64,
+    /// Symbol containing `address`, and the offset into it.
+    pub symbol: String,
+    pub offset: u64,
+    /// `address` is also a branch target inside the function (a loop starts there): the
+    /// callback runs only at the first arrival after the function was entered at `entry`.
+    pub reentered: bool,
+}
+
+/// How a function returns its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReturnValue {
+    pub type_name: String,
+    pub size: u64,
+    pub class: ReturnClass,
+}
+
+/// Where a returned value is, once the function returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReturnClass {
+    /// Nothing (a zero-sized type).
+    None,
+    /// In `rax` (up to 8 bytes).
+    Rax,
+    /// In `rax` then `rdx` (9 to 16 bytes).
+    RaxRdx,
+    /// In `xmm0` (floating point).
+    Xmm0,
+    /// In memory at the address `rax` holds.
+    Memory,
 }
 
 /// A system call by name and x86-64 number.

@@ -5,16 +5,31 @@
 //!   `rdb_syscall` record (`rdb::Syscall`) built from the trace (arguments, recorded result)
 //!   and the program's memory (the bytes the call moved, see `rdb_runtime::payload`).
 //!
+//! - **Function calls** break where the function's arguments are in place (after its
+//!   prologue, at each out-of-line copy; sites reached again by a loop are armed by a
+//!   breakpoint at the function's first instruction), and pass the arguments where the
+//!   argument descriptors say they are. **Returns** break at the function's first instruction,
+//!   read the return address, break there once the call returns (same stack pointer, so
+//!   recursion is told apart) and pass the returned value.
+//! - **Symbols** (`on_call("malloc")`) are looked up when the program maps code: at each exit
+//!   of an `mmap`/`mprotect` that makes memory executable, the newly mapped objects' symbol
+//!   tables are searched (the executable's at exec); the first definition found wins, as the
+//!   dynamic linker's search order has the executable and then libraries in load order.
+//!   Arguments are the System V argument registers at the first instruction.
+//!
 //! A callback runs like a region: in the debug host, against a read-only mirror of the stopped
 //! program, its output flushed in program order, its failures (panic, crash, write to program
 //! memory, hang) reported and never affecting the replay.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Write;
+use std::path::Path;
 
-use rdb_descriptors::{CallbackEvent, When};
+use rdb_descriptors::{CallTarget, CallbackEvent, ReturnClass, ReturnValue, When};
 use rdb_host::{ArgValue, DebugHost, Invocation};
-use rdb_runtime::{payload, SyscallStop};
+use rdb_runtime::trace::Tid;
+use rdb_runtime::{payload, BreakpointStop, ProcessImage, SyscallStop};
+use rdb_tracee::{Memory, Pid, Target};
 
 /// Scattered syscall data (several buffers) is copied for the callback up to this size.
 const MAX_COPIED: usize = 60 * 1024;
@@ -29,11 +44,80 @@ mod record {
     pub const TRUNCATED: u32 = 2;
 }
 
+/// What to do at a breakpoint of the main binary (module-relative address).
+#[derive(Debug, Clone, Copy)]
+enum Action {
+    /// Run call callback `id` (its site: the arguments are in place). `armed`: only when the
+    /// thread entered the function since it last ran here.
+    Call { id: u32, armed: bool },
+    /// The function's first instruction, for a site reached again by a loop: arm `id`.
+    Arm { id: u32 },
+    /// The function's first instruction, for return callback `id`.
+    ReturnEntry { id: u32, value: Option<ReturnClassAndSize> },
+}
+
+/// How a returned value comes back, and its size.
+#[derive(Debug, Clone, Copy)]
+struct ReturnClassAndSize {
+    class: ReturnClass,
+    size: u64,
+}
+
+/// What to do at a breakpoint the program's run placed (a symbol resolved at run time).
+#[derive(Debug, Clone, Copy)]
+enum Dynamic {
+    SymbolCall { id: u32 },
+    SymbolReturnEntry { id: u32 },
+}
+
+/// A callback of a symbol.
+#[derive(Debug, Clone)]
+struct SymbolWatch {
+    id: u32,
+    symbol: String,
+    returns: bool,
+}
+
+/// A call whose return a callback waits for.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    tid: Tid,
+    id: u32,
+    /// Absolute return address.
+    at: u64,
+    /// The stack pointer once it returned.
+    rsp: u64,
+    /// `None`: a symbol's (`rax`).
+    value: Option<ReturnClassAndSize>,
+}
+
+/// A replayed process's symbols and breakpoints placed at run time.
+#[derive(Default)]
+struct ProcessState {
+    /// Objects whose symbols were searched.
+    scanned: HashSet<String>,
+    /// Symbols found (the first definition wins).
+    resolved: HashMap<String, u64>,
+    /// Absolute address -> actions.
+    dynamic: HashMap<u64, Vec<Dynamic>>,
+    /// Return addresses with a breakpoint.
+    return_points: HashSet<u64>,
+}
+
 /// The callbacks of a debug module, by event.
 #[derive(Default)]
 pub(crate) struct Callbacks {
     /// (syscall number, at exit) -> callback ids, in id order.
     syscalls: HashMap<(u64, bool), Vec<u32>>,
+    /// Module-relative address -> actions (program functions).
+    actions: BTreeMap<u64, Vec<Action>>,
+    symbols: Vec<SymbolWatch>,
+    /// By process (its leader's real pid).
+    processes: HashMap<i32, ProcessState>,
+    armed: HashSet<(Tid, u32)>,
+    pending: Vec<Pending>,
+    /// Breakpoints to plant after this call into the observer.
+    requested: Vec<u64>,
     /// Every callback: its name and source location, for reports.
     names: BTreeMap<u32, String>,
     called: BTreeSet<u32>,
@@ -53,8 +137,30 @@ impl Callbacks {
                         c.syscalls.entry((s.number, *when == When::After)).or_default().push(cb.id);
                     }
                 }
+                CallbackEvent::Call { target: CallTarget::Program { sites, return_value, .. }, returns, .. } => {
+                    for site in sites {
+                        if *returns {
+                            let value = return_value
+                                .as_ref()
+                                .map(|v: &ReturnValue| ReturnClassAndSize { class: v.class, size: v.size });
+                            c.actions.entry(site.entry).or_default().push(Action::ReturnEntry { id: cb.id, value });
+                        } else {
+                            c.actions
+                                .entry(site.address)
+                                .or_default()
+                                .push(Action::Call { id: cb.id, armed: site.reentered });
+                            if site.reentered {
+                                c.actions.entry(site.entry).or_default().push(Action::Arm { id: cb.id });
+                            }
+                        }
+                    }
+                }
+                CallbackEvent::Call { target: CallTarget::Symbol { symbol }, returns, .. } => {
+                    c.symbols.push(SymbolWatch { id: cb.id, symbol: symbol.clone(), returns: *returns });
+                }
             }
         }
+        c.symbols.sort_by_key(|s| s.id);
         for ids in c.syscalls.values_mut() {
             ids.sort_unstable();
             ids.dedup();
@@ -63,11 +169,185 @@ impl Callbacks {
     }
 
     pub(crate) fn wants_syscall(&self, nr: u64, exit: bool) -> bool {
-        !self.syscalls.is_empty() && self.syscalls.contains_key(&(nr, exit))
+        (!self.syscalls.is_empty() && self.syscalls.contains_key(&(nr, exit)))
+            || (exit && nr == MMAP && !self.symbols.is_empty())
+    }
+
+    /// Breakpoints the callbacks need in a new image of the region binary (absolute), and its
+    /// symbols searched.
+    pub(crate) fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
+        self.armed.retain(|(t, _)| *t != image.tid);
+        self.pending.retain(|p| p.tid != image.tid);
+        self.processes.insert(image.pid.0, ProcessState::default());
+        let mut out: Vec<u64> = self.actions.keys().map(|a| a.wrapping_add(image.load_bias)).collect();
+        if !self.symbols.is_empty() {
+            let exe = image.exe.to_string_lossy().into_owned();
+            self.search(image.pid, &[(exe, image.load_bias)]);
+            out.append(&mut self.requested);
+        }
+        out
+    }
+
+    /// Breakpoints asked for during the last call (see `ReplayObserver::take_breakpoints`).
+    pub(crate) fn take_breakpoints(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.requested)
+    }
+
+    /// Runs the callbacks of a breakpoint: `relative` is its module-relative address when the
+    /// stop is in the region binary.
+    pub(crate) fn on_breakpoint(&mut self, host: &mut DebugHost, stop: &BreakpointStop<'_>) {
+        let relative = stop.addr.wrapping_sub(stop.image.load_bias);
+        let mut ran = false;
+        if let Some(actions) = self.actions.get(&relative).cloned() {
+            for action in actions {
+                match action {
+                    Action::Call { id, armed } => {
+                        if armed && !self.armed.remove(&(stop.tid, id)) {
+                            continue; // a loop back to the site, not a call
+                        }
+                        flush_program_output();
+                        let result = host.invoke_callback_at(id, relative, stop);
+                        self.report(id, result);
+                        ran = true;
+                    }
+                    Action::Arm { id } => {
+                        self.armed.insert((stop.tid, id));
+                    }
+                    Action::ReturnEntry { id, value } => self.expect_return(stop, id, value),
+                }
+            }
+        }
+        let dynamic = self.processes.get(&stop.image.pid.0).and_then(|p| p.dynamic.get(&stop.addr)).cloned();
+        for action in dynamic.unwrap_or_default() {
+            match action {
+                Dynamic::SymbolCall { id } => {
+                    let r = stop.regs;
+                    let values: Vec<ArgValue> = [r.rdi, r.rsi, r.rdx, r.rcx, r.r8, r.r9]
+                        .iter()
+                        .map(|v| ArgValue::Bytes(v.to_le_bytes().to_vec()))
+                        .collect();
+                    flush_program_output();
+                    let result = host.invoke_callback(id, &values, stop);
+                    self.report(id, result);
+                    ran = true;
+                }
+                Dynamic::SymbolReturnEntry { id } => self.expect_return(stop, id, None),
+            }
+        }
+        if self.pending.iter().any(|p| p.tid == stop.tid && p.at == stop.addr) {
+            ran |= self.returned(host, stop);
+        }
+        if ran {
+            // The program runs next: what the host mirrored is stale from now on.
+            host.invalidate();
+        }
+    }
+
+    /// At a function's first instruction: note where this call returns, and break there.
+    fn expect_return(&mut self, stop: &BreakpointStop<'_>, id: u32, value: Option<ReturnClassAndSize>) {
+        let mut word = [0u8; 8];
+        if stop.read_exact(stop.regs.rsp, &mut word).is_err() {
+            eprintln!(
+                "rdb: warning: callback {}: cannot read the return address at {:#x}",
+                self.name(id),
+                stop.regs.rsp
+            );
+            return;
+        }
+        let at = u64::from_le_bytes(word);
+        self.pending.push(Pending { tid: stop.tid, id, at, rsp: stop.regs.rsp.wrapping_add(8), value });
+        let state = self.processes.entry(stop.image.pid.0).or_default();
+        if state.return_points.insert(at) && !self.actions.contains_key(&at.wrapping_sub(stop.image.load_bias)) {
+            self.requested.push(at);
+        }
+    }
+
+    /// At a return address: run the callbacks of the calls that returned here (the stack pointer
+    /// tells this call from an outer one of a recursion). Calls abandoned deeper in the stack
+    /// (a `longjmp`, an unwinding panic) are forgotten.
+    fn returned(&mut self, host: &mut DebugHost, stop: &BreakpointStop<'_>) -> bool {
+        let (tid, rsp) = (stop.tid, stop.regs.rsp);
+        let mut done: Vec<Pending> = Vec::new();
+        self.pending.retain(|p| {
+            if p.tid != tid {
+                return true;
+            }
+            if p.at == stop.addr && p.rsp == rsp {
+                done.push(*p);
+                return false;
+            }
+            p.rsp > rsp // still below in the stack: keep
+        });
+        done.sort_by_key(|p| p.id);
+        for p in &done {
+            let value = match return_value(stop, p.value) {
+                Ok(v) => v,
+                Err(why) => {
+                    self.calls += 1;
+                    self.problems += 1;
+                    eprintln!("rdb: warning: callback {} could not run: {why}", self.name(p.id));
+                    continue;
+                }
+            };
+            flush_program_output();
+            let result = host.invoke_callback(p.id, &[value], stop);
+            self.report(p.id, result);
+        }
+        !done.is_empty()
+    }
+
+    fn name(&self, id: u32) -> String {
+        self.names.get(&id).cloned().unwrap_or_else(|| id.to_string())
+    }
+
+    /// Searches `objects` (path, load bias) of process `pid` for the symbols not found yet;
+    /// asks for breakpoints at the new ones.
+    fn search(&mut self, pid: Pid, objects: &[(String, u64)]) {
+        let state = self.processes.entry(pid.0).or_default();
+        for (path, bias) in objects {
+            if !state.scanned.insert(path.clone()) {
+                continue;
+            }
+            let wanted: Vec<&SymbolWatch> =
+                self.symbols.iter().filter(|s| !state.resolved.contains_key(&s.symbol)).collect();
+            if wanted.is_empty() {
+                return;
+            }
+            for (name, found) in lookup_symbols(Path::new(path), wanted.iter().map(|w| w.symbol.as_str())) {
+                match found {
+                    Ok(value) => {
+                        let at = bias.wrapping_add(value);
+                        state.resolved.insert(name.clone(), at);
+                        for w in self.symbols.iter().filter(|w| w.symbol == name) {
+                            let action = if w.returns {
+                                Dynamic::SymbolReturnEntry { id: w.id }
+                            } else {
+                                Dynamic::SymbolCall { id: w.id }
+                            };
+                            state.dynamic.entry(at).or_default().push(action);
+                        }
+                        self.requested.push(at);
+                    }
+                    Err(why) => {
+                        state.resolved.insert(name.clone(), 0);
+                        for w in self.symbols.iter().filter(|w| w.symbol == name) {
+                            eprintln!(
+                                "rdb: warning: callback {}: `{name}` in {path}: {why}",
+                                self.names.get(&w.id).cloned().unwrap_or_default()
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Runs the callbacks of a syscall stop.
     pub(crate) fn on_syscall(&mut self, host: &mut DebugHost, stop: &SyscallStop<'_>) {
+        if stop.exit && stop.nr == MMAP && stop.result >= 0 && stop.args[2] & PROT_EXEC != 0 && !self.symbols.is_empty()
+        {
+            self.search_mapped(stop);
+        }
         let Some(ids) = self.syscalls.get(&(stop.nr, stop.exit)).cloned() else { return };
         let values = syscall_record(stop);
         flush_program_output();
@@ -100,6 +380,91 @@ impl Callbacks {
     pub(crate) fn never_called(&self) -> Vec<String> {
         self.names.iter().filter(|(id, _)| !self.called.contains(id)).map(|(_, n)| n.clone()).collect()
     }
+}
+
+const MMAP: u64 = 9;
+const PROT_EXEC: u64 = 4;
+
+impl Callbacks {
+    /// After an `mmap` of a file with execute permission (the dynamic linker mapping a
+    /// library's code): search that file's symbols, its load bias from where the mapped file
+    /// offset landed.
+    fn search_mapped(&mut self, stop: &SyscallStop<'_>) {
+        let Some(path) = &stop.mapped_file else { return };
+        let (address, offset) = (stop.result as u64, stop.args[5]);
+        let Some(delta) = segment_delta(path, offset) else { return };
+        let bias = address.wrapping_sub(offset).wrapping_sub(delta);
+        self.search(stop.image.pid, &[(path.to_string_lossy().into_owned(), bias)]);
+    }
+}
+
+/// For the loadable segment of the ELF file `path` holding file offset `offset`: its
+/// `p_vaddr - p_offset` (the load bias is then the mapped address minus the offset minus it).
+fn segment_delta(path: &Path, offset: u64) -> Option<u64> {
+    use object::read::elf::{ElfFile64, ProgramHeader};
+    use object::Endianness;
+    let data = std::fs::read(path).ok()?;
+    let elf = ElfFile64::<Endianness>::parse(&*data).ok()?;
+    let e = elf.endian();
+    elf.elf_program_headers()
+        .iter()
+        .filter(|p| p.p_type(e) == object::elf::PT_LOAD)
+        .find(|p| {
+            let start = p.p_offset(e) & !4095;
+            start <= offset && offset < p.p_offset(e) + p.p_filesz(e)
+        })
+        .map(|p| p.p_vaddr(e).wrapping_sub(p.p_offset(e)))
+}
+
+/// The returned value, from the registers (or memory) at the return address.
+fn return_value(stop: &BreakpointStop<'_>, value: Option<ReturnClassAndSize>) -> Result<ArgValue, String> {
+    let r = &stop.regs;
+    let Some(v) = value else { return Ok(ArgValue::Bytes(r.rax.to_le_bytes().to_vec())) };
+    let size = v.size as usize;
+    Ok(match v.class {
+        ReturnClass::None => ArgValue::Bytes(Vec::new()),
+        ReturnClass::Rax => ArgValue::Bytes(r.rax.to_le_bytes()[..size.min(8)].to_vec()),
+        ReturnClass::RaxRdx => {
+            let mut b = r.rax.to_le_bytes().to_vec();
+            b.extend_from_slice(&r.rdx.to_le_bytes());
+            b.truncate(size.min(16));
+            ArgValue::Bytes(b)
+        }
+        ReturnClass::Xmm0 => {
+            let x = stop.xmm(0).map_err(|e| format!("cannot read xmm0: {e}"))?;
+            ArgValue::Bytes(x[..size.min(16)].to_vec())
+        }
+        ReturnClass::Memory => ArgValue::Address(r.rax),
+    })
+}
+
+/// The addresses (link-time) of `names` defined as functions in the ELF file `path` (dynamic
+/// symbols, then the symbol table), or why one cannot be used; names not defined there are
+/// left out.
+fn lookup_symbols<'a>(path: &Path, names: impl Iterator<Item = &'a str>) -> Vec<(String, Result<u64, String>)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let names: Vec<&str> = names.collect();
+    let Ok(data) = std::fs::read(path) else { return Vec::new() };
+    let Ok(file) = object::File::parse(&*data) else { return Vec::new() };
+    let mut out: Vec<(String, Result<u64, String>)> = Vec::new();
+    for symbol in file.dynamic_symbols().chain(file.symbols()) {
+        let Ok(name) = symbol.name() else { continue };
+        let name = name.split('@').next().unwrap_or(name);
+        if !names.contains(&name) || symbol.is_undefined() || out.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        if symbol.kind() != SymbolKind::Text || symbol.address() == 0 {
+            continue;
+        }
+        let ifunc = matches!(symbol.flags(), object::SymbolFlags::Elf { st_info, .. } if st_info & 0xf == object::elf::STT_GNU_IFUNC);
+        let found = if ifunc {
+            Err("it is an IFUNC (the dynamic linker picks an implementation at run time); rdb cannot break at the implementation it picks".to_string())
+        } else {
+            Ok(symbol.address())
+        };
+        out.push((name.to_string(), found));
+    }
+    out
 }
 
 /// The program's re-emitted output is written before debug code prints (the replayer writes

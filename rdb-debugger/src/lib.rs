@@ -237,12 +237,17 @@ impl ReplayObserver for RegionObserver {
         if !self.runs_region_binary(&image.exe) {
             return Vec::new();
         }
-        self.locations.keys().map(|a| a.wrapping_add(image.load_bias)).collect()
+        let mut addresses: Vec<u64> = self.locations.keys().map(|a| a.wrapping_add(image.load_bias)).collect();
+        addresses.extend(self.callbacks.on_exec(image));
+        addresses.sort_unstable();
+        addresses.dedup();
+        addresses
     }
 
     fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
         let address = stop.addr.wrapping_sub(stop.image.load_bias);
         let Some(regions) = self.locations.get(&address).cloned() else {
+            self.callbacks.on_breakpoint(&mut self.host, stop);
             return Ok(());
         };
         callbacks::flush_program_output();
@@ -261,9 +266,14 @@ impl ReplayObserver for RegionObserver {
                 }
             }
         }
+        self.callbacks.on_breakpoint(&mut self.host, stop);
         // The program runs next: what the host mirrored is stale from now on.
         self.host.invalidate();
         Ok(())
+    }
+
+    fn take_breakpoints(&mut self) -> Vec<u64> {
+        self.callbacks.take_breakpoints()
     }
 
     fn wants_syscall(&self, nr: u64, exit: bool) -> bool {

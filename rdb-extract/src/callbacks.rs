@@ -9,24 +9,23 @@
 
 use crate::text::{self, Edit, LineIndex};
 use crate::valid::Finding;
-use crate::{Callback, CallbackKind, LineCol, SourceInput, When};
+use crate::{CallTarget, Callback, CallbackKind, LineCol, SourceInput, When};
 use proc_macro2::Span;
 use std::ops::Range;
 use syn::spanned::Spanned;
 use syn::{Attribute, Item};
 
 /// The attribute names of event callbacks (under `rdb_macros::` or imported).
-const ATTRIBUTES: [&str; 1] = ["on_syscall"];
+const ATTRIBUTES: [&str; 3] = ["on_syscall", "on_call", "on_return"];
 
 /// A callback found by the walk, waiting for its id.
 #[derive(Debug, Clone)]
 pub(crate) struct Draft {
     /// The attribute's byte range (blanked in the debug text).
     attr: Range<usize>,
-    /// End of the function item (the registration goes right after it).
-    item_end: usize,
     at: LineCol,
     function: String,
+    params: usize,
     module: Vec<String>,
     kind: CallbackKind,
 }
@@ -52,6 +51,7 @@ pub(crate) fn misplaced(attrs: &[Attribute]) -> Option<(Span, String)> {
 
 /// What the walk knows where it meets an item.
 pub(crate) struct Place<'a> {
+    pub(crate) crate_name: &'a str,
     pub(crate) idx: &'a LineIndex<'a>,
     pub(crate) module: &'a [String],
     pub(crate) in_region: bool,
@@ -86,6 +86,7 @@ pub(crate) fn item(place: &Place<'_>, item: &Item) -> Option<Result<Draft, Findi
     }
     let kind = match name.as_str() {
         "on_syscall" => syscall_kind(place, attr, &mut findings),
+        "on_call" | "on_return" => call_kind(place, attr, &name, &mut findings),
         _ => unreachable!("ATTRIBUTES lists the kinds"),
     };
     if !findings.is_empty() {
@@ -94,9 +95,9 @@ pub(crate) fn item(place: &Place<'_>, item: &Item) -> Option<Result<Draft, Findi
     let (line, column) = place.idx.line_col(attr_range.start);
     Some(Ok(Draft {
         attr: attr_range,
-        item_end: place.range(item.span()).end,
         at: LineCol { line, column },
         function: f.sig.ident.to_string(),
+        params: f.sig.inputs.len(),
         module: place.module.to_vec(),
         kind: kind?,
     }))
@@ -158,6 +159,67 @@ fn syscall_kind(
     Some(CallbackKind::Syscall { names, when })
 }
 
+/// `on_call(path)`, `on_call("symbol")` (and `on_return`).
+fn call_kind(
+    place: &Place<'_>,
+    attr: &Attribute,
+    name: &str,
+    findings: &mut Vec<(Range<usize>, Finding)>,
+) -> Option<CallbackKind> {
+    let returns = name == "on_return";
+    let target = match attr.parse_args::<syn::Expr>() {
+        Ok(syn::Expr::Path(p)) if p.qself.is_none() => {
+            let segments: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+            let written = quote::ToTokens::to_token_stream(&p.path).to_string().replace(' ', "");
+            let resolved = resolve_path(&segments, place);
+            CallTarget::Path { written, resolved }
+        }
+        Ok(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) if !s.value().is_empty() => {
+            CallTarget::Symbol(s.value())
+        }
+        Ok(other) => {
+            findings.push((place.range(other.span()), Finding::CallTarget { attribute: name.to_string() }));
+            return None;
+        }
+        Err(e) => {
+            findings.push((place.range(e.span()), Finding::CallTarget { attribute: name.to_string() }));
+            return None;
+        }
+    };
+    Some(CallbackKind::Call { target, returns })
+}
+
+/// A Rust path with `crate`, `self` and `super` resolved (`crate::vm::Vm::push` in crate
+/// `events` is `events::vm::Vm::push`); relative paths stay as written.
+fn resolve_path(segments: &[String], place: &Place<'_>) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = segments;
+    match segments.first().map(String::as_str) {
+        Some("crate") => {
+            out.push(place.crate_name.to_string());
+            rest = &segments[1..];
+        }
+        Some("self") => {
+            out.push(place.crate_name.to_string());
+            out.extend(place.module.iter().cloned());
+            rest = &segments[1..];
+        }
+        Some("super") => {
+            out.push(place.crate_name.to_string());
+            let mut module = place.module.to_vec();
+            while rest.first().map(String::as_str) == Some("super") {
+                module.pop();
+                rest = &rest[1..];
+            }
+            out.extend(module);
+        }
+        // `::other_crate::f` and relative paths: as written.
+        _ => {}
+    }
+    out.extend(rest.iter().cloned());
+    out.join("::")
+}
+
 /// The x86-64 syscall name closest to `name` (edit distance at most 2), for a hint.
 fn closest_syscall(name: &str) -> Option<String> {
     syscalls::Sysno::iter()
@@ -183,26 +245,43 @@ fn distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// Ids for `drafts` from `next_id` on, their debug-text edits, and the callbacks.
+/// Ids for `drafts` from `next_id` on, their debug-text edits, and the callbacks. The
+/// attribute is replaced, on its own line, by the registration function (and the attributes
+/// after it keep applying to the callback), so that rustc's complaints about a callback that
+/// does not fit its event point at the attribute.
 pub(crate) fn finish(input: &SourceInput, drafts: Vec<Draft>, next_id: &mut u32) -> (Vec<Edit>, Vec<Callback>) {
     let mut edits = Vec::new();
     let mut callbacks = Vec::new();
     for d in drafts {
         let id = *next_id;
         *next_id += 1;
+        let f = &d.function;
         let registration = match &d.kind {
-            CallbackKind::Syscall { .. } => format!("::rdb_region::on_syscall::<{id}, _, _>({})", d.function),
+            CallbackKind::Syscall { .. } => format!("::rdb_region::on_syscall::<{id}, _, _>({f})"),
+            CallbackKind::Call { target: CallTarget::Path { written, .. }, returns: false } => {
+                format!("::rdb_region::on_call::<{id}, _, _, _, _>({written}, {f})")
+            }
+            CallbackKind::Call { target: CallTarget::Path { written, .. }, returns: true } => {
+                format!("::rdb_region::on_return::<{id}, _, _, _, _>({written}, {f})")
+            }
+            CallbackKind::Call { target: CallTarget::Symbol(_), .. } => {
+                format!("::rdb_region::on_symbol::<{id}, _, _>({f})")
+            }
         };
-        edits.push(Edit { range: d.attr.clone(), with: text::newlines_of(&input.text[d.attr.clone()]) });
+        let attr_text = &input.text[d.attr.clone()];
         edits.push(Edit {
-            range: d.item_end..d.item_end,
-            with: format!(" #[allow(dead_code, non_snake_case)] fn __rdb_callback_{id}() {{ {registration}; }}"),
+            range: d.attr.clone(),
+            with: format!(
+                "#[allow(dead_code, non_snake_case)] fn __rdb_callback_{id}() {{ {registration}; }}{}",
+                text::newlines_of(attr_text)
+            ),
         });
         callbacks.push(Callback {
             id,
             file: input.path.clone(),
             at: d.at,
             function: d.function,
+            params: d.params,
             module_path: d.module,
             crate_name: input.crate_name.clone(),
             kind: d.kind,

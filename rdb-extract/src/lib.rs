@@ -77,6 +77,8 @@ pub struct Callback {
     pub at: LineCol,
     /// The function's name.
     pub function: String,
+    /// How many parameters it takes.
+    pub params: usize,
     /// The module it is declared in, inside its crate.
     pub module_path: Vec<String>,
     pub crate_name: String,
@@ -88,6 +90,19 @@ pub struct Callback {
 pub enum CallbackKind {
     /// `on_syscall(names..., before | after)`: the names with their x86-64 numbers.
     Syscall { names: Vec<(String, u64)>, when: When },
+    /// `on_call(function)` (`returns` false) or `on_return(function)`.
+    Call { target: CallTarget, returns: bool },
+}
+
+/// The function a call callback watches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallTarget {
+    /// A function of the program, by Rust path: as written, and with `crate`/`self`/`super`
+    /// resolved to the crate's name and the module path (`events::vm::Vm::push`; a relative
+    /// path stays as written and matches any function whose path ends with it).
+    Path { written: String, resolved: String },
+    /// A symbol of the executable or a shared library, found at run time (`"malloc"`).
+    Symbol(String),
 }
 
 pub use rdb_descriptors::When;

@@ -579,7 +579,12 @@ impl<'a> Visit<'a> for FileWalk<'a> {
             }
             return;
         }
-        let place = crate::callbacks::Place { idx: &self.idx, module: &self.module, in_region: self.region.is_some() };
+        let place = crate::callbacks::Place {
+            crate_name: &self.input.crate_name,
+            idx: &self.idx,
+            module: &self.module,
+            in_region: self.region.is_some(),
+        };
         match crate::callbacks::item(&place, item) {
             Some(Ok(draft)) => self.model.callbacks.push(draft),
             Some(Err(findings)) => self.model.findings.extend(findings),

@@ -121,6 +121,10 @@ pub(crate) enum Finding {
     WhenNotLast,
     /// `on_syscall` names no system call.
     NoSyscall,
+    /// `on_call`/`on_return` is not given a path or a symbol name.
+    CallTarget {
+        attribute: String,
+    },
 }
 
 impl Finding {
@@ -233,6 +237,11 @@ impl Finding {
                 s("`before` / `after` must come last"),
                 s("not a system call"),
                 Some(s("write the system call names first: `on_syscall(read, write, before)`")),
+            ),
+            Finding::CallTarget { attribute } => (
+                format!("`{attribute}` needs the function it watches"),
+                s("expected a path to a function of the program, or a symbol name in quotes"),
+                Some(format!("write `#[rdb_macros::{attribute}(crate::vm::Vm::push)]` for a function of the program, or `#[rdb_macros::{attribute}(\"malloc\")]` for a symbol of a shared library")),
             ),
             Finding::NoSyscall => (
                 s("`on_syscall` needs at least one system call name"),

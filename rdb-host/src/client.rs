@@ -121,6 +121,8 @@ pub struct DebugHost {
     options: HostOptions,
     regions: HashMap<u32, Region>,
     callbacks: HashMap<u32, CallbackDescriptor>,
+    /// Argument descriptors of call callbacks, by callback id, in position order.
+    callback_arguments: HashMap<u32, Vec<ArgumentDescriptor>>,
     process: Option<Process>,
     /// The program ran since the host last saw it: mirrored pages are stale.
     stale: bool,
@@ -166,13 +168,22 @@ impl DebugHost {
                 r.arguments.push(a.clone());
             }
         }
-        let callbacks = functions.callbacks.iter().map(|c| (c.id, c.clone())).collect();
+        let callbacks: HashMap<u32, CallbackDescriptor> =
+            functions.callbacks.iter().map(|c| (c.id, c.clone())).collect();
+        let mut callback_arguments: HashMap<u32, Vec<ArgumentDescriptor>> = HashMap::new();
+        for a in arguments.arguments.iter().filter(|a| callbacks.contains_key(&a.region)) {
+            callback_arguments.entry(a.region).or_default().push(a.clone());
+        }
+        for list in callback_arguments.values_mut() {
+            list.sort_by_key(|a| a.position);
+        }
         let mut host = DebugHost {
             module,
             program,
             options,
             regions,
             callbacks,
+            callback_arguments,
             process: None,
             stale: true,
             maps_dirty: true,
@@ -293,6 +304,20 @@ impl DebugHost {
             })
             .collect();
         self.run(id, id, values, &sizes, tracee, &source_location, Some(name))
+    }
+
+    /// Runs call callback `id` for a program stopped at module-relative code `address` (one of
+    /// its sites), with the function's arguments where the argument descriptors say they are
+    /// there. The program is only read.
+    pub fn invoke_callback_at(&mut self, id: u32, address: u64, tracee: &dyn Target) -> Result<Invocation, HostError> {
+        let callback = self.callbacks.get(&id).ok_or(HostError::UnknownCallback { id })?;
+        let source_location = Loc(callback.source.clone());
+        let name = callback.function.clone();
+        let arguments = self.callback_arguments.get(&id).map(Vec::as_slice).unwrap_or_default();
+        let refs: Vec<&ArgumentDescriptor> = arguments.iter().collect();
+        let values = args::compute(id, address, &refs, tracee, &source_location)?;
+        let sizes: Vec<u64> = refs.iter().map(|a| a.size).collect();
+        self.run(id, id, &values, &sizes, tracee, &source_location, Some(name))
     }
 
     /// Calls debug function `function` (of region or callback `region`) with `values`,

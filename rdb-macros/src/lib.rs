@@ -53,7 +53,22 @@
 //! #[debug_only]
 //! #[rdb_macros::on_syscall(write, after)]     // before | after (default after); several names allowed
 //! fn who_writes(call: &rdb::Syscall) { ... }  // or `fn who_writes()`
+//!
+//! #[debug_only]
+//! #[rdb_macros::on_call(crate::vm::Vm::push)] // a function of the program, by path
+//! fn pushed(vm: &Vm, v: i64) { ... }          // its arguments: same type if Copy, or `&T`
+//!
+//! #[debug_only]
+//! #[rdb_macros::on_return(crate::vm::Vm::pop)]
+//! fn popped(v: Option<i64>) { ... }           // the returned value (or no parameter)
+//!
+//! #[debug_only]
+//! #[rdb_macros::on_call("malloc")]            // a symbol of the executable or a shared library
+//! fn allocating(size: usize) { ... }          // integer / pointer parameters, from the registers
 //! ```
+//!
+//! The callback's signature is checked against the function's by rustc when `cargo rdb build`
+//! compiles the debug module.
 //!
 //! The debug-side API (`rdb::Syscall`, `rdb::backtrace()`, ...) is the `rdb-api` crate (library
 //! name `rdb`); like `rdb-macros`, `cargo rdb build` removes it from the main build.
@@ -98,4 +113,20 @@ fn allow_unused(item: TokenStream) -> TokenStream {
     let mut out: TokenStream = "#[allow(dead_code, unused)]".parse().expect("static attribute parses");
     out.extend(item);
     out
+}
+
+/// `#[on_call(path::to::function)]` or `#[on_call("symbol")]`: calls the function at each call
+/// of that function of the replayed program, with its arguments (see the crate docs). Keeps the
+/// item unchanged in a plain build.
+#[proc_macro_attribute]
+pub fn on_call(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    allow_unused(item)
+}
+
+/// `#[on_return(path::to::function)]` or `#[on_return("symbol")]`: calls the function at each
+/// return of that function, with the returned value (see the crate docs). Keeps the item
+/// unchanged in a plain build.
+#[proc_macro_attribute]
+pub fn on_return(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    allow_unused(item)
 }

@@ -157,6 +157,13 @@ impl Slots {
         Slots { ranges: segment_tails(exe, load_bias) }
     }
 
+    /// Room in the ELF object `path` whose lowest mapping starts at `lowest_start` (its first
+    /// loadable segment, page-aligned, is mapped there).
+    pub fn for_mapped(path: &std::path::Path, lowest_start: u64) -> Slots {
+        let first = first_load_vaddr(path).unwrap_or(0) & !4095;
+        Slots::for_image(path, lowest_start.wrapping_sub(first))
+    }
+
     /// Where free room starts and its size.
     pub fn free(&self) -> Option<(u64, u64)> {
         self.ranges.first().map(|&(start, end)| (start, end - start))
@@ -171,6 +178,16 @@ impl Slots {
             }
         }
     }
+}
+
+/// The virtual address of the first loadable segment of the ELF file `path`.
+fn first_load_vaddr(path: &std::path::Path) -> Option<u64> {
+    use object::read::elf::{ElfFile64, ProgramHeader};
+    use object::Endianness;
+    let data = std::fs::read(path).ok()?;
+    let elf = ElfFile64::<Endianness>::parse(&*data).ok()?;
+    let e = elf.endian();
+    elf.elf_program_headers().iter().filter(|p| p.p_type(e) == object::elf::PT_LOAD).map(|p| p.p_vaddr(e)).min()
 }
 
 /// The unused tail of the last page of each executable segment of the ELF file `exe` loaded

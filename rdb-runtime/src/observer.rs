@@ -96,6 +96,9 @@ pub struct SyscallStop<'a> {
     pub result: i64,
     /// The memory the call writes, as recorded (already in place at the exit).
     pub writes: &'a [MemWrite],
+    /// For an `mmap` of a file: the file (replay maps anonymous memory holding its bytes, so
+    /// `/proc` does not name it).
+    pub mapped_file: Option<PathBuf>,
     pub regs: Regs,
     /// The image this process runs.
     pub image: &'a ProcessImage,
@@ -137,6 +140,12 @@ pub trait ReplayObserver {
     fn on_syscall(&mut self, _stop: &SyscallStop<'_>) -> Result<(), String> {
         Ok(())
     }
+    /// More addresses to break at, in the address space of the thread the observer was just
+    /// called for (absolute; planted like `on_exec`'s, until that image goes): asked after each
+    /// [`ReplayObserver::on_breakpoint`] and [`ReplayObserver::on_syscall`].
+    fn take_breakpoints(&mut self) -> Vec<u64> {
+        Vec::new()
+    }
 }
 
 impl<O: ReplayObserver + ?Sized> ReplayObserver for &mut O {
@@ -152,6 +161,9 @@ impl<O: ReplayObserver + ?Sized> ReplayObserver for &mut O {
     fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
         (**self).on_syscall(stop)
     }
+    fn take_breakpoints(&mut self) -> Vec<u64> {
+        (**self).take_breakpoints()
+    }
 }
 
 impl<O: ReplayObserver + ?Sized> ReplayObserver for Box<O> {
@@ -166,6 +178,9 @@ impl<O: ReplayObserver + ?Sized> ReplayObserver for Box<O> {
     }
     fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
         (**self).on_syscall(stop)
+    }
+    fn take_breakpoints(&mut self) -> Vec<u64> {
+        (**self).take_breakpoints()
     }
 }
 

@@ -265,6 +265,8 @@ pub(crate) struct Replayer<'o> {
     pub(crate) dbg: Debugger,
     /// This thread runs with the TSC disabled while it replays.
     pub(crate) tsc: Option<sys::TscDisabled>,
+    /// Room for displaced instructions, per address space (its breakpoint table) and object.
+    slots: HashMap<(usize, PathBuf), displace::Slots>,
 }
 
 fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(), Error> {
@@ -366,6 +368,7 @@ impl<'o> Replayer<'o> {
             ends_early,
             dbg: Debugger::default(),
             tsc: None,
+            slots: HashMap::new(),
         };
         r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
         r.by_pid.insert(pid, tid);
@@ -1098,6 +1101,7 @@ impl Replayer<'_> {
         // Slots for displaced instructions (see `displace`), in the executable segments' tails.
         // RDB_SINGLE_STEP=1: step over every breakpoint the classic way (a check on `displace`).
         let single_step = std::env::var_os("RDB_SINGLE_STEP").is_some_and(|v| v == "1");
+        let key = (Rc::as_ptr(&p.breakpoints) as usize, image.exe.clone());
         let mut slots = if single_step {
             displace::Slots::default()
         } else {
@@ -1105,6 +1109,38 @@ impl Replayer<'_> {
         };
         for addr in bps {
             self.plant(tid, addr, Some(&mut slots), single_step).map_err(Error::Observer)?.region = true;
+        }
+        self.slots.insert(key, slots);
+        Ok(())
+    }
+
+    /// Plant the breakpoints the observer asked for after a call into it (see
+    /// [`ReplayObserver::take_breakpoints`]), their instructions displaced into the room left in
+    /// the object (executable, library) holding them.
+    fn plant_requested(&mut self, tid: Tid) -> Result<(), Error> {
+        let wanted = self.observer.take_breakpoints();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let single_step = std::env::var_os("RDB_SINGLE_STEP").is_some_and(|v| v == "1");
+        let p = self.proc(tid);
+        let (pid, table) = (p.pid, Rc::as_ptr(&p.breakpoints) as usize);
+        let maps = procfs::maps(pid).unwrap_or_default();
+        for addr in wanted {
+            let object = maps.iter().find(|m| m.contains(addr) && m.name.starts_with('/')).map(|m| m.name.clone());
+            let key = (table, PathBuf::from(object.unwrap_or_default()));
+            let mut slots = match self.slots.remove(&key) {
+                Some(s) => s,
+                None if single_step || key.1.as_os_str().is_empty() => displace::Slots::default(),
+                None => {
+                    let name = key.1.to_string_lossy();
+                    let lowest = maps.iter().filter(|m| m.name == name).map(|m| m.start).min().unwrap_or(0);
+                    displace::Slots::for_mapped(&key.1, lowest)
+                }
+            };
+            let planted = self.plant(tid, addr, Some(&mut slots), single_step).map(|mut bp| bp.region = true);
+            self.slots.insert(key, slots);
+            planted.map_err(Error::Observer)?;
         }
         Ok(())
     }
@@ -1183,24 +1219,37 @@ impl Replayer<'_> {
         regs: ptrace::Regs,
     ) -> Result<(), Error> {
         let policy = syscalls::policy(nr);
-        let (result, writes) = match event {
-            Event::Syscall { nr: rnr, args: rargs, ret, writes, .. } => {
+        let (result, writes, file) = match event {
+            Event::Syscall { nr: rnr, args: rargs, ret, writes, file, .. } => {
                 let n = syscalls::nargs(nr);
                 if *rnr != nr || rargs[..n] != args[..n] {
                     return Ok(());
                 }
-                (*ret, writes.as_slice())
+                (*ret, writes.as_slice(), file.as_ref())
             }
-            Event::Exec { .. } if policy == Policy::Exec => (0, &[][..]),
-            Event::Exit { .. } if policy == Policy::Exit => (0, &[][..]),
+            Event::Exec { .. } if policy == Policy::Exec => (0, &[][..], None),
+            Event::Exit { .. } if policy == Policy::Exit => (0, &[][..], None),
             _ => return Ok(()),
         };
+        let mapped_file = file.map(|f| PathBuf::from(OsStr::from_bytes(&f.path)));
         let p = self.proc(tid);
         let (pid, process) = (p.pid, p.group);
         let image = p.image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
-        let stop =
-            crate::observer::SyscallStop { tid, pid, process, nr, args, exit, result, writes, regs, image: &image };
-        self.observer.on_syscall(&stop).map_err(Error::Observer)
+        let stop = crate::observer::SyscallStop {
+            tid,
+            pid,
+            process,
+            nr,
+            args,
+            exit,
+            result,
+            writes,
+            mapped_file,
+            regs,
+            image: &image,
+        };
+        self.observer.on_syscall(&stop).map_err(Error::Observer)?;
+        self.plant_requested(tid)
     }
 
     /// Call the observer at a breakpoint it asked for.
@@ -1209,7 +1258,8 @@ impl Replayer<'_> {
         let image =
             self.proc(tid).image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
         let stop = BreakpointStop { tid, pid, addr, regs: *regs, image: &image };
-        self.observer.on_breakpoint(&stop).map_err(Error::Observer)
+        self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
+        self.plant_requested(tid)
     }
 
     /// A breakpoint stop: run the observer, halt for a debugger, or carry on past the

@@ -51,30 +51,70 @@ fn assert_same_binary(app: &SampleApp, name: &str) {
     );
 }
 
-pub fn syscall_callbacks_see_every_write_in_program_order() {
+/// Every callback kind of the `events` fixture, in program order: calls of a program function
+/// with typed arguments, returns with the value, the C library's `write` by symbol with its
+/// register arguments, the `write` system call before and after.
+pub fn callbacks_see_calls_returns_and_writes_in_program_order() {
     let rec = record_plain("events", &[]);
     rec.app.instrument();
     let out = cargo_rdb_replay(&rec.app.dir, &rec.trace);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "replay failed:\n{stdout}\n{stderr}");
     assert_same_binary(&rec.app, "events");
-    // Each write of the program: the `before` callback's line, the program's own line (the
-    // recorded output, re-emitted), the `after` callback's line with the recorded result and
-    // the bytes written.
+    // `Vm::push` with its receiver and argument; `Vm::pop`'s returned `Option<i64>`; then for
+    // each write of the program: the libc function's call, the system call's `before` callback,
+    // the program's own line (the recorded output, re-emitted), the `after` callback's line with
+    // the recorded result and the bytes written.
     let expected = "\
+[rdb] push(3) after 0 steps
+[rdb] push(4) after 1 steps
+[rdb] push(5) after 2 steps
+[rdb] pop() = Some(5)
+[rdb] pop() = Some(4)
+[rdb] pop() = Some(3)
+[rdb] pop() = None
+[rdb] write(1, _, 18) called
 [rdb] before write #1
 sum 12 in 7 steps
 [rdb] write #1 fd=Some(1) result=Some(18) data=\"sum 12 in 7 steps\\n\"
+[rdb] write(1, _, 11) called
 [rdb] before write #2
 audited 42
 [rdb] write #2 fd=Some(1) result=Some(11) data=\"audited 42\\n\"
+[rdb] write(1, _, 9) called
 [rdb] before write #3
 total\x0012
 [rdb] write #3 fd=Some(1) result=Some(9) data=\"total\\012\\n\"
+[rdb] write(1, _, 5) called
 [rdb] before write #4
 done
 [rdb] write #4 fd=Some(1) result=Some(5) data=\"done\\n\"
 ";
     assert_eq!(stdout, expected, "stderr:\n{stderr}");
     assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), rec.stdout);
+}
+
+/// A callback whose parameters do not fit the function it watches is a compile error of the
+/// debug module, rustc-style, pointing at the callback's attribute.
+pub fn a_callback_with_the_wrong_signature_is_rejected_rustc_style() {
+    let tmp = scratch("wrong-signature");
+    let app = SampleApp::fixture("events", tmp.path());
+    app.overlay("rdb");
+    app.overlay("rdb-wrong-signature");
+    let out = rdb_tests::run_cargo_rdb(&app.dir, &["build"]);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "the build succeeded:\n{stderr}");
+    assert!(
+        stderr.contains("error[E0277]: `for<'a> fn(&'a Vm, i32) {pushed}` cannot be a callback of a function taking `(&mut Vm, i64)`"),
+        "{stderr}"
+    );
+    // The attribute's line in the user's file.
+    let attribute = std::fs::read_to_string(app.dir.join("src/main.rs"))
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("#[on_call(crate::vm::Vm::push)]"))
+        .unwrap()
+        + 1;
+    assert!(stderr.contains(&format!("{}:{attribute}:", app.dir.join("src/main.rs").display())), "{stderr}");
+    assert!(stderr.contains("a callback takes no arguments, or the function's arguments in order"), "{stderr}");
 }

@@ -108,7 +108,10 @@ fn main() {
     ));
     trials.extend(scenarios!(build_interrupt: killed_build_leaves_the_tree_unchanged));
     trials.extend(scenarios!(build_workspace: workspace_with_path_dependency, missing_debug_info_is_explained));
-    trials.extend(scenarios!(callbacks: syscall_callbacks_see_every_write_in_program_order));
+    trials.extend(scenarios!(callbacks:
+        callbacks_see_calls_returns_and_writes_in_program_order,
+        a_callback_with_the_wrong_signature_is_rejected_rustc_style,
+    ));
     trials.extend(scenarios!(clang_replay:
         list_region_shows_the_lost_tail_on_replay,
         minibc_regions_explain_the_recorded_crash,
