@@ -23,6 +23,7 @@ pub fn write_descriptors(
     toolchain: &str,
     regions: &[&Region],
     callbacks: &[&Callback],
+    line_maps: &[rdb_descriptors::LineMap],
     source_root: &Path,
 ) -> Result<(PathBuf, PathBuf, Vec<String>)> {
     let paths = rdb_descriptors::artefact_paths(binary);
@@ -72,7 +73,7 @@ pub fn write_descriptors(
         .map(|m| format!("{} {:?}", m.len(), m.modified().ok()))
         .unwrap_or_default();
     let key = format!(
-        "{tool}\n{toolchain}\n{}\n{module_hash}\n{}\n{sites:?}\n{callbacks:?}",
+        "{tool}\n{toolchain}\n{}\n{module_hash}\n{}\n{sites:?}\n{callbacks:?}\n{line_maps:?}",
         identity.blake3,
         dwarf_binary.display()
     );
@@ -104,6 +105,7 @@ pub fn write_descriptors(
         located.into_descriptors(Language::Rust, toolchain.to_string(), identity, module_name);
     let mut warnings = warnings;
     functions.callbacks = callback_descriptors(callbacks, dwarf_binary, source_root, &mut arguments, &mut warnings)?;
+    functions.line_maps = line_maps.to_vec();
     rdb_descriptors::store(&paths.functions, &functions)
         .with_context(|| format!("cannot write {}", paths.functions.display()))?;
     rdb_descriptors::store(&paths.arguments, &arguments)
@@ -194,6 +196,20 @@ fn callback_descriptors(
             .with_context(|| format!("cannot locate the functions callbacks watch in {}", dwarf_binary.display()))?
     }
     .into_iter();
+    let statics: Vec<String> = callbacks
+        .iter()
+        .filter_map(|c| match &c.kind {
+            CallbackKind::Access { resolved, .. } => Some(resolved.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut watched = if statics.is_empty() {
+        Vec::new()
+    } else {
+        rdb_locate::locate_statics(dwarf_binary, &statics)
+            .with_context(|| format!("cannot locate the statics callbacks watch in {}", dwarf_binary.display()))?
+    }
+    .into_iter();
     let mut out = Vec::new();
     for c in callbacks {
         let mut path = c.module_path.clone();
@@ -201,18 +217,19 @@ fn callback_descriptors(
         let source = location(&source_root.join(&c.file), c.at);
         let mut note = None;
         let event = match &c.kind {
-            CallbackKind::Syscall { names, when } => CallbackEvent::Syscall {
+            CallbackKind::Access { .. } => None,
+            CallbackKind::Syscall { names, when } => Some(CallbackEvent::Syscall {
                 syscalls: names
                     .iter()
                     .map(|(name, number)| SyscallName { name: name.clone(), number: *number })
                     .collect(),
                 when: *when,
-            },
-            CallbackKind::Call { target: CallTarget::Symbol(symbol), returns } => CallbackEvent::Call {
+            }),
+            CallbackKind::Call { target: CallTarget::Symbol(symbol), returns } => Some(CallbackEvent::Call {
                 function: symbol.clone(),
                 target: rdb_descriptors::CallTarget::Symbol { symbol: symbol.clone() },
                 returns: *returns,
-            },
+            }),
             CallbackKind::Call { target: CallTarget::Path { written, .. }, returns } => {
                 let found = located.next().expect("one result per query");
                 if let Some(error) = found.error {
@@ -231,7 +248,30 @@ fn callback_descriptors(
                 if !returns && c.params > 0 {
                     arguments.arguments.extend(found.arguments);
                 }
-                CallbackEvent::Call { function: written.clone(), target: found.target, returns: *returns }
+                Some(CallbackEvent::Call { function: written.clone(), target: found.target, returns: *returns })
+            }
+        };
+        let event = match event {
+            Some(e) => e,
+            None => {
+                let CallbackKind::Access { written, reads, .. } = &c.kind else { unreachable!("only accesses wait") };
+                match watched.next().expect("one result per static") {
+                    Ok(w) => CallbackEvent::Access {
+                        variable: written.clone(),
+                        symbol: w.symbol,
+                        address: w.address,
+                        size: w.size,
+                        type_name: w.type_name,
+                        reads: *reads,
+                    },
+                    Err(why) => anyhow::bail!(
+                        "callback `{}` ({}:{}:{}): {why}",
+                        path.join("::"),
+                        source.file.display(),
+                        source.line,
+                        source.column
+                    ),
+                }
             }
         };
         out.push(CallbackDescriptor {

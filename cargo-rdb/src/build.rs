@@ -417,8 +417,14 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
             .collect();
         // Descriptors describe the binary as copied (its identity is recorded).
         let dwarf = if dwarf == exe { &out_bin } else { dwarf };
+        let line_maps: Vec<rdb_descriptors::LineMap> = extraction
+            .files
+            .iter()
+            .filter(|f| f.instrumented && file_pkg.get(&f.path).is_some_and(|id| closure.contains(id)))
+            .map(|f| rdb_descriptors::LineMap { file: ws_root.join(&f.path), lines: f.line_map.clone() })
+            .collect();
         let (functions, arguments, warnings) =
-            artefacts::write_descriptors(&out_bin, dwarf, &toolchain, &regions, &callbacks, &ws_root)?;
+            artefacts::write_descriptors(&out_bin, dwarf, &toolchain, &regions, &callbacks, &line_maps, &ws_root)?;
         for w in warnings {
             term::warn(format!("`{}`: {w}", bin.name));
         }

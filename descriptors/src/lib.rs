@@ -62,6 +62,20 @@ pub struct FunctionDescriptors {
     /// One entry per event callback (version 3).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub callbacks: Vec<CallbackDescriptor>,
+    /// For each source file rdb changed to build the main binary (debug code removed): the
+    /// line of the user's file each line of the binary's source comes from, to report places
+    /// in the program (backtraces) with the user's lines (version 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub line_maps: Vec<LineMap>,
+}
+
+/// Lines of a source file the main binary was built from, mapped to the user's file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LineMap {
+    /// The file, as the DWARF names it (absolute for Rust).
+    pub file: PathBuf,
+    /// Index `i`: the user's line for line `i + 1` of the binary's source.
+    pub lines: Vec<u32>,
 }
 
 /// Identity of a file: where it was and what it contained.
@@ -183,6 +197,10 @@ pub enum CallbackEvent {
     /// pointing to argument `i` as the argument descriptors say), or each return from it
     /// (`argv[0]` pointing to the returned value).
     Call { function: String, target: CallTarget, returns: bool },
+    /// Each access to a static of the program, through the x86 debug registers (`reads`
+    /// false: writes only; true: reads and writes). `argv[0]` → the old bytes (`size`),
+    /// `argv[1]` → the new bytes, `argv[2]` → an `rdb_access` record (`rdb.h`, `rdb::Access`).
+    Access { variable: String, symbol: String, address: u64, size: u64, type_name: String, reads: bool },
 }
 
 /// The function a call callback watches.
@@ -420,6 +438,7 @@ impl FunctionDescriptors {
             debug_module,
             functions: Vec::new(),
             callbacks: Vec::new(),
+            line_maps: Vec::new(),
         }
     }
 }

@@ -160,6 +160,62 @@ unsafe fn raw_slice<'a>(ptr: *const u8, len: u64) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(ptr, len as usize) }
 }
 
+/// An access to watched memory, as a memory callback (`#[rdb_macros::on_write(..)]`,
+/// `on_read`) sees it: `#[repr(C)]`, the same struct as C's `rdb_access` (40 bytes: `address`
+/// u64, `len` u64, `pc` u64, `thread` u32, `flags` u32 (1: the bytes changed, 2: a system call
+/// wrote them), `syscall` u64).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Access {
+    address: u64,
+    len: u64,
+    pc: u64,
+    thread: u32,
+    flags: u32,
+    syscall: u64,
+}
+
+impl Access {
+    /// The watched address.
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+
+    /// How many bytes are watched there.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether nothing is watched (never for a real access).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The address right after the accessing instruction (the processor reports accesses
+    /// once the instruction completed); [`location`] and [`backtrace`] name the accessing
+    /// instruction's own line.
+    pub fn pc(&self) -> u64 {
+        self.pc
+    }
+
+    /// The recorded id of the thread that accessed it.
+    pub fn thread(&self) -> u32 {
+        self.thread
+    }
+
+    /// Whether the bytes changed (a write; an unchanged value after a `on_read` hit means a read,
+    /// or a write of the same bytes).
+    pub fn changed(&self) -> bool {
+        self.flags & 1 != 0
+    }
+
+    /// The system call that wrote the memory (the kernel's writes, e.g. `read` into a watched
+    /// buffer, are replayed from the trace and reported at the call's exit), if one did.
+    pub fn syscall(&self) -> Option<u64> {
+        (self.flags & 2 != 0).then_some(self.syscall)
+    }
+}
+
 /// One frame of the program's stack.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
@@ -180,6 +236,13 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// Whether the frame is the program's own code: in its executable, with a source file that
+    /// is not Rust's standard library (`/rustc/...`) nor a crate of cargo's registry.
+    pub fn is_user_code(&self) -> bool {
+        self.in_program
+            && self.file.as_deref().is_some_and(|f| !f.starts_with("/rustc/") && !f.contains("/.cargo/registry/"))
+    }
+
     /// `file:line:column` (or `file:line`), when the frame has a source location.
     pub fn source(&self) -> Option<String> {
         let file = self.file.as_ref()?;
@@ -232,9 +295,10 @@ impl Backtrace {
         self.frames.iter().any(|f| f.function.as_deref().is_some_and(|n| names_function(n, function)))
     }
 
-    /// The innermost frame of the program's own code (not a library's).
+    /// The innermost frame of the program's own code (see [`Frame::is_user_code`]; else the
+    /// innermost frame in the program's executable).
     pub fn program_frame(&self) -> Option<&Frame> {
-        self.frames.iter().find(|f| f.in_program)
+        self.frames.iter().find(|f| f.is_user_code()).or_else(|| self.frames.iter().find(|f| f.in_program))
     }
 }
 
@@ -285,7 +349,8 @@ pub fn backtrace() -> Backtrace {
 }
 
 /// The source location where debug code runs: the innermost frame of the program's own code (a
-/// syscall callback is called inside the C library; this is where the program called it).
+/// syscall callback is called inside the C library and Rust's standard library; this is where
+/// the program's code called them; see [`Backtrace::program_frame`]).
 /// `None` outside a replay, or when the program's code there has no line information.
 pub fn location() -> Option<Frame> {
     let bt = backtrace();
@@ -348,7 +413,7 @@ impl std::error::Error for WatchError {}
 /// What a watchpoint reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
-pub enum Access {
+pub enum AccessKind {
     /// Writes that change the bytes (like gdb's `watch`).
     Write = 0,
     /// Reads and writes (like gdb's `awatch`).
@@ -367,17 +432,17 @@ pub enum Access {
 #[track_caller]
 pub fn watch<T: ?Sized>(value: &T) -> Result<(), WatchError> {
     let at = std::panic::Location::caller();
-    watch_range(value as *const T as *const u8 as u64, std::mem::size_of_val(value) as u64, Access::Write, at)
+    watch_range(value as *const T as *const u8 as u64, std::mem::size_of_val(value) as u64, AccessKind::Write, at)
 }
 
 /// Like [`watch`], reporting reads as well as writes.
 #[track_caller]
 pub fn watch_access<T: ?Sized>(value: &T) -> Result<(), WatchError> {
     let at = std::panic::Location::caller();
-    watch_range(value as *const T as *const u8 as u64, std::mem::size_of_val(value) as u64, Access::ReadWrite, at)
+    watch_range(value as *const T as *const u8 as u64, std::mem::size_of_val(value) as u64, AccessKind::ReadWrite, at)
 }
 
-fn watch_range(address: u64, len: u64, access: Access, at: &std::panic::Location<'_>) -> Result<(), WatchError> {
+fn watch_range(address: u64, len: u64, access: AccessKind, at: &std::panic::Location<'_>) -> Result<(), WatchError> {
     let services = services().ok_or(WatchError::NotReplaying)?;
     let label = format!("{}:{}:{}", at.file(), at.line(), at.column());
     let mut why = vec![0u8; 512];

@@ -102,6 +102,33 @@ struct ProcessState {
     dynamic: HashMap<u64, Vec<Dynamic>>,
     /// Return addresses with a breakpoint.
     return_points: HashSet<u64>,
+    /// Watched memory.
+    watches: Vec<Watch>,
+    /// Which watch holds each debug register.
+    slots: [Option<usize>; rdb_tracee::debugreg::SLOTS],
+}
+
+/// Watched memory of a process.
+#[derive(Debug, Clone)]
+struct Watch {
+    /// The memory callback to run; `None` for `rdb::watch` (reported by rdb).
+    callback: Option<u32>,
+    /// Where `rdb::watch` was called (`file:line:col`).
+    label: String,
+    address: u64,
+    len: u64,
+    reads: bool,
+    /// The bytes as last seen.
+    old: Vec<u8>,
+}
+
+/// A static a memory callback watches (module-relative address).
+#[derive(Debug, Clone, Copy)]
+struct StaticAccess {
+    id: u32,
+    address: u64,
+    size: u64,
+    reads: bool,
 }
 
 /// The callbacks of a debug module, by event.
@@ -118,6 +145,12 @@ pub(crate) struct Callbacks {
     pending: Vec<Pending>,
     /// Breakpoints to plant after this call into the observer.
     requested: Vec<u64>,
+    /// The thread being served (real id, recorded id).
+    current_thread: Option<(Pid, Tid)>,
+    /// Memory callbacks of statics.
+    statics: Vec<StaticAccess>,
+    /// Debug-register changes to make after this call into the observer.
+    watch_changes: Vec<(usize, Option<rdb_tracee::Watchpoint>)>,
     /// Every callback: its name and source location, for reports.
     names: BTreeMap<u32, String>,
     called: BTreeSet<u32>,
@@ -158,6 +191,9 @@ impl Callbacks {
                 CallbackEvent::Call { target: CallTarget::Symbol { symbol }, returns, .. } => {
                     c.symbols.push(SymbolWatch { id: cb.id, symbol: symbol.clone(), returns: *returns });
                 }
+                CallbackEvent::Access { address, size, reads, .. } => {
+                    c.statics.push(StaticAccess { id: cb.id, address: *address, size: *size, reads: *reads });
+                }
             }
         }
         c.symbols.sort_by_key(|s| s.id);
@@ -171,6 +207,122 @@ impl Callbacks {
     pub(crate) fn wants_syscall(&self, nr: u64, exit: bool) -> bool {
         (!self.syscalls.is_empty() && self.syscalls.contains_key(&(nr, exit)))
             || (exit && nr == MMAP && !self.symbols.is_empty())
+            || (exit && self.processes.values().any(|p| !p.watches.is_empty()))
+    }
+
+    /// Debug-register changes for the process just served.
+    pub(crate) fn take_watchpoints(&mut self) -> Vec<(usize, Option<rdb_tracee::Watchpoint>)> {
+        std::mem::take(&mut self.watch_changes)
+    }
+
+    /// Watches `[address, address+len)` of process `pid` with debug registers (aligned pieces
+    /// of 1, 2, 4 or 8 bytes, one register each); `Err` says why it cannot.
+    fn add_watch(&mut self, pid: Pid, mut watch: Watch, memory: &dyn Memory) -> Result<(), String> {
+        let mut old = vec![0u8; watch.len as usize];
+        memory.read_exact(watch.address, &mut old).map_err(|e| format!("its memory cannot be read: {e}"))?;
+        watch.old = old;
+        let pieces = pieces(watch.address, watch.len);
+        let state = self.processes.entry(pid.0).or_default();
+        let free: Vec<usize> = (0..rdb_tracee::debugreg::SLOTS).filter(|&s| state.slots[s].is_none()).collect();
+        if pieces.len() > free.len() {
+            return Err(format!(
+                "it needs {} debug register(s) ({} bytes in aligned pieces of at most 8) and {} of the 4 are free; rdb watches memory with the x86 debug registers only (no page-protection fallback yet): watch fewer or smaller values",
+                pieces.len(),
+                watch.len,
+                free.len()
+            ));
+        }
+        let index = state.watches.len();
+        let kind = if watch.reads { rdb_tracee::WatchKind::ReadWrite } else { rdb_tracee::WatchKind::Write };
+        for (&(addr, len), &slot) in pieces.iter().zip(&free) {
+            state.slots[slot] = Some(index);
+            self.watch_changes.push((slot, Some(rdb_tracee::Watchpoint { addr, len, kind })));
+        }
+        state.watches.push(watch);
+        Ok(())
+    }
+
+    /// After debug code ran at a stop of process `pid`: the watchpoints it asked for
+    /// (`rdb::watch`).
+    pub(crate) fn collect_watch_requests(&mut self, host: &mut DebugHost, pid: Pid, memory: &dyn Memory) {
+        for r in host.take_watch_requests() {
+            let label = format!("set at {}", r.label);
+            let watch = Watch {
+                callback: None,
+                label: label.clone(),
+                address: r.address,
+                len: r.len,
+                reads: r.reads,
+                old: Vec::new(),
+            };
+            if let Err(why) = self.add_watch(pid, watch, memory) {
+                eprintln!("rdb: warning: watch {label} ({:#x}, {} bytes) cannot be armed: {why}", r.address, r.len);
+            }
+        }
+    }
+
+    /// Debug registers fired at `stop` (right after the accessing instruction).
+    pub(crate) fn on_watchpoint(&mut self, host: &mut DebugHost, stop: &BreakpointStop<'_>, fired: u8) {
+        self.current_thread = Some((stop.pid, stop.tid));
+        let Some(state) = self.processes.get(&stop.image.pid.0) else { return };
+        let mut hit: Vec<usize> =
+            (0..rdb_tracee::debugreg::SLOTS).filter(|s| fired & (1 << s) != 0).filter_map(|s| state.slots[s]).collect();
+        hit.sort_unstable();
+        hit.dedup();
+        for index in hit {
+            self.fire(host, stop, stop.image.pid, index, None);
+        }
+        host.invalidate();
+    }
+
+    /// Runs (or reports) watch `index` of process `pid` after an access: by an instruction
+    /// (`syscall` None; `stop` stands right after it) or by a system call's recorded writes.
+    fn fire(&mut self, host: &mut DebugHost, stop: &dyn Target, pid: Pid, index: usize, syscall: Option<u64>) {
+        let thread = self.thread_of(stop);
+        let Some(watch) = self.processes.get_mut(&pid.0).and_then(|p| p.watches.get_mut(index)) else { return };
+        let mut new = vec![0u8; watch.len as usize];
+        if stop.read_exact(watch.address, &mut new).is_err() {
+            return;
+        }
+        let changed = new != watch.old;
+        if watch.callback.is_none() && !changed && syscall.is_none() && !watch.reads {
+            return; // like gdb's `watch`: only changes are reported
+        }
+        if syscall.is_some() && !changed {
+            return;
+        }
+        let old = std::mem::replace(&mut watch.old, new.clone());
+        let mut access = Vec::with_capacity(40);
+        access.extend_from_slice(&watch.address.to_le_bytes());
+        access.extend_from_slice(&watch.len.to_le_bytes());
+        access.extend_from_slice(&stop.regs().rip.to_le_bytes());
+        access.extend_from_slice(&thread.to_le_bytes());
+        let flags = u32::from(changed) | if syscall.is_some() { 2 } else { 0 };
+        access.extend_from_slice(&flags.to_le_bytes());
+        access.extend_from_slice(&syscall.unwrap_or(0).to_le_bytes());
+        let (callback, label) = (watch.callback, watch.label.clone());
+        flush_program_output();
+        if syscall.is_none() {
+            host.next_stop_after_access();
+        }
+        let values = [ArgValue::Bytes(old), ArgValue::Bytes(new), ArgValue::Bytes(access)];
+        match callback {
+            Some(id) => {
+                let result = host.invoke_callback(id, &values, stop);
+                self.report(id, result);
+            }
+            None => {
+                let by = syscall.map(rdb_runtime::syscalls::name);
+                if let Err(e) = host.report_watch(&label, by.as_deref(), &values, stop) {
+                    eprintln!("rdb: warning: watch {label}: cannot report a change: {e}");
+                }
+            }
+        }
+    }
+
+    /// The recorded thread id of a stop (for the access record).
+    fn thread_of(&self, stop: &dyn Target) -> u32 {
+        self.current_thread.filter(|(pid, _)| *pid == stop.tid()).map_or(0, |(_, tid)| tid.0)
     }
 
     /// Breakpoints the callbacks need in a new image of the region binary (absolute), and its
@@ -179,6 +331,19 @@ impl Callbacks {
         self.armed.retain(|(t, _)| *t != image.tid);
         self.pending.retain(|p| p.tid != image.tid);
         self.processes.insert(image.pid.0, ProcessState::default());
+        for s in self.statics.clone() {
+            let watch = Watch {
+                callback: Some(s.id),
+                label: String::new(),
+                address: image.load_bias.wrapping_add(s.address),
+                len: s.size,
+                reads: s.reads,
+                old: Vec::new(),
+            };
+            if let Err(why) = self.add_watch(image.pid, watch, &image.pid) {
+                eprintln!("rdb: warning: callback {} cannot watch its static: {why}", self.name(s.id));
+            }
+        }
         let mut out: Vec<u64> = self.actions.keys().map(|a| a.wrapping_add(image.load_bias)).collect();
         if !self.symbols.is_empty() {
             let exe = image.exe.to_string_lossy().into_owned();
@@ -196,6 +361,7 @@ impl Callbacks {
     /// Runs the callbacks of a breakpoint: `relative` is its module-relative address when the
     /// stop is in the region binary.
     pub(crate) fn on_breakpoint(&mut self, host: &mut DebugHost, stop: &BreakpointStop<'_>) {
+        self.current_thread = Some((stop.pid, stop.tid));
         let relative = stop.addr.wrapping_sub(stop.image.load_bias);
         let mut ran = false;
         if let Some(actions) = self.actions.get(&relative).cloned() {
@@ -344,9 +510,29 @@ impl Callbacks {
 
     /// Runs the callbacks of a syscall stop.
     pub(crate) fn on_syscall(&mut self, host: &mut DebugHost, stop: &SyscallStop<'_>) {
+        self.current_thread = Some((stop.pid, stop.tid));
         if stop.exit && stop.nr == MMAP && stop.result >= 0 && stop.args[2] & PROT_EXEC != 0 && !self.symbols.is_empty()
         {
             self.search_mapped(stop);
+        }
+        if stop.exit && !stop.writes.is_empty() {
+            // The kernel's writes (replayed from the trace) raise no debug-register hit.
+            let pid = stop.image.pid;
+            let overlapping: Vec<usize> = self.processes.get(&pid.0).map_or(Vec::new(), |p| {
+                p.watches
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, w)| {
+                        stop.writes
+                            .iter()
+                            .any(|m| m.addr < w.address + w.len && w.address < m.addr + m.bytes.len() as u64)
+                    })
+                    .map(|(i, _)| i)
+                    .collect()
+            });
+            for index in overlapping {
+                self.fire(host, stop, pid, index, Some(stop.nr));
+            }
         }
         let Some(ids) = self.syscalls.get(&(stop.nr, stop.exit)).cloned() else { return };
         let values = syscall_record(stop);
@@ -414,6 +600,19 @@ fn segment_delta(path: &Path, offset: u64) -> Option<u64> {
             start <= offset && offset < p.p_offset(e) + p.p_filesz(e)
         })
         .map(|p| p.p_vaddr(e).wrapping_sub(p.p_offset(e)))
+}
+
+/// `[address, address+len)` in naturally aligned pieces of 8, 4, 2 or 1 bytes.
+fn pieces(address: u64, len: u64) -> Vec<(u64, u8)> {
+    let end = address.saturating_add(len);
+    let mut out = Vec::new();
+    let mut at = address;
+    while at < end {
+        let size = [8u64, 4, 2, 1].into_iter().find(|&s| at.is_multiple_of(s) && at + s <= end).unwrap_or(1);
+        out.push((at, size as u8));
+        at += size;
+    }
+    out
 }
 
 /// The returned value, from the registers (or memory) at the return address.
@@ -519,4 +718,17 @@ fn syscall_record(stop: &SyscallStop<'_>) -> Vec<ArgValue> {
         ArgValue::Bytes(name),
         data,
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pieces;
+
+    #[test]
+    fn ranges_split_into_aligned_pieces() {
+        assert_eq!(pieces(0x1000, 8), [(0x1000, 8)]);
+        assert_eq!(pieces(0x1004, 8), [(0x1004, 4), (0x1008, 4)]);
+        assert_eq!(pieces(0x1001, 3), [(0x1001, 1), (0x1002, 2)]);
+        assert_eq!(pieces(0x1000, 24).len(), 3);
+    }
 }

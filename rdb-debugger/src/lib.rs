@@ -248,6 +248,7 @@ impl ReplayObserver for RegionObserver {
         let address = stop.addr.wrapping_sub(stop.image.load_bias);
         let Some(regions) = self.locations.get(&address).cloned() else {
             self.callbacks.on_breakpoint(&mut self.host, stop);
+            self.callbacks.collect_watch_requests(&mut self.host, stop.image.pid, stop);
             return Ok(());
         };
         callbacks::flush_program_output();
@@ -267,9 +268,20 @@ impl ReplayObserver for RegionObserver {
             }
         }
         self.callbacks.on_breakpoint(&mut self.host, stop);
+        self.callbacks.collect_watch_requests(&mut self.host, stop.image.pid, stop);
         // The program runs next: what the host mirrored is stale from now on.
         self.host.invalidate();
         Ok(())
+    }
+
+    fn on_watchpoint(&mut self, stop: &BreakpointStop<'_>, slots: u8) -> Result<(), String> {
+        self.callbacks.on_watchpoint(&mut self.host, stop, slots);
+        self.callbacks.collect_watch_requests(&mut self.host, stop.image.pid, stop);
+        Ok(())
+    }
+
+    fn take_watchpoints(&mut self) -> Vec<(usize, Option<rdb_tracee::Watchpoint>)> {
+        self.callbacks.take_watchpoints()
     }
 
     fn take_breakpoints(&mut self) -> Vec<u64> {
@@ -283,6 +295,7 @@ impl ReplayObserver for RegionObserver {
     fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
         if self.runs_region_binary(&stop.image.exe) {
             self.callbacks.on_syscall(&mut self.host, stop);
+            self.callbacks.collect_watch_requests(&mut self.host, stop.image.pid, stop);
         }
         Ok(())
     }

@@ -16,7 +16,7 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Item};
 
 /// The attribute names of event callbacks (under `rdb_macros::` or imported).
-const ATTRIBUTES: [&str; 3] = ["on_syscall", "on_call", "on_return"];
+const ATTRIBUTES: [&str; 5] = ["on_syscall", "on_call", "on_return", "on_write", "on_read"];
 
 /// A callback found by the walk, waiting for its id.
 #[derive(Debug, Clone)]
@@ -87,6 +87,7 @@ pub(crate) fn item(place: &Place<'_>, item: &Item) -> Option<Result<Draft, Findi
     let kind = match name.as_str() {
         "on_syscall" => syscall_kind(place, attr, &mut findings),
         "on_call" | "on_return" => call_kind(place, attr, &name, &mut findings),
+        "on_write" | "on_read" => access_kind(place, attr, &name, &mut findings),
         _ => unreachable!("ATTRIBUTES lists the kinds"),
     };
     if !findings.is_empty() {
@@ -189,6 +190,27 @@ fn call_kind(
     Some(CallbackKind::Call { target, returns })
 }
 
+/// `on_write(path::to::STATIC)` (and `on_read`).
+fn access_kind(
+    place: &Place<'_>,
+    attr: &Attribute,
+    name: &str,
+    findings: &mut Vec<(Range<usize>, Finding)>,
+) -> Option<CallbackKind> {
+    match attr.parse_args::<syn::Path>() {
+        Ok(path) => {
+            let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+            let written = quote::ToTokens::to_token_stream(&path).to_string().replace(' ', "");
+            let resolved = resolve_path(&segments, place);
+            Some(CallbackKind::Access { written, resolved, reads: name == "on_read" })
+        }
+        Err(e) => {
+            findings.push((place.range(e.span()), Finding::AccessTarget { attribute: name.to_string() }));
+            None
+        }
+    }
+}
+
 /// A Rust path with `crate`, `self` and `super` resolved (`crate::vm::Vm::push` in crate
 /// `events` is `events::vm::Vm::push`); relative paths stay as written.
 fn resolve_path(segments: &[String], place: &Place<'_>) -> String {
@@ -266,6 +288,9 @@ pub(crate) fn finish(input: &SourceInput, drafts: Vec<Draft>, next_id: &mut u32)
             }
             CallbackKind::Call { target: CallTarget::Symbol(_), .. } => {
                 format!("::rdb_region::on_symbol::<{id}, _, _>({f})")
+            }
+            CallbackKind::Access { written, .. } => {
+                format!("::rdb_region::on_access::<{id}, _, _, _>(::core::ptr::addr_of!({written}), {f})")
             }
         };
         let attr_text = &input.text[d.attr.clone()];

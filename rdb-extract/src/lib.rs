@@ -92,6 +92,9 @@ pub enum CallbackKind {
     Syscall { names: Vec<(String, u64)>, when: When },
     /// `on_call(function)` (`returns` false) or `on_return(function)`.
     Call { target: CallTarget, returns: bool },
+    /// `on_write(static)` (`reads` false) or `on_read(static)`: the static's path as written and
+    /// resolved like a call target's.
+    Access { written: String, resolved: String, reads: bool },
 }
 
 /// The function a call callback watches.
@@ -117,6 +120,10 @@ pub struct ExtractedFile {
     pub debug: String,
     /// Whether the file contained any region, `#[debug_only]` item or `use rdb_macros`.
     pub instrumented: bool,
+    /// When instrumented: for each line of `stripped` (index 0 is line 1), the line of the
+    /// user's file it comes from (the binary's DWARF has stripped lines; reports of where the
+    /// program is translate them back).
+    pub line_map: Vec<u32>,
 }
 
 /// A position in a file: 1-based line and 1-based character column.
@@ -230,6 +237,7 @@ pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagn
                 stripped: input.text.clone(),
                 debug: input.text.clone(),
                 instrumented: false,
+                line_map: Vec::new(),
             });
             continue;
         };

@@ -125,6 +125,10 @@ pub(crate) enum Finding {
     CallTarget {
         attribute: String,
     },
+    /// `on_write`/`on_read` is not given a path to a static.
+    AccessTarget {
+        attribute: String,
+    },
 }
 
 impl Finding {
@@ -242,6 +246,11 @@ impl Finding {
                 format!("`{attribute}` needs the function it watches"),
                 s("expected a path to a function of the program, or a symbol name in quotes"),
                 Some(format!("write `#[rdb_macros::{attribute}(crate::vm::Vm::push)]` for a function of the program, or `#[rdb_macros::{attribute}(\"malloc\")]` for a symbol of a shared library")),
+            ),
+            Finding::AccessTarget { attribute } => (
+                format!("`{attribute}` needs the static it watches"),
+                s("expected a path to a static of the program"),
+                Some(format!("write `#[rdb_macros::{attribute}(crate::bank::AUDITED)]`; to watch other memory, call `rdb::watch(&value)` from a region")),
             ),
             Finding::NoSyscall => (
                 s("`on_syscall` needs at least one system call name"),

@@ -139,6 +139,25 @@ pub struct DebugHost {
     /// The main binary's bytes at every region location (module-relative
     /// address, byte): the host shows them instead of the breakpoints.
     code_bytes: Vec<(u64, u8)>,
+    /// The main binary with DWARF (its twin `<bin>.rdb-g` when there is one), for backtraces.
+    dwarf_binary: PathBuf,
+    /// The next call's stop is right after an access to watched memory.
+    after_access: bool,
+    /// The user's lines of the binary's sources (see `rdb_descriptors::LineMap`).
+    line_maps: Vec<rdb_descriptors::LineMap>,
+    /// Watchpoints debug code asked for (`rdb::watch`), not yet taken.
+    watch_requests: Vec<WatchRequest>,
+}
+
+/// A watchpoint debug code asked for with `rdb::watch` (program memory, checked mirrored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchRequest {
+    pub address: u64,
+    pub len: u64,
+    /// Reads too (`rdb::watch_access`), not only writes.
+    pub reads: bool,
+    /// Where debug code asked (`file:line:column`).
+    pub label: String,
 }
 
 struct Process {
@@ -193,6 +212,20 @@ impl DebugHost {
             userfaultfd: false,
             buf: vec![0u8; protocol::MAX_MESSAGE + 64 * 1024],
             code_bytes: Vec::new(),
+            dwarf_binary: {
+                let twin = functions.binary.path.with_file_name(format!(
+                    "{}.rdb-g",
+                    functions.binary.path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+                ));
+                if twin.is_file() {
+                    twin
+                } else {
+                    functions.binary.path.clone()
+                }
+            },
+            after_access: false,
+            watch_requests: Vec::new(),
+            line_maps: functions.line_maps.clone(),
         };
         let locations: Vec<u64> = host.code_locations().into_keys().collect();
         host.code_bytes = code_bytes(&functions.binary.path, &locations);
@@ -279,6 +312,17 @@ impl DebugHost {
         self.run(region, function, &values, &sizes, tracee, &source_location, None)
     }
 
+    /// Marks the next call's stop as right after an instruction that accessed watched memory
+    /// (backtraces then name that instruction's line).
+    pub fn next_stop_after_access(&mut self) {
+        self.after_access = true;
+    }
+
+    /// Watchpoints debug code asked for since the last time (`rdb::watch`).
+    pub fn take_watch_requests(&mut self) -> Vec<WatchRequest> {
+        std::mem::take(&mut self.watch_requests)
+    }
+
     /// The event callbacks of the debug module (from the function descriptors).
     pub fn callbacks(&self) -> impl Iterator<Item = &CallbackDescriptor> {
         self.callbacks.values()
@@ -300,10 +344,40 @@ impl DebugHost {
             .iter()
             .map(|v| match v {
                 ArgValue::Address(_) => 0,
-                ArgValue::Bytes(b) | ArgValue::Record { bytes: b, .. } => b.len() as u64,
+                ArgValue::Bytes(b) | ArgValue::Copied { bytes: b, .. } | ArgValue::Record { bytes: b, .. } => {
+                    b.len() as u64
+                }
             })
             .collect();
         self.run(id, id, values, &sizes, tracee, &source_location, Some(name))
+    }
+
+    /// Reports a change of memory watched with `rdb::watch` (set where `label` says): the host
+    /// prints it on rdb's stderr with the accessing instruction's place in the program
+    /// (`values`: old bytes, new bytes, the `rdb_access` record), or the system call `by` that
+    /// wrote it.
+    pub fn report_watch(
+        &mut self,
+        label: &str,
+        by: Option<&str>,
+        values: &[ArgValue],
+        tracee: &dyn Target,
+    ) -> Result<(), HostError> {
+        let mut values = values.to_vec();
+        for text in [label, by.unwrap_or("")] {
+            let mut b = text.as_bytes().to_vec();
+            b.push(0);
+            values.push(ArgValue::Bytes(b));
+        }
+        let sizes = vec![0; values.len()];
+        let location = Loc(rdb_descriptors::SourceLocation { file: label.into(), line: 0, column: 0 });
+        let done =
+            self.run(protocol::WATCH_REPORT, protocol::WATCH_REPORT, &values, &sizes, tracee, &location, None)?;
+        if done.is_clean() {
+            Ok(())
+        } else {
+            Err(HostError::Protocol(done.to_string()))
+        }
     }
 
     /// Runs call callback `id` for a program stopped at module-relative code `address` (one of
@@ -389,7 +463,13 @@ impl DebugHost {
         } else {
             None
         };
+        if std::mem::take(&mut self.after_access) {
+            flags |= protocol::FLAG_AFTER_ACCESS;
+        }
         w.u32(function).u32(flags).u32(tracee.pid().0 as u32).u64(tracee.load_bias());
+        for reg in regs_array(tracee.regs()) {
+            w.u64(reg);
+        }
         if let Some(maps) = &maps {
             w.ranges(maps);
         }
@@ -398,6 +478,7 @@ impl DebugHost {
             match v {
                 ArgValue::Address(a) => w.u32(0).u64(*a).u64(*size),
                 ArgValue::Bytes(b) => w.u32(1).bytes(b),
+                ArgValue::Copied { bytes, from } => w.u32(3).bytes(bytes).u64(*from),
                 ArgValue::Record { bytes, pointers } => {
                     w.u32(2).bytes(bytes).u32(pointers.len() as u32);
                     for &(offset, index) in pointers {
@@ -488,6 +569,13 @@ impl DebugHost {
         }
         let panic = String::from_utf8_lossy(r.bytes().ok_or_else(malformed)?).into_owned();
         let error = String::from_utf8_lossy(r.bytes().ok_or_else(malformed)?).into_owned();
+        for _ in 0..r.u32().unwrap_or(0) {
+            let (Some(address), Some(len), Some(access), Some(label)) = (r.u64(), r.u64(), r.u32(), r.bytes()) else {
+                return Err(malformed());
+            };
+            let label = String::from_utf8_lossy(label).into_owned();
+            self.watch_requests.push(WatchRequest { address, len, reads: access != 0, label });
+        }
         match status {
             protocol::STATUS_COLLISION => {
                 self.maps_dirty = true;
@@ -633,7 +721,15 @@ impl DebugHost {
             .u32(self.options.spin.as_micros().min(u32::MAX as u128) as u32)
             .u32(if has_mailbox { MAILBOX_FD as u32 } else { u32::MAX })
             .u32(self.options.tsc_disabled as u32)
-            .bytes(self.module.as_os_str().as_encoded_bytes());
+            .bytes(self.module.as_os_str().as_encoded_bytes())
+            .bytes(self.dwarf_binary.as_os_str().as_encoded_bytes());
+        w.u32(self.line_maps.len() as u32);
+        for m in &self.line_maps {
+            w.bytes(m.file.as_os_str().as_encoded_bytes()).u32(m.lines.len() as u32);
+            for &l in &m.lines {
+                w.u32(l);
+            }
+        }
         // One debug function per region, or per location that names a
         // table entry of its own (an instantiation of a generic region).
         let mut wants: std::collections::BTreeMap<u32, &DebugEntry> = Default::default();
@@ -837,6 +933,14 @@ fn spec(m: &Mapping) -> protocol::RangeSpec {
         }
     }
     protocol::RangeSpec { start: m.start, end: m.end, prot }
+}
+
+/// The registers in `user_regs_struct` order.
+fn regs_array(r: &rdb_tracee::Regs) -> [u64; 27] {
+    [
+        r.r15, r.r14, r.r13, r.r12, r.rbp, r.rbx, r.r11, r.r10, r.r9, r.r8, r.rax, r.rcx, r.rdx, r.rsi, r.rdi,
+        r.orig_rax, r.rip, r.cs, r.eflags, r.rsp, r.ss, r.fs_base, r.gs_base, r.ds, r.es, r.fs, r.gs,
+    ]
 }
 
 fn socket_pair() -> Result<(OwnedFd, OwnedFd), HostError> {

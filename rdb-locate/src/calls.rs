@@ -299,3 +299,33 @@ mod tests {
         assert!(branch_targets(&[0xe8, 0, 0, 0, 0], 0x1000).is_empty());
     }
 }
+
+/// A static a memory callback watches: symbol, module-relative address, size, type name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchedStatic {
+    pub symbol: String,
+    pub address: u64,
+    pub size: u64,
+    pub type_name: String,
+}
+
+/// The static `path` (`events::bank::AUDITED`, C `head`), or why it cannot be watched.
+pub fn locate_static(index: &Index<'_>, path: &str) -> Result<Result<WatchedStatic, String>, gimli::Error> {
+    let search = crate::variable::find_static(index, path, &[])?;
+    let Some(found) = search.found.first() else {
+        return Ok(Err(match search.rejected {
+            Some(why) => format!("`{path}` cannot be watched: {why}"),
+            None => format!("no static `{path}` with a fixed address in the DWARF (removed as unused?)"),
+        }));
+    };
+    if search.found.len() > 1 {
+        return Ok(Err(format!("`{path}` names {} statics: write its full path", search.found.len())));
+    }
+    let (type_name, size) = crate::variable::variable_type(index, found.die)?;
+    match &found.location {
+        Location::Symbol { symbol, address, .. } => {
+            Ok(Ok(WatchedStatic { symbol: symbol.clone(), address: *address, size, type_name }))
+        }
+        other => Ok(Err(format!("`{path}` is not at a fixed address ({other:?})"))),
+    }
+}

@@ -88,7 +88,7 @@ use rdb_descriptors::{
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-pub use calls::{CallQuery, LocatedCall};
+pub use calls::{CallQuery, LocatedCall, WatchedStatic};
 pub use function::matches_function;
 pub use identity::{binary_identity, check_same_code, debug_info, DebugInfo, TwinError};
 pub use module::{patch_entry_ids, region_table, TableEntry};
@@ -601,4 +601,12 @@ pub fn locate_calls(binary: &Path, queries: &[CallQuery]) -> Result<Vec<LocatedC
         segment.data_range(address, len).ok().flatten().map(<[u8]>::to_vec)
     };
     queries.iter().map(|q| calls::locate_call(&index, &code, q).map_err(dwarf_error)).collect()
+}
+
+/// Locates the statics memory callbacks watch: one result per path (`Err`: why it cannot be).
+pub fn locate_statics(binary: &Path, paths: &[String]) -> Result<Vec<Result<WatchedStatic, String>>, LocateError> {
+    let loaded = loader::Binary::load(binary)?;
+    let dwarf_error = |source| LocateError::Dwarf { path: binary.to_path_buf(), source };
+    let index = index::Index::new(&loaded).map_err(dwarf_error)?;
+    paths.iter().map(|p| calls::locate_static(&index, p).map_err(dwarf_error)).collect()
 }

@@ -65,6 +65,10 @@
 //! #[debug_only]
 //! #[rdb_macros::on_call("malloc")]            // a symbol of the executable or a shared library
 //! fn allocating(size: usize) { ... }          // integer / pointer parameters, from the registers
+//!
+//! #[debug_only]
+//! #[rdb_macros::on_write(crate::bank::AUDITED)] // or on_read: a static of the program
+//! fn audited(old: u64, new: u64) { ... }      // or (old, new, access: &rdb::Access), or ()
 //! ```
 //!
 //! The callback's signature is checked against the function's by rustc when `cargo rdb build`
@@ -128,5 +132,20 @@ pub fn on_call(_attr: TokenStream, item: TokenStream) -> TokenStream {
 /// unchanged in a plain build.
 #[proc_macro_attribute]
 pub fn on_return(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    allow_unused(item)
+}
+
+/// `#[on_write(path::to::STATIC)]`: calls the function at each write to that static of the
+/// replayed program, with the old and new values (see the crate docs). Keeps the item
+/// unchanged in a plain build.
+#[proc_macro_attribute]
+pub fn on_write(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    allow_unused(item)
+}
+
+/// `#[on_read(path::to::STATIC)]`: like `on_write`, for reads and writes. Keeps the item
+/// unchanged in a plain build.
+#[proc_macro_attribute]
+pub fn on_read(_attr: TokenStream, item: TokenStream) -> TokenStream {
     allow_unused(item)
 }

@@ -34,7 +34,7 @@
 
 use core::ffi::c_void;
 
-use rdb::Syscall;
+use rdb::{Access, Syscall};
 
 /// Emits the callback table entry `(ID, trampoline)`.
 macro_rules! table_entry {
@@ -388,6 +388,80 @@ pub unsafe extern "C" fn call_trampoline<A, M, G: CallCallback<A, M>>(argv: *con
 /// # Safety
 /// As [`SymbolCallback::call`].
 pub unsafe extern "C" fn symbol_trampoline<M, G: SymbolCallback<M>>(argv: *const *const c_void) {
+    // SAFETY: `G` is a zero-sized function item (asserted where it is registered).
+    let callback: G = unsafe { core::mem::zeroed() };
+    // SAFETY: forwarded from this function's contract.
+    crate::run_caught(|| unsafe { callback.call(argv) });
+}
+
+/// A function that can be a memory callback of a variable of type `T`: `fn()`,
+/// `fn(old: C, new: C)` or `fn(old: C, new: C, access: &rdb::Access)`, where `C` is `T` itself
+/// when it is `Copy`, or any `Copy` type of the same size (`u64` for an `AtomicU64`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a memory callback of a variable of type `{T}`",
+    note = "a memory callback is `fn()`, `fn(old: V, new: V)` or `fn(old: V, new: V, access: &rdb::Access)`, with `V` a `Copy` type of the variable's size"
+)]
+pub trait AccessCallback<T, M> {
+    /// Calls the callback: `argv[0]` the old bytes, `argv[1]` the new, `argv[2]` the access.
+    ///
+    /// # Safety
+    /// `argv` must hold three pointers: two to `size_of::<T>()` readable bytes, one to an
+    /// [`Access`].
+    unsafe fn call(&self, argv: *const *const c_void);
+}
+
+impl<G: Fn(), T> AccessCallback<T, ()> for G {
+    unsafe fn call(&self, _argv: *const *const c_void) {
+        self()
+    }
+}
+
+impl<G: Fn(C, C), T, C: Copy> AccessCallback<T, (C,)> for G {
+    unsafe fn call(&self, argv: *const *const c_void) {
+        const {
+            assert!(
+                core::mem::size_of::<C>() == core::mem::size_of::<T>(),
+                "a memory callback's values must have the size of the watched variable"
+            )
+        };
+        // SAFETY: forwarded from the contract; `C` has the variable's size (checked above).
+        unsafe { self((*argv as *const C).read_unaligned(), (*argv.add(1) as *const C).read_unaligned()) }
+    }
+}
+
+impl<G: Fn(C, C, &Access), T, C: Copy> AccessCallback<T, (C, Access)> for G {
+    unsafe fn call(&self, argv: *const *const c_void) {
+        const {
+            assert!(
+                core::mem::size_of::<C>() == core::mem::size_of::<T>(),
+                "a memory callback's values must have the size of the watched variable"
+            )
+        };
+        // SAFETY: forwarded from the contract.
+        unsafe {
+            self(
+                (*argv as *const C).read_unaligned(),
+                (*argv.add(1) as *const C).read_unaligned(),
+                &*(*argv.add(2) as *const Access),
+            )
+        }
+    }
+}
+
+/// Declares memory callback `ID` of the static `variable` points to (`on_write`, `on_read`).
+/// Calling it does nothing.
+#[inline(never)]
+pub fn on_access<const ID: u64, T, M, G: AccessCallback<T, M>>(variable: *const T, callback: G) {
+    const { assert!(core::mem::size_of::<G>() == 0, "a callback must be a function, not a closure or pointer") };
+    table_entry!(ID, access_trampoline::<T, M, G>);
+    let _ = (variable, callback);
+}
+
+/// The debug function of a memory callback.
+///
+/// # Safety
+/// As [`AccessCallback::call`].
+pub unsafe extern "C" fn access_trampoline<T, M, G: AccessCallback<T, M>>(argv: *const *const c_void) {
     // SAFETY: `G` is a zero-sized function item (asserted where it is registered).
     let callback: G = unsafe { core::mem::zeroed() };
     // SAFETY: forwarded from this function's contract.

@@ -17,7 +17,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use rdb_tracee::{Memory, Pid, Regs, Target};
+use rdb_tracee::{Memory, Pid, Regs, Target, Watchpoint};
 
 use crate::trace::{MemWrite, Tid};
 
@@ -146,6 +146,19 @@ pub trait ReplayObserver {
     fn take_breakpoints(&mut self) -> Vec<u64> {
         Vec::new()
     }
+    /// A thread stopped right after an instruction that accessed memory the observer watches
+    /// with debug registers: `slots` (bit n = slot n) fired; `stop.addr` is `rip`, the
+    /// instruction after the access. An error stops the replay.
+    fn on_watchpoint(&mut self, _stop: &BreakpointStop<'_>, _slots: u8) -> Result<(), String> {
+        Ok(())
+    }
+    /// Debug-register slots to arm (`Some`) or disarm (`None`) in every thread of the process
+    /// of the thread the observer was just called for (and its threads created later): asked
+    /// after each call into the observer (`on_exec` included). The slots a debugger driving the
+    /// replay uses are refused with an error.
+    fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
+        Vec::new()
+    }
 }
 
 impl<O: ReplayObserver + ?Sized> ReplayObserver for &mut O {
@@ -164,6 +177,12 @@ impl<O: ReplayObserver + ?Sized> ReplayObserver for &mut O {
     fn take_breakpoints(&mut self) -> Vec<u64> {
         (**self).take_breakpoints()
     }
+    fn on_watchpoint(&mut self, stop: &BreakpointStop<'_>, slots: u8) -> Result<(), String> {
+        (**self).on_watchpoint(stop, slots)
+    }
+    fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
+        (**self).take_watchpoints()
+    }
 }
 
 impl<O: ReplayObserver + ?Sized> ReplayObserver for Box<O> {
@@ -181,6 +200,12 @@ impl<O: ReplayObserver + ?Sized> ReplayObserver for Box<O> {
     }
     fn take_breakpoints(&mut self) -> Vec<u64> {
         (**self).take_breakpoints()
+    }
+    fn on_watchpoint(&mut self, stop: &BreakpointStop<'_>, slots: u8) -> Result<(), String> {
+        (**self).on_watchpoint(stop, slots)
+    }
+    fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
+        (**self).take_watchpoints()
     }
 }
 

@@ -267,6 +267,11 @@ pub(crate) struct Replayer<'o> {
     pub(crate) tsc: Option<sys::TscDisabled>,
     /// Room for displaced instructions, per address space (its breakpoint table) and object.
     slots: HashMap<(usize, PathBuf), displace::Slots>,
+    /// The observer's hardware watchpoints, per process (recorded id of its thread group).
+    observer_watch: HashMap<Tid, [Option<debugreg::Watchpoint>; debugreg::SLOTS]>,
+    /// Threads whose debug registers must be brought up to date at their next stop (they were
+    /// running when a watchpoint changed).
+    dr_stale: HashSet<Tid>,
 }
 
 fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(), Error> {
@@ -369,6 +374,8 @@ impl<'o> Replayer<'o> {
             dbg: Debugger::default(),
             tsc: None,
             slots: HashMap::new(),
+            observer_watch: HashMap::new(),
+            dr_stale: HashSet::new(),
         };
         r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
         r.by_pid.insert(pid, tid);
@@ -632,6 +639,12 @@ impl Replayer<'_> {
         if let Some(p) = tid.and_then(|t| self.procs.get_mut(&t)) {
             p.running = false;
         }
+        if let Some(t) = tid.filter(|t| self.dr_stale.contains(t)) {
+            if matches!(w, Wait::Stopped { .. }) {
+                self.dr_stale.remove(&t);
+                self.sync_debug_registers(t)?;
+            }
+        }
         let was_user = tid.and_then(|t| self.procs.get_mut(&t)).map(|p| std::mem::replace(&mut p.user, false));
         let stop = self.classify_stop(pid, w)?;
         if stop.is_none() {
@@ -717,10 +730,16 @@ impl Replayer<'_> {
             if self.proc(tid).breakpoints.borrow().contains_key(&addr) {
                 return self.hit_breakpoint(tid, addr, regs);
             }
+            let observed = self.observer_watch_hits(tid, &regs)?;
             let slots = self.take_watch_hits(tid)?;
             if slots != 0 {
                 let addr = self.dbg.watch_address(slots);
                 self.dbg.halt(tid, HaltKind::InCode, SessionStop::Watchpoint { tid, slots, addr });
+                return Ok(None);
+            }
+            if observed {
+                // The observer's watchpoint, run: the program goes on.
+                self.go(pid, 0, "resuming")?;
                 return Ok(None);
             }
         }
@@ -1092,16 +1111,19 @@ impl Replayer<'_> {
 
     /// Tell the observer about a new image and plant its breakpoints.
     fn notify_exec(&mut self, tid: Tid) -> Result<(), Error> {
-        let p = &self.procs[&tid];
-        let Some(image) = p.image.clone() else { return Ok(()) };
+        let Some(image) = self.procs[&tid].image.clone() else { return Ok(()) };
+        // The kernel cleared the debug registers at the exec.
+        let group = self.procs[&tid].group;
+        self.observer_watch.remove(&group);
         let bps = self.observer.on_exec(&image);
+        self.arm_requested(tid)?;
         if bps.is_empty() {
             return Ok(());
         }
         // Slots for displaced instructions (see `displace`), in the executable segments' tails.
         // RDB_SINGLE_STEP=1: step over every breakpoint the classic way (a check on `displace`).
         let single_step = std::env::var_os("RDB_SINGLE_STEP").is_some_and(|v| v == "1");
-        let key = (Rc::as_ptr(&p.breakpoints) as usize, image.exe.clone());
+        let key = (Rc::as_ptr(&self.procs[&tid].breakpoints) as usize, image.exe.clone());
         let mut slots = if single_step {
             displace::Slots::default()
         } else {
@@ -1249,7 +1271,8 @@ impl Replayer<'_> {
             image: &image,
         };
         self.observer.on_syscall(&stop).map_err(Error::Observer)?;
-        self.plant_requested(tid)
+        self.plant_requested(tid)?;
+        self.arm_requested(tid)
     }
 
     /// Call the observer at a breakpoint it asked for.
@@ -1259,7 +1282,8 @@ impl Replayer<'_> {
             self.proc(tid).image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
         let stop = BreakpointStop { tid, pid, addr, regs: *regs, image: &image };
         self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
-        self.plant_requested(tid)
+        self.plant_requested(tid)?;
+        self.arm_requested(tid)
     }
 
     /// A breakpoint stop: run the observer, halt for a debugger, or carry on past the
@@ -1355,6 +1379,11 @@ impl Replayer<'_> {
             }
         }
         mem::write(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
+        if self.observer_watch.contains_key(&self.proc(tid).group) {
+            // The stepped instruction may have accessed watched memory.
+            let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            self.observer_watch_hits(tid, &regs)?;
+        }
         Ok(Stepped::Done)
     }
 
@@ -1365,7 +1394,89 @@ impl Replayer<'_> {
             return Ok(0);
         }
         let pid = p.pid;
-        rdb_tracee::debugreg::take_hits(pid).map_err(Error::ptrace(pid, "reading the debug status register"))
+        let mine = self.dbg.watch.iter().enumerate().filter(|(_, w)| w.is_some()).fold(0u8, |m, (i, _)| m | 1 << i);
+        let hits =
+            rdb_tracee::debugreg::take_hits(pid).map_err(Error::ptrace(pid, "reading the debug status register"))?;
+        Ok(hits & mine)
+    }
+
+    /// Runs the observer for its watchpoints that fired in `tid` (standing right after the
+    /// accessing instruction with registers `regs`); whether some did. The debug status bits
+    /// of a debugger's watchpoints are left for [`Replayer::take_watch_hits`].
+    pub(crate) fn observer_watch_hits(&mut self, tid: Tid, regs: &ptrace::Regs) -> Result<bool, Error> {
+        let p = self.proc(tid);
+        let Some(armed) = self.observer_watch.get(&p.group) else { return Ok(false) };
+        let mine = armed.iter().enumerate().filter(|(_, w)| w.is_some()).fold(0u8, |m, (i, _)| m | 1 << i);
+        if mine == 0 {
+            return Ok(false);
+        }
+        let pid = p.pid;
+        let hits =
+            rdb_tracee::debugreg::take_hits(pid).map_err(Error::ptrace(pid, "reading the debug status register"))?;
+        let others = hits & !mine;
+        if others != 0 {
+            // A debugger's: put its bits back for `take_watch_hits`.
+            ptrace::poke_user(pid, rdb_tracee::debugreg::status_offset(), others as u64)
+                .map_err(Error::ptrace(pid, "restoring the debug status register"))?;
+        }
+        if hits & mine == 0 {
+            return Ok(false);
+        }
+        let image =
+            self.proc(tid).image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
+        let stop = BreakpointStop { tid, pid, addr: regs.rip, regs: *regs, image: &image };
+        self.observer.on_watchpoint(&stop, hits & mine).map_err(Error::Observer)?;
+        self.plant_requested(tid)?;
+        self.arm_requested(tid)?;
+        Ok(true)
+    }
+
+    /// Arms or disarms the debug registers the observer asked for in every thread of `tid`'s
+    /// process (see [`ReplayObserver::take_watchpoints`]).
+    fn arm_requested(&mut self, tid: Tid) -> Result<(), Error> {
+        let wanted = self.observer.take_watchpoints();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let group = self.proc(tid).group;
+        for (slot, w) in wanted {
+            if slot >= debugreg::SLOTS {
+                return Err(Error::Observer(format!("no debug register slot {slot}")));
+            }
+            if w.is_some() && self.dbg.focus == Some(group) && self.dbg.watch[slot].is_some() {
+                return Err(Error::Observer(format!(
+                    "debug register {slot} is used by the debugger's watchpoint; rdb's watchpoints and a debugger's share the 4 registers"
+                )));
+            }
+            self.observer_watch.entry(group).or_insert([None; debugreg::SLOTS])[slot] = w;
+        }
+        let threads: Vec<Tid> = self.procs.iter().filter(|(_, p)| p.group == group).map(|(t, _)| *t).collect();
+        for t in threads {
+            if self.proc(t).running {
+                self.dr_stale.insert(t);
+            } else {
+                self.sync_debug_registers(t)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts the observer's watchpoints of `tid`'s process into its debug registers (slots
+    /// without one are left to a debugger).
+    fn sync_debug_registers(&mut self, tid: Tid) -> Result<(), Error> {
+        let p = self.proc(tid);
+        let Some(armed) = self.observer_watch.get(&p.group).copied() else { return Ok(()) };
+        let pid = p.pid;
+        let debugger = if self.dbg.focus == Some(p.group) { self.dbg.watch } else { [None; debugreg::SLOTS] };
+        for (slot, w) in armed.iter().enumerate() {
+            let result = match (w, debugger[slot]) {
+                (Some(w), _) => debugreg::set_watchpoint(pid, slot, *w),
+                (None, None) => debugreg::clear_watchpoint(pid, slot),
+                (None, Some(_)) => Ok(()),
+            };
+            result.map_err(Error::ptrace(pid, "setting a debug register"))?;
+        }
+        Ok(())
     }
 
     /// A debugger's single step of `tid` ended at `regs.rip`: halt there. A region whose
@@ -1429,6 +1540,9 @@ impl Replayer<'_> {
             }
         } else if started {
             self.go(child_pid, 0, "starting child")?;
+        }
+        if thread && self.observer_watch.contains_key(&self.proc(child).group) {
+            self.sync_debug_registers(child)?;
         }
         if thread && self.dbg.focus == Some(self.proc(child).group) {
             // Debug registers are not inherited: arm the debugged process's watchpoints.

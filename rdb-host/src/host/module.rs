@@ -56,6 +56,13 @@ pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String>
         unsafe { *(slot as *mut Option<unsafe extern "C" fn(*const u8, usize)>) = Some(report_panic) };
     }
 
+    let services = CString::new(rdb::SERVICES_SYMBOL).unwrap();
+    if let Some(slot) = library.symbol(&services) {
+        // SAFETY: the module's `rdb` crate declares the slot as `*const rdb::Services`; the
+        // table is a static of this host.
+        unsafe { *(slot as *mut *const rdb::Services) = &super::services::SERVICES };
+    }
+
     let mut table: Option<HashMap<u32, u64>> = None;
     let mut callbacks: Option<HashMap<u32, u64>> = None;
     let mut functions = HashMap::new();

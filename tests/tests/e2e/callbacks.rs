@@ -53,19 +53,20 @@ fn assert_same_binary(app: &SampleApp, name: &str) {
 
 /// Every callback kind of the `events` fixture, in program order: calls of a program function
 /// with typed arguments, returns with the value, the C library's `write` by symbol with its
-/// register arguments, the `write` system call before and after.
-pub fn callbacks_see_calls_returns_and_writes_in_program_order() {
+/// register arguments, the `write` system call before and after (the one that wrote a NUL byte
+/// named by its function and line), writes to a static through a debug register, and a local
+/// variable watched with `rdb::watch` from a region.
+pub fn callbacks_see_calls_returns_writes_and_accesses_in_program_order() {
     let rec = record_plain("events", &[]);
     rec.app.instrument();
     let out = cargo_rdb_replay(&rec.app.dir, &rec.trace);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "replay failed:\n{stdout}\n{stderr}");
     assert_same_binary(&rec.app, "events");
-    // `Vm::push` with its receiver and argument; `Vm::pop`'s returned `Option<i64>`; then for
-    // each write of the program: the libc function's call, the system call's `before` callback,
-    // the program's own line (the recorded output, re-emitted), the `after` callback's line with
-    // the recorded result and the bytes written.
-    let expected = "\
+    let source = std::fs::read_to_string(rec.app.dir.join("src/main.rs")).unwrap();
+    let line_of = |text: &str| source.lines().position(|l| l.contains(text)).unwrap() + 1;
+    let expected = format!(
+        "\
 [rdb] push(3) after 0 steps
 [rdb] push(4) after 1 steps
 [rdb] push(5) after 2 steps
@@ -77,6 +78,8 @@ pub fn callbacks_see_calls_returns_and_writes_in_program_order() {
 [rdb] before write #1
 sum 12 in 7 steps
 [rdb] write #1 fd=Some(1) result=Some(18) data=\"sum 12 in 7 steps\\n\"
+[rdb] AUDITED 0 -> 10 (changed: true) at events::bank::transfer line 8
+[rdb] AUDITED 10 -> 42 (changed: true) at events::bank::transfer line 8
 [rdb] write(1, _, 11) called
 [rdb] before write #2
 audited 42
@@ -85,13 +88,29 @@ audited 42
 [rdb] before write #3
 total\x0012
 [rdb] write #3 fd=Some(1) result=Some(9) data=\"total\\012\\n\"
+[rdb] NUL written by events::write_record line {}
 [rdb] write(1, _, 5) called
 [rdb] before write #4
 done
 [rdb] write #4 fd=Some(1) result=Some(5) data=\"done\\n\"
-";
+",
+        line_of("out.write_all(&record)")
+    );
     assert_eq!(stdout, expected, "stderr:\n{stderr}");
     assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), rec.stdout);
+    // `rdb::watch(&machine.steps)`: each change, with the writing function and line (in the
+    // user's file: the instrumented source's own lines).
+    let watch =
+        format!("rdb: watch set at {}:{}:5: ", rec.app.dir.join("src/main.rs").display(), line_of("rdb::watch("));
+    let reports: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&watch)).collect();
+    assert!(reports.len() >= 7, "{stderr}");
+    let vm = rec.app.dir.join("src/vm.rs").display().to_string();
+    for (i, report) in reports[..7].iter().enumerate() {
+        let function = if i < 3 { "events::vm::Vm::push (" } else { "events::vm::Vm::pop (" };
+        let line = if i < 3 { 15 } else { 19 };
+        assert!(report.contains(&format!("(8 bytes) changed {i} -> {}, thread ", i + 1)), "{report}");
+        assert!(report.ends_with(&format!("at {function}{vm}:{line}:9)")), "{report}");
+    }
 }
 
 /// A callback whose parameters do not fit the function it watches is a compile error of the

@@ -109,7 +109,7 @@ fn main() {
     trials.extend(scenarios!(build_interrupt: killed_build_leaves_the_tree_unchanged));
     trials.extend(scenarios!(build_workspace: workspace_with_path_dependency, missing_debug_info_is_explained));
     trials.extend(scenarios!(callbacks:
-        callbacks_see_calls_returns_and_writes_in_program_order,
+        callbacks_see_calls_returns_writes_and_accesses_in_program_order,
         a_callback_with_the_wrong_signature_is_rejected_rustc_style,
     ));
     trials.extend(scenarios!(clang_replay:
