@@ -6,7 +6,10 @@
 use std::path::Path;
 use std::process::Output;
 
-use rdb_tests::{assert_success, lines_where, output, run_cargo, scratch, text, timed, tools, SampleApp};
+use rdb_tests::{
+    assert_success, lines_where, output, program, rdb, rdb_clang, run_cargo, run_ok, scratch, text, timed, tools,
+    SampleApp,
+};
 
 /// A fixture app recorded from its plain build, with the trace's path and the recorded stdout.
 struct Recorded {
@@ -136,4 +139,85 @@ pub fn a_callback_with_the_wrong_signature_is_rejected_rustc_style() {
         + 1;
     assert!(stderr.contains(&format!("{}:{attribute}:", app.dir.join("src/main.rs").display())), "{stderr}");
     assert!(stderr.contains("a callback takes no arguments, or the function's arguments in order"), "{stderr}");
+}
+
+/// Copies the C callback programs (`tests/programs/support/callbacks/`) into a scratch
+/// directory, builds `name.c` with plain clang-14 and records `./name args`; returns the
+/// directory and the recorded stdout.
+fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
+    let tmp = scratch(name);
+    let dir = tmp.path();
+    for file in ["account.c", "account.rdb.c", "alloc.c", "alloc.rdb.c", "alloc.region.c"] {
+        std::fs::copy(program(&format!("support/callbacks/{file}")), dir.join(file)).unwrap();
+    }
+    let source = format!("{name}.c");
+    run_ok("clang-14", timed(600, "clang-14").args(["-O0", "-g", &source, "-o", name]).current_dir(dir));
+    let mut prog = vec![format!("./{name}")];
+    prog.extend(args.iter().map(|a| a.to_string()));
+    let prog: Vec<&str> = prog.iter().map(String::as_str).collect();
+    let recorded = rdb_tests::record(dir, Path::new("trace"), &prog);
+    (tmp, text(&recorded.stdout))
+}
+
+/// `rdb-clang -O0 -g NAME.c NAME.rdb.c -o NAME`, then `rdb replay trace --debug ./NAME`.
+fn replay_c(dir: &Path, name: &str) -> Output {
+    run_ok(
+        "rdb-clang",
+        timed(600, rdb_clang())
+            .args(["-O0", "-g", &format!("{name}.c"), &format!("{name}.rdb.c"), "-o", name])
+            .current_dir(dir),
+    );
+    output(rdb(&["replay", "trace", "--debug", &format!("./{name}")]).current_dir(dir))
+}
+
+/// A C program prints a corrupted balance; `RDB_ON_WRITE(account)` in a debug source reports
+/// every change of the balance with the writing line: the out-of-bounds copy is one of them.
+pub fn c_on_write_names_the_line_that_corrupts_a_balance() {
+    let (tmp, recorded) = record_c("account", &[]);
+    assert_eq!(recorded, "Margaret has 2\n", "the bug did not show");
+    let out = replay_c(tmp.path(), "account");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let source = std::fs::read_to_string(tmp.path().join("account.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("account.c").display().to_string();
+    let changes: Vec<&str> = stdout.lines().filter(|l| l.starts_with("[rdb] ")).collect();
+    let expected = [
+        format!("[rdb] balance 0 -> 100 at deposit at {file}:{}:21", line_of("account.balance += amount")),
+        format!("[rdb] balance 100 -> 128 at deposit at {file}:{}:21", line_of("account.balance += amount")),
+        format!("[rdb] balance 128 -> 0 at set_owner at {file}:{}:26", line_of("account.owner[i] = name[i]")),
+        format!("[rdb] balance 0 -> 2 at deposit at {file}:{}:21", line_of("account.balance += amount")),
+    ];
+    assert_eq!(changes.len(), expected.len(), "{stdout}");
+    for (change, want) in changes.iter().zip(&expected) {
+        assert!(change.starts_with(want.as_str()), "{change}\nexpected {want}");
+    }
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+}
+
+/// `RDB_ON_CALL(malloc)` (a C library function, by symbol) counts exactly the allocations the
+/// program reports; a static function's callback gets its arguments; the `write` system call's
+/// callback names the line that made it; a region's `rdb_watch(&head, ...)` reports each change
+/// of the list's head with the line that wrote it.
+pub fn c_on_call_malloc_counts_the_allocations_the_program_reports() {
+    let (tmp, recorded) = record_c("alloc", &["7"]);
+    assert_eq!(recorded, "sum 91, 8 allocations\n");
+    std::fs::copy(tmp.path().join("alloc.region.c"), tmp.path().join("alloc.c")).unwrap();
+    let out = replay_c(tmp.path(), "alloc");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let source = std::fs::read_to_string(tmp.path().join("alloc.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("alloc.c").display().to_string();
+    let mut expected: String = (0..7).map(|i| format!("[rdb] insert({}) after {i} mallocs\n", i * i)).collect();
+    expected.push_str("sum 91, 8 allocations\n");
+    expected.push_str(&format!("[rdb] write of 22 bytes by main at {file}:{}:5\n", line_of("write(1, scratch")));
+    expected.push_str("[rdb] malloc was called 8 times (176 bytes)\n");
+    assert_eq!(stdout, expected, "{stderr}");
+    let watch = format!("rdb: watch set at alloc.c:{}: ", line_of("rdb_watch(&head"));
+    let changes: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&watch)).collect();
+    assert!(changes.len() >= 7, "{stderr}");
+    for change in &changes[..7] {
+        assert!(change.ends_with(&format!("at insert ({file}:{}:11)", line_of("*head = push("))), "{change}");
+    }
 }

@@ -111,6 +111,8 @@ fn main() {
     trials.extend(scenarios!(callbacks:
         callbacks_see_calls_returns_writes_and_accesses_in_program_order,
         a_callback_with_the_wrong_signature_is_rejected_rustc_style,
+        c_on_write_names_the_line_that_corrupts_a_balance,
+        c_on_call_malloc_counts_the_allocations_the_program_reports,
     ));
     trials.extend(scenarios!(clang_replay:
         list_region_shows_the_lost_tail_on_replay,
