@@ -147,11 +147,20 @@ pub fn a_callback_with_the_wrong_signature_is_rejected_rustc_style() {
 fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
     let tmp = scratch(name);
     let dir = tmp.path();
-    for file in ["account.c", "account.rdb.c", "alloc.c", "alloc.rdb.c", "alloc.region.c"] {
+    for file in [
+        "account.c",
+        "account.rdb.c",
+        "account.misbehaving.rdb.c",
+        "alloc.c",
+        "alloc.rdb.c",
+        "alloc.region.c",
+        "threads.c",
+        "threads.rdb.c",
+    ] {
         std::fs::copy(program(&format!("support/callbacks/{file}")), dir.join(file)).unwrap();
     }
     let source = format!("{name}.c");
-    run_ok("clang-14", timed(600, "clang-14").args(["-O0", "-g", &source, "-o", name]).current_dir(dir));
+    run_ok("clang-14", timed(600, "clang-14").args(["-O0", "-g", &source, "-o", name, "-lpthread"]).current_dir(dir));
     let mut prog = vec![format!("./{name}")];
     prog.extend(args.iter().map(|a| a.to_string()));
     let prog: Vec<&str> = prog.iter().map(String::as_str).collect();
@@ -161,13 +170,21 @@ fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
 
 /// `rdb-clang -O0 -g NAME.c NAME.rdb.c -o NAME`, then `rdb replay trace --debug ./NAME`.
 fn replay_c(dir: &Path, name: &str) -> Output {
+    replay_c_with(dir, name, &format!("{name}.rdb.c"), &[])
+}
+
+/// [`replay_c`] with another debug source and more `rdb replay` arguments.
+fn replay_c_with(dir: &Path, name: &str, debug_source: &str, replay_args: &[&str]) -> Output {
     run_ok(
         "rdb-clang",
         timed(600, rdb_clang())
-            .args(["-O0", "-g", &format!("{name}.c"), &format!("{name}.rdb.c"), "-o", name])
+            .args(["-O0", "-g", &format!("{name}.c"), debug_source, "-o", name, "-lpthread"])
             .current_dir(dir),
     );
-    output(rdb(&["replay", "trace", "--debug", &format!("./{name}")]).current_dir(dir))
+    let debug = format!("./{name}");
+    let mut args = vec!["replay", "trace", "--debug", &debug];
+    args.extend_from_slice(replay_args);
+    output(rdb(&args).current_dir(dir))
 }
 
 /// A C program prints a corrupted balance; `RDB_ON_WRITE(account)` in a debug source reports
@@ -220,4 +237,47 @@ pub fn c_on_call_malloc_counts_the_allocations_the_program_reports() {
     for change in &changes[..7] {
         assert!(change.ends_with(&format!("at insert ({file}:{}:11)", line_of("*head = push("))), "{change}");
     }
+}
+
+/// A callback that writes program memory, hangs and crashes is reported each time, like a
+/// region, and the program's replay is not affected.
+pub fn a_misbehaving_callback_is_reported_and_never_changes_the_replay() {
+    let (tmp, recorded) = record_c("account", &[]);
+    let out = replay_c_with(tmp.path(), "account", "account.misbehaving.rdb.c", &["--region-timeout", "1"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(rdb_tests::EXIT_REGION_PROBLEMS), "{stdout}\n{stderr}");
+    assert_eq!(stdout, recorded);
+    let warnings: Vec<&str> =
+        stderr.lines().filter(|l| l.starts_with("rdb: warning: callback `account_written` (")).collect();
+    assert_eq!(warnings.len(), 3, "{stderr}");
+    assert!(
+        warnings[0].contains("debug code wrote program memory at 0x")
+            && warnings[0].contains("The program is unchanged")
+    );
+    assert!(warnings[1].contains("did not return within 1.0 s and was stopped"), "{}", warnings[1]);
+    assert!(warnings[2].contains("debug code crashed with SIGSEGV"), "{}", warnings[2]);
+    assert!(stderr.contains("rdb: 3 of 12 debug calls (regions and callbacks) did not complete cleanly"), "{stderr}");
+}
+
+/// Two threads write in turns: the callbacks of every thread's calls and writes run in the
+/// recorded order, each naming its thread.
+pub fn callbacks_of_every_thread_run_in_the_recorded_order() {
+    let (tmp, recorded) = record_c("threads", &[]);
+    let out = replay_c(tmp.path(), "threads");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), recorded.lines().count() * 3, "{stdout}");
+    let mut threads: std::collections::HashMap<String, String> = Default::default();
+    for (k, chunk) in lines.chunks(3).enumerate() {
+        let said = chunk[1];
+        let (who, i) = said.split_once(' ').unwrap();
+        assert_eq!(chunk[0], format!("[rdb] say({who}, {i}) #{}", k + 1), "{stdout}");
+        let thread =
+            chunk[2].strip_prefix("[rdb] thread ").and_then(|r| r.strip_suffix(&format!(" wrote {said}"))).unwrap();
+        let seen = threads.entry(who.to_string()).or_insert_with(|| thread.to_string());
+        assert_eq!(seen, thread, "{who} wrote from two threads:\n{stdout}");
+    }
+    assert_ne!(threads["alpha"], threads["beta"]);
 }

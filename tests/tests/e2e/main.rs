@@ -113,6 +113,8 @@ fn main() {
         a_callback_with_the_wrong_signature_is_rejected_rustc_style,
         c_on_write_names_the_line_that_corrupts_a_balance,
         c_on_call_malloc_counts_the_allocations_the_program_reports,
+        a_misbehaving_callback_is_reported_and_never_changes_the_replay,
+        callbacks_of_every_thread_run_in_the_recorded_order,
     ));
     trials.extend(scenarios!(clang_replay:
         list_region_shows_the_lost_tail_on_replay,
