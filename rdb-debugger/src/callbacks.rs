@@ -33,6 +33,8 @@ use rdb_tracee::{Memory, Pid, Target};
 
 /// Scattered syscall data (several buffers) is copied for the callback up to this size.
 const MAX_COPIED: usize = 60 * 1024;
+/// Data of one buffer up to this size is copied too; larger data is read in the mirror.
+const SMALL_DATA: u64 = 4096;
 
 /// Byte offsets in the `rdb_syscall` record (see `rdb::Syscall`).
 mod record {
@@ -681,7 +683,8 @@ fn syscall_record(stop: &SyscallStop<'_>) -> Vec<ArgValue> {
     let mut flags = if stop.exit { record::COMPLETED } else { 0 };
     let (data, data_len) = match ranges.as_slice() {
         [] => (ArgValue::Bytes(Vec::new()), 0),
-        [(address, len)] => (ArgValue::Address(*address), *len),
+        // Small data is copied here (one read), cheaper than the host mirroring its page.
+        [(address, len)] if *len > SMALL_DATA => (ArgValue::Address(*address), *len),
         _ => {
             let mut bytes = payload::data(stop.nr, &stop.args, stop.result, stop.exit, stop);
             if bytes.len() > MAX_COPIED {
