@@ -73,10 +73,4 @@ impl ReplayTarget<'_> {
         self.begin_infcall();
         info
     }
-
-    /// gdb is about to call a function in the program (it saves `$_siginfo` first).
-    pub fn begin_infcall(&mut self) {}
-
-    /// gdb restored `$_siginfo` after an inferior call.
-    pub fn siginfo_written(&mut self) {}
 }

@@ -11,11 +11,13 @@
 //!   watchpoints, resume and step, auxv, libraries, exec file, host I/O);
 //! - [`svr4`]: the library list from the program's own `link_map`; [`tls`]: thread-locals;
 //! - [`conn`]: the socket between gdb and gdbstub (interrupts, packets rdb answers itself);
+//! - [`diversion`]: gdb's inferior calls, run in a disposable copy of the process;
 //! - [`commands`]: `monitor` commands (`when`, ...).
 
 pub mod arch;
 pub mod commands;
 pub mod conn;
+pub mod diversion;
 pub mod svr4;
 pub mod target;
 pub mod tls;

@@ -74,7 +74,9 @@
 
 pub mod clock;
 mod displace;
+pub mod diversion;
 pub mod effects;
+mod fork;
 mod location;
 pub mod observer;
 pub mod process;
@@ -92,6 +94,7 @@ use rdb_tracee::Pid;
 /// The calling process's CPU placement, TSC switch and clocks (`rdb_tracee::this_process`).
 pub use rdb_tracee::this_process as sys;
 
+pub use diversion::{Diversion, DiversionStop};
 pub use observer::{BreakpointStop, NoObserver, ProcessImage, ReplayObserver};
 pub use record::{record, record_with, RecordOptions, RecordOutcome, Schedule};
 pub use replay::{replay, Divergence, ReplayOptions, ReplayOutcome};

@@ -498,6 +498,7 @@ impl Replayer<'_> {
             // A signal delivered during a step: the kernel stops at the handler's entry.
             ptrace::single_step(pid, sig).map_err(Error::ptrace(pid, what))?;
             self.proc_mut(tid).running = true;
+            self.dbg.single_stepping = Some(tid);
             return Ok(());
         }
         self.go(pid, sig, what)
@@ -644,6 +645,9 @@ impl Replayer<'_> {
     /// Turn a wait result into a stop that needs its turn, or handle it right away when it is
     /// not part of the recorded schedule (new child starting, breakpoints, stray signals).
     fn classify_stop(&mut self, pid: Pid, w: Wait) -> Result<Option<Stop>, Error> {
+        if self.debug {
+            eprintln!("rdb-debug: wait {pid}: {w:?}");
+        }
         let Some(&tid) = self.by_pid.get(&pid) else {
             if matches!(w, Wait::Stopped { .. }) {
                 self.early_children.insert(pid);
@@ -747,8 +751,13 @@ impl Replayer<'_> {
             return Ok(Some(Stop::Signal { sig, tsc: None }));
         }
         // A signal of the replay's own world (e.g. SIGCHLD from a replayed child): the
-        // recorded ones are injected from the trace instead.
-        self.go(pid, 0, "resuming")?;
+        // recorded ones are injected from the trace instead. A debugger's single step goes on.
+        if self.dbg.single_stepping == Some(tid) {
+            ptrace::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping"))?;
+            self.proc_mut(tid).running = true;
+        } else {
+            self.go(pid, 0, "resuming")?;
+        }
         Ok(None)
     }
 

@@ -34,6 +34,8 @@ use std::sync::Arc;
 
 use rdb_tracee::{debugreg, mem, procfs, Control, Mapping, Memory, Pid, Regs, Target, Watchpoint};
 
+use crate::diversion::Diversion;
+use crate::fork::StoppedAt;
 use crate::observer::ReplayObserver;
 use crate::replay::{Breakpoints, ReplayOptions, ReplayOutcome, Replayer, Stepped, Stop};
 use crate::trace::{Event, Tid};
@@ -103,6 +105,8 @@ pub(crate) struct Debugger {
     pub(crate) watch: [Option<Watchpoint>; debugreg::SLOTS],
     /// The thread being single-stepped.
     pub(crate) stepping: Option<Tid>,
+    /// The stepped thread was resumed with `PTRACE_SINGLESTEP` (not through a syscall).
+    pub(crate) single_stepping: Option<Tid>,
     pub(crate) catch_syscalls: bool,
     pub(crate) stop_at_faults: bool,
     /// Halt at the first point where the halted thread's next event is at least this index.
@@ -122,6 +126,7 @@ impl Debugger {
         self.halted = Some(Halt { tid, kind });
         self.pending = Some(stop);
         self.stepping = None;
+        self.single_stepping = None;
     }
 
     /// The watched address of the lowest slot in `slots`.
@@ -357,6 +362,7 @@ impl<'o> Session<'o> {
     fn leave_halt(&mut self, how: Resume) -> Result<Option<SessionStop>, Error> {
         let r = &mut self.r;
         r.dbg.pending = None;
+        r.dbg.single_stepping = None;
         r.dbg.stepping = match how {
             Resume::Step(tid) => Some(tid),
             Resume::Continue => None,
@@ -389,9 +395,45 @@ impl<'o> Session<'o> {
         }
     }
 
+    /// A diversion: a disposable copy of the debugged process in which thread `tid` (stopped,
+    /// as every thread of the process is at a halt) may run code, see [`Diversion`]. The
+    /// replay is left exactly as it was.
+    pub fn divert(&mut self, tid: Tid) -> Result<Diversion, Error> {
+        self.check_thread(tid)?;
+        let pid = self.r.procs[&tid].pid;
+        let group = rdb_tracee::procfs::thread_group(pid).map_err(Error::ptrace(pid, "finding the process"))?;
+        let shared =
+            rdb_tracee::procfs::shared_writable_mappings(group).map_err(Error::ptrace(pid, "reading mappings"))?;
+        if let Some((start, end, name)) = shared.first() {
+            return Err(Error::Unsupported {
+                pid,
+                what: format!(
+                    "no diversion is possible: the process has writable shared memory ({start:#x}-{end:#x} {name}), which a copy would change for the replay too"
+                ),
+            });
+        }
+        let original = rdb_tracee::ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        let (copy, _) = self.r.fork_thread(tid)?;
+        // The copy runs the program's own code: no `int3` of the replayer's.
+        for (&addr, bp) in self.r.procs[&tid].breakpoints.borrow().iter() {
+            if let Err(e) = mem::write(copy, addr, &[bp.orig]) {
+                crate::fork::discard(copy);
+                return Err(Error::ptrace(copy, "lifting a breakpoint in a diversion")(e));
+            }
+        }
+        Diversion::new(tid, copy, original)
+    }
+
     /// Add a breakpoint at `addr` in the debugged process.
     pub fn set_breakpoint(&mut self, addr: u64) -> io::Result<()> {
         let tid = self.focus_thread()?;
+        if !self.r.procs[&tid].breakpoints.borrow().contains_key(&addr) {
+            // An `int3` in data would change what the program reads.
+            let pid = self.r.procs[&tid].pid;
+            if !procfs::maps(pid)?.iter().any(|m| m.executable && m.contains(addr)) {
+                return Err(io::Error::other(format!("{addr:#x} is not in the program's code")));
+            }
+        }
         self.r.plant(tid, addr, None, false).map_err(io::Error::other)?.user = true;
         Ok(())
     }
@@ -548,6 +590,7 @@ impl Replayer<'_> {
             // Into the handler: the kernel stops at its first instruction.
             rdb_tracee::ptrace::single_step(pid, sig).map_err(Error::ptrace(pid, "stepping"))?;
             self.procs.get_mut(&tid).expect("known").running = true;
+            self.dbg.single_stepping = Some(tid);
             return Ok(None);
         }
         let mut code = [0u8; 3];
@@ -577,6 +620,7 @@ impl Replayer<'_> {
         }
         rdb_tracee::ptrace::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping"))?;
         self.procs.get_mut(&tid).expect("known").running = true;
+        self.dbg.single_stepping = Some(tid);
         Ok(None)
     }
 
@@ -586,6 +630,56 @@ impl Replayer<'_> {
             p.user = false;
         }
         self.parked.insert(tid, stop);
+    }
+}
+
+impl Replayer<'_> {
+    /// Fork the process of stopped thread `tid` (a thread of the debugged process, stopped as
+    /// it is at a halt); the thread is left stopped exactly as before, its pending fault or
+    /// signal stop included. Returns the copy.
+    pub(crate) fn fork_thread(&mut self, tid: Tid) -> Result<(Pid, StoppedAt), Error> {
+        let p = self.procs.get(&tid).ok_or_else(|| Error::Observer(format!("no thread {tid}")))?;
+        let pid = p.pid;
+        if p.running {
+            return Err(Error::Observer(format!("thread {tid} is running")));
+        }
+        let halted_here = self.dbg.halted.is_some_and(|h| h.tid == tid && h.kind != HaltKind::Parked);
+        let (at, redeliver) = match self.parked.get(&tid) {
+            _ if halted_here || p.unstarted => (StoppedAt::Elsewhere, None),
+            Some(Stop::Entry { .. }) => (StoppedAt::SyscallEntry, None),
+            Some(Stop::Exit { .. }) => (StoppedAt::Elsewhere, None),
+            Some(Stop::Signal { sig, tsc }) => {
+                let synchronous = tsc.is_some()
+                    || rdb_tracee::ptrace::get_siginfo(pid)
+                        .is_ok_and(|i| rdb_tracee::ptrace::is_synchronous(*sig, rdb_tracee::ptrace::si_code(&i)));
+                (StoppedAt::Elsewhere, Some((*sig, synchronous)))
+            }
+            Some(Stop::Fork { .. }) | Some(Stop::Gone { .. }) | None => {
+                return Err(Error::Observer(format!(
+                    "thread {tid} is between two steps of the replay (a process being created): go on a little first"
+                )))
+            }
+        };
+        let copy = crate::fork::fork_stopped(pid, at).map_err(Error::ptrace(pid, "forking a copy"))?;
+        if let Some((sig, synchronous)) = redeliver {
+            // The fork took the place of the signal's stop: bring the thread back to it (a
+            // fault by running its instruction again; a signal by sending it again).
+            if !synchronous {
+                let group = rdb_tracee::procfs::thread_group(pid).map_err(Error::ptrace(pid, "finding the process"))?;
+                rdb_tracee::ptrace::tgkill(group, pid, sig).map_err(Error::ptrace(pid, "sending a signal again"))?;
+            }
+            rdb_tracee::ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+            match rdb_tracee::ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "waiting"))? {
+                rdb_tracee::Wait::Stopped { sig: s, event: 0 } if s == sig => {}
+                other => {
+                    crate::fork::discard(copy);
+                    return Err(Error::Observer(format!(
+                        "thread {tid} did not come back to its signal {sig} after the fork: {other:?}"
+                    )));
+                }
+            }
+        }
+        Ok((copy, at))
     }
 }
 

@@ -139,6 +139,13 @@ pub fn get_fpregs(pid: Pid) -> io::Result<FpRegs> {
     Ok(fp)
 }
 
+/// `PTRACE_SETFPREGS`.
+pub fn set_fpregs(pid: Pid, fp: &FpRegs) -> io::Result<()> {
+    // SAFETY: the kernel only reads sizeof(user_fpregs_struct) bytes from `fp`.
+    check(unsafe { libc::ptrace(libc::PTRACE_SETFPREGS, pid.0, 0usize, fp as *const FpRegs as *mut c_void) })?;
+    Ok(())
+}
+
 /// The 16 bytes of `xmm{n}` in an FP state.
 pub fn xmm(fp: &FpRegs, n: u16) -> io::Result<[u8; 16]> {
     if n > 15 {
