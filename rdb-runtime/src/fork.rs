@@ -128,3 +128,43 @@ pub(crate) fn discard(copy: Pid) {
     let _ = ptrace::kill(copy, libc::SIGKILL);
     while let Ok(Wait::Stopped { .. }) = ptrace::wait_pid(copy) {}
 }
+
+/// Make stopped thread `pid` (not at a syscall entry) create another thread of its process
+/// (`clone` with the flags pthreads use, no stack: the caller sets the new thread's registers
+/// before it runs). Returns the new thread, stopped at its first stop; `pid` is put back as it
+/// was.
+pub(crate) fn clone_thread(pid: Pid) -> io::Result<Pid> {
+    let saved = ptrace::get_regs(pid)?;
+    let mut orig = [0u8; 2];
+    mem::read_exact(pid, saved.rip, &mut orig)?;
+    mem::write(pid, saved.rip, &[0x0f, 0x05])?;
+    let mut r = saved;
+    r.rax = Sysno::clone as u64;
+    r.rdi = (libc::CLONE_VM
+        | libc::CLONE_FS
+        | libc::CLONE_FILES
+        | libc::CLONE_SIGHAND
+        | libc::CLONE_THREAD
+        | libc::CLONE_SYSVSEM) as u64;
+    (r.rsi, r.rdx, r.r10, r.r8) = (0, 0, 0, 0);
+    ptrace::set_regs(pid, &r)?;
+    let mut set_aside = Vec::new();
+    let mut child = None;
+    let result = next_syscall_stop(pid, &mut set_aside, &mut child)
+        .and_then(|_| next_syscall_stop(pid, &mut set_aside, &mut child));
+    mem::write(pid, saved.rip, &orig)?;
+    ptrace::set_regs(pid, &saved)?;
+    if !set_aside.is_empty() {
+        let group = rdb_tracee::procfs::thread_group(pid)?;
+        for sig in set_aside {
+            ptrace::tgkill(group, pid, sig)?;
+        }
+    }
+    match (result?, child) {
+        (SyscallStop::Exit { ret }, Some(c)) if ret == c.0 as i64 => {
+            first_stop(c)?;
+            Ok(c)
+        }
+        (other, _) => Err(io::Error::other(format!("creating a thread failed: {other:?}"))),
+    }
+}

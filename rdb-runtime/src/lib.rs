@@ -72,6 +72,7 @@
 
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+pub mod checkpoint;
 pub mod clock;
 mod displace;
 pub mod diversion;

@@ -121,6 +121,7 @@ pub(crate) struct Breakpoint {
 
 pub(crate) type Breakpoints = Rc<RefCell<BTreeMap<u64, Breakpoint>>>;
 
+#[derive(Clone)]
 pub(crate) struct Proc {
     pub(crate) pid: Pid,
     /// Recorded id of the thread group (process) the thread belongs to.
@@ -143,9 +144,24 @@ pub(crate) struct Proc {
     pub(crate) stretch: u64,
     /// The auxiliary vector the program saw at its last exec (from the recorded initial stack).
     pub(crate) auxv: Vec<u8>,
+    /// Per-thread kernel state a checkpoint must give a re-created thread, as the replayed
+    /// syscalls set it: the `set_tid_address` / `CLONE_CHILD_CLEARTID` word, and the
+    /// alternate signal stack (`stack_t` bytes).
+    pub(crate) clear_tid: u64,
+    pub(crate) altstack: Option<[u8; 24]>,
 }
 
 impl Proc {
+    /// Not inside a syscall.
+    pub(crate) fn entry_is_none(&self) -> bool {
+        self.entry.is_none()
+    }
+
+    /// Waiting in `rt_sigsuspend` (or an interrupted call made one) under a temporary mask.
+    pub(crate) fn is_suspended(&self) -> bool {
+        matches!(self.entry, Some((_, _, Mode::Suspended)))
+    }
+
     fn new(
         pid: Pid,
         group: Tid,
@@ -167,6 +183,8 @@ impl Proc {
             running: false,
             stretch: 0,
             auxv: Vec::new(),
+            clear_tid: 0,
+            altstack: None,
         }
     }
 }
@@ -198,6 +216,15 @@ impl Events {
         self.index += 1;
         Ok(self.buf.pop_front().expect("pop after head"))
     }
+    /// Go back (or forward) to trace index `index`: the next event is the one there.
+    pub(crate) fn reset_to(&mut self, index: u64) -> Result<(), Error> {
+        self.reader.seek(index)?;
+        self.buf.clear();
+        self.index = index;
+        self.exhausted = false;
+        Ok(())
+    }
+
     /// The next event of `tid`, looking ahead (bounded).
     pub(crate) fn next_of(&mut self, tid: Tid) -> Result<Option<&Event>, Error> {
         Ok(self.next_of_indexed(tid)?.map(|(_, e)| e))
@@ -255,8 +282,8 @@ pub(crate) struct Replayer<'o> {
     echo: bool,
     pub(crate) root: Tid,
     root_status: Option<i32>,
-    hits: u64,
-    steps: u64,
+    pub(crate) hits: u64,
+    pub(crate) steps: u64,
     /// `RDB_DEBUG` set: log every stop (for debugging rdb itself).
     debug: bool,
     /// The recording was cut short: the replay ends early.
@@ -265,6 +292,8 @@ pub(crate) struct Replayer<'o> {
     pub(crate) dbg: Debugger,
     /// This thread runs with the TSC disabled while it replays.
     pub(crate) tsc: Option<sys::TscDisabled>,
+    /// Threads stopped with `SIGSTOP` in user code while a checkpoint is taken.
+    pub(crate) interrupted: HashSet<Tid>,
 }
 
 fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(), Error> {
@@ -366,6 +395,7 @@ impl<'o> Replayer<'o> {
             ends_early,
             dbg: Debugger::default(),
             tsc: None,
+            interrupted: HashSet::new(),
         };
         r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
         r.by_pid.insert(pid, tid);
@@ -388,7 +418,11 @@ impl<'o> Replayer<'o> {
 
     /// Kill what is left of the replayed processes and reap them.
     pub(crate) fn kill_all(&mut self) {
-        let leftover: Vec<Pid> = self.procs.values().map(|p| p.pid).chain(self.early_children.drain()).collect();
+        // Threads before their process's leader: a traced thread that exits waits for its
+        // tracer to reap it, and the leader is only reaped after every other thread.
+        let mut threads: Vec<(bool, Pid)> = self.procs.iter().map(|(t, p)| (*t == p.group, p.pid)).collect();
+        threads.sort();
+        let leftover: Vec<Pid> = threads.into_iter().map(|(_, pid)| pid).chain(self.early_children.drain()).collect();
         for p in &leftover {
             let _ = ptrace::kill(*p, libc::SIGKILL);
         }
@@ -463,6 +497,22 @@ impl Replayer<'_> {
 
     fn proc_mut(&mut self, tid: Tid) -> &mut Proc {
         self.procs.get_mut(&tid).expect("known thread")
+    }
+
+    /// Resume thread `tid` (`PTRACE_SYSCALL`), noting that it runs.
+    pub(crate) fn go_raw(&mut self, tid: Tid, sig: i32) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        self.go(pid, sig, "resuming")
+    }
+
+    /// No child process has stopped before the replay handled its creation.
+    pub(crate) fn early_children_is_empty(&self) -> bool {
+        self.early_children.is_empty()
+    }
+
+    /// Set the counters a checkpoint saved.
+    pub(crate) fn restore_counters(&mut self, root_status: Option<i32>, hits: u64, steps: u64) {
+        (self.root_status, self.hits, self.steps) = (root_status, hits, steps);
     }
 
     /// Resume a halted thread into user code.
@@ -625,7 +675,7 @@ impl Replayer<'_> {
 
     /// Classify a stop; the thread is no longer running user code unless the stop is one
     /// handled on the spot (it is resumed where it was).
-    fn classify(&mut self, pid: Pid, w: Wait) -> Result<Option<Stop>, Error> {
+    pub(crate) fn classify(&mut self, pid: Pid, w: Wait) -> Result<Option<Stop>, Error> {
         let tid = self.by_pid.get(&pid).copied();
         if let Some(p) = tid.and_then(|t| self.procs.get_mut(&t)) {
             p.running = false;
@@ -944,6 +994,7 @@ impl Replayer<'_> {
             return Err(self.divergence(tid, ev.describe(), format!("end of syscall {}", syscalls::name(nr))));
         }
         let ret = *ret;
+        self.track_thread_state(tid, nr, &args, ret);
         match &mode {
             Mode::Emulated | Mode::Suspended => {
                 for w in writes {
@@ -1024,6 +1075,24 @@ impl Replayer<'_> {
         self.resume_user(tid, 0, "resuming")
     }
 
+    /// Keep what checkpoints need to know of a thread's kernel state (see `Proc::clear_tid`).
+    fn track_thread_state(&mut self, tid: Tid, nr: u64, args: &[u64; 6], ret: i64) {
+        if ret < 0 {
+            return;
+        }
+        if nr == Sysno::set_tid_address as u64 {
+            self.proc_mut(tid).clear_tid = args[0];
+        } else if nr == Sysno::sigaltstack as u64 && args[0] != 0 {
+            let pid = self.proc(tid).pid;
+            let mut ss = [0u8; 24];
+            if mem::read_exact(pid, args[0], &mut ss).is_ok() {
+                const SS_DISABLE: i32 = 2;
+                let flags = i32::from_le_bytes(ss[8..12].try_into().expect("4 bytes"));
+                self.proc_mut(tid).altstack = (flags & SS_DISABLE == 0).then_some(ss);
+            }
+        }
+    }
+
     /// Contents of a replayed file mapping: the recorded snapshot, or the file itself after
     /// checking it is the one that was recorded.
     fn fill_mapping(&mut self, tid: Tid, f: &MappedFile, addr: u64, len: u64, offset: u64) -> Result<(), Error> {
@@ -1085,6 +1154,7 @@ impl Replayer<'_> {
         let p = self.proc_mut(tid);
         p.image = Some(image);
         p.auxv = auxv;
+        p.altstack = None;
         self.ev.pop()?;
         Ok(())
     }
@@ -1329,6 +1399,11 @@ impl Replayer<'_> {
         let mut proc = Proc::new(child_pid, group, !thread, thread, breakpoints, image);
         proc.auxv = parent.auxv.clone();
         proc.stretch = self.ev.index + 1;
+        // The kernel clears the alternate signal stack of a thread sharing the address space.
+        proc.altstack = if flags & libc::CLONE_VM as u64 != 0 { None } else { parent.altstack };
+        if flags & libc::CLONE_CHILD_CLEARTID as u64 != 0 {
+            proc.clear_tid = entry.map_or(0, |(nr, args)| self.clone_child_tid(pid, nr, &args));
+        }
         self.procs.insert(child, proc);
         self.by_pid.insert(child_pid, child);
         self.ev.pop()?;
@@ -1360,6 +1435,15 @@ impl Replayer<'_> {
             }
         }
         self.go(pid, 0, "resuming")
+    }
+
+    /// The child-tid pointer of a `clone`/`clone3` call.
+    fn clone_child_tid(&self, pid: Pid, nr: u64, args: &[u64; 6]) -> u64 {
+        if nr == Sysno::clone3 as u64 {
+            let mut b = [0u8; 8];
+            return mem::read_exact(pid, args[0] + 16, &mut b).map_or(0, |()| u64::from_le_bytes(b));
+        }
+        args[3]
     }
 
     /// Put the recorded thread id where `CLONE_PARENT_SETTID` / `CLONE_CHILD_SETTID` made the

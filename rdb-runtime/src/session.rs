@@ -34,6 +34,7 @@ use std::sync::Arc;
 
 use rdb_tracee::{debugreg, mem, procfs, Control, Mapping, Memory, Pid, Regs, Target, Watchpoint};
 
+use crate::checkpoint::Checkpoint;
 use crate::diversion::Diversion;
 use crate::fork::StoppedAt;
 use crate::observer::ReplayObserver;
@@ -219,6 +220,10 @@ pub struct ThreadInfo {
 pub struct Session<'o> {
     r: Replayer<'o>,
     opts: ReplayOptions,
+    /// The debugger's breakpoints in the debugged process (what a restored checkpoint gets).
+    user_breakpoints: std::collections::BTreeSet<u64>,
+    checkpoints: std::collections::BTreeMap<u32, Checkpoint>,
+    next_checkpoint: u32,
     ended: bool,
     /// Registers of the halted thread (for [`Target::regs`]).
     regs: Regs,
@@ -230,6 +235,9 @@ impl<'o> Session<'o> {
         Ok(Session {
             r: Replayer::start(opts, Box::new(observer))?,
             opts: opts.clone(),
+            user_breakpoints: Default::default(),
+            checkpoints: Default::default(),
+            next_checkpoint: 1,
             ended: false,
             regs: rdb_tracee::ptrace::zeroed_regs(),
         })
@@ -240,6 +248,7 @@ impl<'o> Session<'o> {
     pub fn restart(&mut self) -> Result<(), Error> {
         let observer = self.r.take_observer();
         let focus = self.r.dbg.focus;
+        self.user_breakpoints.clear();
         self.r.kill_all();
         // The old replayer gives the TSC back before the new one takes it.
         drop(self.r.tsc.take());
@@ -435,6 +444,7 @@ impl<'o> Session<'o> {
             }
         }
         self.r.plant(tid, addr, None, false).map_err(io::Error::other)?.user = true;
+        self.user_breakpoints.insert(addr);
         Ok(())
     }
 
@@ -444,7 +454,60 @@ impl<'o> Session<'o> {
         if let Some(bp) = self.r.procs[&tid].breakpoints.borrow_mut().get_mut(&addr) {
             bp.user = false;
         }
+        self.user_breakpoints.remove(&addr);
         self.r.unplant_if_unused(tid, addr)
+    }
+
+    /// Save the replay where it is halted: a checkpoint to [`Session::restore`] later (see
+    /// [`Checkpoint`]). Returns its id.
+    pub fn checkpoint(&mut self) -> Result<u32, Error> {
+        let cp = self.r.checkpoint()?;
+        let id = self.next_checkpoint;
+        self.next_checkpoint += 1;
+        self.checkpoints.insert(id, cp);
+        Ok(id)
+    }
+
+    /// The checkpoints kept, by id.
+    pub fn checkpoints(&self) -> &std::collections::BTreeMap<u32, Checkpoint> {
+        &self.checkpoints
+    }
+
+    /// Forget a checkpoint (its frozen processes are killed).
+    pub fn delete_checkpoint(&mut self, id: u32) -> bool {
+        self.checkpoints.remove(&id).is_some()
+    }
+
+    /// Go back (or forward) to checkpoint `id`: the replay is halted where it was saved, with
+    /// the debugger's current breakpoints and watchpoints; the checkpoint stays for later.
+    pub fn restore(&mut self, id: u32) -> Result<(), Error> {
+        let cp = self.checkpoints.get(&id).ok_or_else(|| Error::Observer(format!("no checkpoint {id}")))?;
+        self.r.restore(cp)?;
+        self.ended = false;
+        // The breakpoint tables came back as they were saved: make them the debugger's current
+        // ones.
+        if let Ok(tid) = self.focus_thread() {
+            let table = self.r.procs[&tid].breakpoints.clone();
+            let saved: Vec<u64> = table.borrow().keys().copied().collect();
+            for addr in saved {
+                let wanted = self.user_breakpoints.contains(&addr);
+                if let Some(bp) = table.borrow_mut().get_mut(&addr) {
+                    bp.user = wanted;
+                }
+                self.r
+                    .unplant_if_unused(tid, addr)
+                    .map_err(Error::ptrace(self.r.procs[&tid].pid, "lifting a breakpoint"))?;
+            }
+            for addr in self.user_breakpoints.clone() {
+                self.r.plant(tid, addr, None, false).map_err(Error::Observer)?.user = true;
+            }
+        }
+        if let Some(h) = self.r.dbg.halted {
+            if let Some(p) = self.r.procs.get(&h.tid) {
+                self.regs = rdb_tracee::ptrace::get_regs(p.pid).map_err(Error::ptrace(p.pid, "reading registers"))?;
+            }
+        }
+        Ok(())
     }
 
     /// Arm a hardware watchpoint in debug-register `slot` of every thread of the debugged
@@ -645,7 +708,7 @@ impl Replayer<'_> {
         }
         let halted_here = self.dbg.halted.is_some_and(|h| h.tid == tid && h.kind != HaltKind::Parked);
         let (at, redeliver) = match self.parked.get(&tid) {
-            _ if halted_here || p.unstarted => (StoppedAt::Elsewhere, None),
+            _ if halted_here || p.unstarted || self.interrupted.contains(&tid) => (StoppedAt::Elsewhere, None),
             Some(Stop::Entry { .. }) => (StoppedAt::SyscallEntry, None),
             Some(Stop::Exit { .. }) => (StoppedAt::Elsewhere, None),
             Some(Stop::Signal { sig, tsc }) => {

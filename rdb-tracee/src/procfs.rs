@@ -79,6 +79,16 @@ pub fn shared_writable_mappings(pid: Pid) -> io::Result<Vec<(u64, u64, String)>>
         .collect())
 }
 
+/// The blocked-signal mask of thread `tid` (`SigBlk:` of `/proc/TID/status`).
+pub fn signal_mask(tid: Pid) -> io::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigBlk:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .ok_or_else(|| io::Error::other(format!("/proc/{tid}/status has no SigBlk")))
+}
+
 /// The thread group (process) of thread `tid` (`Tgid:` of `/proc/TID/status`).
 pub fn thread_group(tid: Pid) -> io::Result<Pid> {
     let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
