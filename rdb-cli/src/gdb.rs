@@ -74,7 +74,8 @@ fn prepare<'o>(
     goto: Option<u64>,
 ) -> Result<Session<'o>> {
     let mut session = Session::start(opts, observer)?;
-    start_debugging(&mut session, Some(&StartAt { process: pid.map(Tid), event: goto }))?;
+    let checkpoint_interval = Some(rdb_gdb::DEFAULT_CHECKPOINT_INTERVAL);
+    start_debugging(&mut session, Some(&StartAt { process: pid.map(Tid), event: goto, checkpoint_interval }))?;
     Ok(session)
 }
 

@@ -15,6 +15,7 @@ use gdbstub::target::ext::base::multithread::{
     MultiThreadBase, MultiThreadResume, MultiThreadResumeOps, MultiThreadSchedulerLocking,
     MultiThreadSchedulerLockingOps, MultiThreadSingleStep, MultiThreadSingleStepOps,
 };
+use gdbstub::target::ext::base::reverse_exec::{ReverseCont, ReverseContOps, ReverseStep, ReverseStepOps};
 use gdbstub::target::ext::base::single_register_access::{SingleRegisterAccess, SingleRegisterAccessOps};
 use gdbstub::target::ext::base::BaseOps;
 use gdbstub::target::ext::breakpoints::{
@@ -61,6 +62,8 @@ pub struct ReplayTarget<'o> {
     pub(crate) session: Session<'o>,
     /// What gdb's last resume request asked.
     requested: Option<Resume>,
+    /// gdb asked to go backwards: continue (`bc`, `None`) or step a thread (`bs`).
+    reverse: Option<Option<Tid>>,
     /// The signal gdb asked to deliver with it (honoured in a diversion only: the replay
     /// delivers what the trace says).
     requested_signal: i32,
@@ -75,6 +78,8 @@ pub struct ReplayTarget<'o> {
     tls_layout: Option<crate::tls::LinkMapLayout>,
     /// gdb's inferior calls (see `diversion`).
     pub(crate) calls: crate::diversion::Calls,
+    /// Where gdb started (`run` comes back there).
+    start: Option<rdb_runtime::Position>,
 }
 
 /// A gdb thread id for a recorded one.
@@ -92,10 +97,12 @@ to compute with the program's state, add a region (rdb_begin!/rdb_end!) and repl
 to call a function, use gdb's `print f(x)` / `call f(x)`, which runs in a disposable copy of the process";
 
 impl<'o> ReplayTarget<'o> {
-    pub fn new(session: Session<'o>) -> Self {
+    pub fn new(mut session: Session<'o>) -> Self {
+        let start = session.position().ok().flatten();
         ReplayTarget {
             session,
             requested: None,
+            reverse: None,
             requested_signal: 0,
             watches: [None; debugreg::SLOTS],
             files: HashMap::new(),
@@ -103,6 +110,7 @@ impl<'o> ReplayTarget<'o> {
             exited: false,
             tls_layout: None,
             calls: Default::default(),
+            start,
         }
     }
 
@@ -115,10 +123,31 @@ impl<'o> ReplayTarget<'o> {
     pub fn run(&mut self) -> Result<StopReason, ServeError> {
         let how = self.requested.take().unwrap_or(Resume::Continue);
         let sig = std::mem::take(&mut self.requested_signal);
+        let reverse = self.reverse.take();
         if self.diversion_runs() {
+            if reverse.is_some() {
+                eprintln!("rdb: a function called from gdb cannot run backwards");
+                let tid = self.current_thread().unwrap_or(Tid(1));
+                return Ok(MultiThreadStopReason::SignalWithThread { tid: gdb_tid(tid), signal: Signal::SIGTRAP });
+            }
             return self.run_diversion(matches!(how, Resume::Step(_)), sig);
         }
-        let stop = self.session.resume(how)?;
+        let stop = match reverse {
+            Some(None) => self.session.reverse_continue(),
+            Some(Some(tid)) => self.session.reverse_step(tid),
+            None => self.session.resume(how),
+        };
+        let stop = match stop {
+            Ok(stop) => stop,
+            Err(e) if reverse.is_some() => {
+                // Going back failed: say why and stay where the replay is.
+                eprintln!("rdb: {e}");
+                let tid = self.current_thread().unwrap_or(Tid(1));
+                return Ok(MultiThreadStopReason::SignalWithThread { tid: gdb_tid(tid), signal: Signal::SIGTRAP });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.exited = false;
         Ok(self.stop_reason(stop))
     }
 
@@ -164,6 +193,10 @@ impl<'o> ReplayTarget<'o> {
                 self.exited = true;
                 MultiThreadStopReason::Exited(0)
             }
+            SessionStop::HistoryStart { tid } => MultiThreadStopReason::ReplayLog {
+                tid: Some(gdb_tid(tid)),
+                pos: gdbstub::target::ext::base::reverse_exec::ReplayLogPosition::Begin,
+            },
         }
     }
 
@@ -400,6 +433,7 @@ impl MultiThreadResume for ReplayTarget<'_> {
 
     fn clear_resume_actions(&mut self) -> Result<(), Self::Error> {
         self.requested = None;
+        self.reverse = None;
         self.requested_signal = 0;
         Ok(())
     }
@@ -420,6 +454,28 @@ impl MultiThreadResume for ReplayTarget<'_> {
 
     fn support_scheduler_locking(&mut self) -> Option<MultiThreadSchedulerLockingOps<'_, Self>> {
         Some(self)
+    }
+
+    fn support_reverse_cont(&mut self) -> Option<ReverseContOps<'_, GdbTid, Self>> {
+        Some(self)
+    }
+
+    fn support_reverse_step(&mut self) -> Option<ReverseStepOps<'_, GdbTid, Self>> {
+        Some(self)
+    }
+}
+
+impl ReverseCont<GdbTid> for ReplayTarget<'_> {
+    fn reverse_cont(&mut self) -> Result<(), Self::Error> {
+        self.reverse = Some(None);
+        Ok(())
+    }
+}
+
+impl ReverseStep<GdbTid> for ReplayTarget<'_> {
+    fn reverse_step(&mut self, tid: GdbTid) -> Result<(), Self::Error> {
+        self.reverse = Some(Some(recorded(tid)));
+        Ok(())
     }
 }
 
@@ -705,13 +761,18 @@ impl gdbstub::target::ext::extended_mode::ExtendedMode for ReplayTarget<'_> {
 }
 
 impl ReplayTarget<'_> {
-    /// Replay again from the start, up to the debugged process's first instruction.
+    /// Go back to where gdb started (`run`): from the checkpoint at the start.
     pub fn restart(&mut self) -> Result<(), ServeError> {
         self.calls = Default::default();
-        self.session.restart()?;
         self.watches = [None; debugreg::SLOTS];
+        for slot in 0..debugreg::SLOTS {
+            let _ = self.session.remove_watchpoint(slot);
+        }
+        match self.start.clone() {
+            Some(start) => self.session.seek(&start)?,
+            None => self.session.restart()?,
+        }
         self.exited = false;
-        crate::start_debugging(&mut self.session, None)?;
         Ok(())
     }
 }

@@ -31,9 +31,10 @@ use rdb_tracee::ptrace::{self, Regs, SigInfo, Wait};
 use rdb_tracee::{mem, procfs, Pid};
 
 use crate::fork::{self, StoppedAt};
+use crate::position::Position;
 use crate::process::inject_syscall;
 use crate::replay::{Breakpoint, Proc, Replayer, Stop};
-use crate::session::{Halt, HaltKind};
+use crate::session::{Ctx, Halt, HaltKind};
 use crate::syscalls::Sysno;
 use crate::trace::Tid;
 use crate::Error;
@@ -64,6 +65,7 @@ struct Frozen {
 /// The replayer's own state at a checkpoint: everything but the processes' real ids.
 struct Saved {
     index: u64,
+    last_events: HashMap<Tid, u64>,
     procs: Vec<(Tid, Proc)>,
     /// Breakpoint tables by thread group.
     tables: HashMap<Tid, BTreeMap<u64, Breakpoint>>,
@@ -75,6 +77,8 @@ struct Saved {
     steps: u64,
     halted: Option<Halt>,
     reported: Option<Tid>,
+    /// Where the replay was halted, as a point of the debugged process.
+    position: Option<Position>,
 }
 
 /// The replay saved at a halt (see the module docs).
@@ -97,6 +101,11 @@ impl Checkpoint {
     /// The trace index of the event that last let `tid` run user code, at the checkpoint.
     pub fn stretch_of(&self, tid: Tid) -> Option<u64> {
         self.saved.procs.iter().find(|(t, _)| *t == tid).map(|(_, p)| p.stretch)
+    }
+
+    /// Where the replay was halted, as a point of the debugged process.
+    pub fn position(&self) -> Option<&Position> {
+        self.saved.position.as_ref()
     }
 
     /// The real ids of the frozen copies.
@@ -208,6 +217,7 @@ impl Replayer<'_> {
     }
 
     fn save(&mut self) -> Result<Checkpoint, Error> {
+        let position = self.here()?;
         let mut groups: BTreeMap<Tid, Vec<Tid>> = BTreeMap::new();
         for (&tid, p) in &self.procs {
             groups.entry(p.group).or_default().push(tid);
@@ -255,6 +265,7 @@ impl Replayer<'_> {
             frozen,
             saved: Saved {
                 index: self.ev.index,
+                last_events: self.ev.last.clone(),
                 procs,
                 tables,
                 parked,
@@ -264,6 +275,7 @@ impl Replayer<'_> {
                 steps: self.steps,
                 halted: self.dbg.halted,
                 reported: self.dbg.reported,
+                position,
             },
         })
     }
@@ -314,13 +326,21 @@ impl Replayer<'_> {
             self.procs.insert(*tid, p);
         }
         self.parked = s.parked.clone();
-        self.ev.reset_to(s.index)?;
+        self.ev.reset_to(s.index, s.last_events.clone())?;
         self.restore_counters(s.root_status, s.hits, s.steps);
         self.dbg.halted = s.halted;
         self.dbg.reported = s.reported;
         self.dbg.pending = None;
         self.dbg.stepping = None;
         self.dbg.single_stepping = None;
+        // The halted thread's place in its stretch; counting starts there again.
+        self.dbg.ctx.clear();
+        if let (Some(Position::InStretch { tid, stretch, moves }), Some(h)) = (&s.position, s.halted) {
+            if h.kind == HaltKind::InCode || moves.is_empty() {
+                let ctx = Ctx { stretch: *stretch, moves: moves.clone(), ..Ctx::default() };
+                self.dbg.ctx.insert(*tid, ctx);
+            }
+        }
         // Each thread where the replayer expects it.
         for f in &cp.frozen {
             for (tid, state) in &f.threads {
@@ -345,7 +365,6 @@ impl Replayer<'_> {
                 }
             }
         }
-        let _ = HaltKind::Parked;
         Ok(())
     }
 }

@@ -139,6 +139,8 @@ pub(crate) struct Proc {
     killed: bool,
     /// Resumed and its next stop not collected yet (its registers cannot be read).
     pub(crate) running: bool,
+    /// Region locations reached in the current stretch (for the high-water mark).
+    pub(crate) region_hits: u64,
     /// The trace index of the event that last let the thread run user code (its *stretch*
     /// starts there; see `session`).
     pub(crate) stretch: u64,
@@ -181,6 +183,7 @@ impl Proc {
             image,
             killed: false,
             running: false,
+            region_hits: 0,
             stretch: 0,
             auxv: Vec::new(),
             clear_tid: 0,
@@ -195,6 +198,8 @@ pub(crate) struct Events {
     buf: VecDeque<Event>,
     pub(crate) index: u64,
     exhausted: bool,
+    /// Each thread's last event consumed (its trace index).
+    pub(crate) last: HashMap<Tid, u64>,
 }
 
 impl Events {
@@ -213,16 +218,26 @@ impl Events {
     }
     fn pop(&mut self) -> Result<Event, Error> {
         self.fill(1)?;
+        let ev = self.buf.pop_front().expect("pop after head");
+        self.last.insert(ev.tid(), self.index);
         self.index += 1;
-        Ok(self.buf.pop_front().expect("pop after head"))
+        Ok(ev)
     }
     /// Go back (or forward) to trace index `index`: the next event is the one there.
-    pub(crate) fn reset_to(&mut self, index: u64) -> Result<(), Error> {
+    pub(crate) fn reset_to(&mut self, index: u64, last: HashMap<Tid, u64>) -> Result<(), Error> {
         self.reader.seek(index)?;
         self.buf.clear();
         self.index = index;
         self.exhausted = false;
+        self.last = last;
         Ok(())
+    }
+
+    /// The event at trace index `index` if it is still ahead (read ahead as needed).
+    pub(crate) fn ahead(&mut self, index: u64) -> Result<Option<&Event>, Error> {
+        let Some(i) = index.checked_sub(self.index) else { return Ok(None) };
+        self.fill(i as usize + 1)?;
+        Ok(self.buf.get(i as usize))
     }
 
     /// The next event of `tid`, looking ahead (bounded).
@@ -294,6 +309,19 @@ pub(crate) struct Replayer<'o> {
     pub(crate) tsc: Option<sys::TscDisabled>,
     /// Threads stopped with `SIGSTOP` in user code while a checkpoint is taken.
     pub(crate) interrupted: HashSet<Tid>,
+    /// How far output and regions went (kept across checkpoints and restarts).
+    pub(crate) marks: Marks,
+    /// Checkpoints the replayer takes by itself (see `reverse`).
+    pub(crate) auto: crate::reverse::AutoCheckpoints,
+}
+
+/// The high-water mark of a replay that goes back and forth: the recorded output of events
+/// before `echoed` was shown already, and each thread's region calls up to (stretch, count)
+/// ran already. Going back replays them without showing or running them again.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Marks {
+    pub(crate) echoed: u64,
+    pub(crate) regions: HashMap<Tid, (u64, u64)>,
 }
 
 fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(), Error> {
@@ -327,7 +355,7 @@ impl<'o> Replayer<'o> {
                 reader.header.cpu
             );
         }
-        let mut ev = Events { reader, buf: VecDeque::new(), index: 0, exhausted: false };
+        let mut ev = Events { reader, buf: VecDeque::new(), index: 0, exhausted: false, last: HashMap::new() };
         let Some(Event::Start { tid, exe, argv, envp, .. }) = ev.head()?.cloned() else {
             return Err(trace::TraceError::Corrupt {
                 path: opts.trace_dir.clone(),
@@ -396,6 +424,8 @@ impl<'o> Replayer<'o> {
             dbg: Debugger::default(),
             tsc: None,
             interrupted: HashSet::new(),
+            marks: Marks::default(),
+            auto: Default::default(),
         };
         r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
         r.by_pid.insert(pid, tid);
@@ -539,10 +569,14 @@ impl Replayer<'_> {
         let p = self.proc_mut(tid);
         p.user = true;
         p.stretch = index;
+        p.region_hits = 0;
         let pid = p.pid;
         if let Some(stop) = self.halt_at_stretch_start(tid, sig)? {
             self.dbg.halt(tid, HaltKind::StretchStart { sig }, stop);
             return Ok(());
+        }
+        if sig == 0 && self.dbg.focus == Some(self.proc(tid).group) && self.auto.due() {
+            self.auto_checkpoint(tid);
         }
         if self.dbg.stepping == Some(tid) {
             // A signal delivered during a step: the kernel stops at the handler's entry.
@@ -552,6 +586,19 @@ impl Replayer<'_> {
             return Ok(());
         }
         self.go(pid, sig, what)
+    }
+
+    /// Take a checkpoint where `tid` is about to run user code again (its stretch start), and
+    /// keep it for the session.
+    fn auto_checkpoint(&mut self, tid: Tid) {
+        let halted = self.dbg.halted.replace(Halt { tid, kind: HaltKind::StretchStart { sig: 0 } });
+        match self.checkpoint() {
+            Ok(cp) => self.auto.taken.push(cp),
+            Err(e) if self.debug => eprintln!("rdb-debug: no automatic checkpoint: {e}"),
+            Err(_) => {}
+        }
+        self.dbg.halted = halted;
+        self.auto.last = Some(std::time::Instant::now());
     }
 
     /// Run the replay until a debugger's halt (`Some`) or the end of the trace (`None`).
@@ -770,8 +817,11 @@ impl Replayer<'_> {
             }
             let slots = self.take_watch_hits(tid)?;
             if slots != 0 {
-                let addr = self.dbg.watch_address(slots);
-                self.dbg.halt(tid, HaltKind::InCode, SessionStop::Watchpoint { tid, slots, addr });
+                if let Some(stop) = self.on_triggers(tid, slots) {
+                    self.dbg.halt(tid, HaltKind::InCode, stop);
+                } else {
+                    self.go(pid, 0, "resuming")?;
+                }
                 return Ok(None);
             }
         }
@@ -1019,7 +1069,9 @@ impl Replayer<'_> {
             }
             Mode::Exec | Mode::Leaving => {}
         }
-        if self.echo {
+        // Output shown once, also when going back replays this event again.
+        if self.echo && self.ev.index >= self.marks.echoed {
+            self.marks.echoed = self.ev.index + 1;
             if let Some((stream, bytes)) = output {
                 let _ = match stream {
                     Stream::Stdout => std::io::stdout().write_all(bytes),
@@ -1243,6 +1295,21 @@ impl Replayer<'_> {
         Ok(())
     }
 
+    /// A region's location reached by `tid`: the observer runs there, unless this point of
+    /// the recorded execution ran it already (going back and forth replays it again: the
+    /// high-water mark keeps region output and debug-only state from seeing it twice).
+    fn region_arrival(&mut self, tid: Tid, addr: u64, regs: &ptrace::Regs) -> Result<(), Error> {
+        let p = self.proc_mut(tid);
+        p.region_hits += 1;
+        let point = (p.stretch, p.region_hits);
+        let mark = self.marks.regions.entry(tid).or_insert((0, 0));
+        if point <= *mark {
+            return Ok(());
+        }
+        *mark = point;
+        self.call_observer(tid, addr, regs)
+    }
+
     /// Call the observer at a breakpoint it asked for.
     fn call_observer(&mut self, tid: Tid, addr: u64, regs: &ptrace::Regs) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
@@ -1260,12 +1327,12 @@ impl Replayer<'_> {
         self.hits += 1;
         let bp = self.proc(tid).breakpoints.borrow()[&addr].clone();
         if bp.region {
-            self.call_observer(tid, addr, &regs)?;
+            self.region_arrival(tid, addr, &regs)?;
         }
-        if bp.user && self.dbg.focus == Some(self.proc(tid).group) {
+        if let Some(stop) = self.on_trap(tid, addr, bp.user) {
             let pid = self.proc(tid).pid;
             ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
-            self.dbg.halt(tid, HaltKind::InCode, SessionStop::Breakpoint { tid, addr });
+            self.dbg.halt(tid, HaltKind::InCode, stop);
             return Ok(None);
         }
         self.step_over(tid, addr, regs, &bp)
@@ -1365,12 +1432,17 @@ impl Replayer<'_> {
         let region = self.proc(tid).breakpoints.borrow().get(&regs.rip).is_some_and(|bp| bp.region);
         if region {
             self.hits += 1;
-            self.call_observer(tid, regs.rip, &regs)?;
+            self.region_arrival(tid, regs.rip, &regs)?;
         }
-        let stop = if slots != 0 {
-            SessionStop::Watchpoint { tid, slots, addr: self.dbg.watch_address(slots) }
-        } else {
-            SessionStop::Stepped { tid }
+        // A step that fired a watchpoint halts for the watchpoint (outside a goal).
+        self.dbg.last_step_slots = slots;
+        let stop = match self.on_triggers(tid, slots) {
+            Some(SessionStop::Reached { tid }) => SessionStop::Reached { tid },
+            Some(watch) if !self.dbg.quiet => watch,
+            _ => {
+                self.on_step(tid);
+                SessionStop::Stepped { tid }
+            }
         };
         self.dbg.halt(tid, HaltKind::InCode, stop);
         Ok(())

@@ -28,6 +28,7 @@
 //! - *before an event*: the thread stopped for its next event (a syscall entry, a recorded
 //!   fault) and waits, unhandled, until the replay goes on.
 
+use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -38,6 +39,7 @@ use crate::checkpoint::Checkpoint;
 use crate::diversion::Diversion;
 use crate::fork::StoppedAt;
 use crate::observer::ReplayObserver;
+use crate::position::{push_move, Move, Position};
 use crate::replay::{Breakpoints, ReplayOptions, ReplayOutcome, Replayer, Stepped, Stop};
 use crate::trace::{Event, Tid};
 use crate::Error;
@@ -65,6 +67,8 @@ pub enum SessionStop {
     ProcessExited { process: Tid, status: i32 },
     /// The trace ended.
     End,
+    /// Going back reached the start of the recorded history: the replay is halted there.
+    HistoryStart { tid: Tid },
 }
 
 /// How to go on from a halt.
@@ -120,6 +124,60 @@ pub(crate) struct Debugger {
     pub(crate) reported: Option<Tid>,
     /// The syscall whose exit the replayer just handled (for caught syscalls).
     pub(crate) exit_of: Option<u64>,
+    /// A watchpoint slot armed for a goal, not by the debugger.
+    pub(crate) internal_watch: Option<usize>,
+    /// Where each thread of the debugged process is in its stretch (see `position`).
+    pub(crate) ctx: HashMap<Tid, Ctx>,
+    /// Going to a point (see `reverse`): the debugger's breakpoints and watchpoints do not
+    /// halt.
+    pub(crate) quiet: bool,
+    /// While quiet: the points where they would have halted, in order.
+    pub(crate) observed: Option<Vec<Position>>,
+    /// The point to halt at, while going to a point.
+    pub(crate) goal: Option<Goal>,
+    /// The thread's log of traps and triggers up to the goal, when it kept one.
+    pub(crate) goal_log: Option<Vec<u64>>,
+    /// The watchpoint slots the last single step fired.
+    pub(crate) last_step_slots: u8,
+}
+
+/// In a [`Ctx`] log, a trigger of watchpoint slot `n` is `TRIGGER_LOG + n` (addresses are
+/// never that high).
+pub(crate) const TRIGGER_LOG: u64 = u64::MAX - 16;
+
+/// Where a thread of the debugged process is in its stretch: the chain of moves from the
+/// stretch's start to its last halt, and what it met since (breakpoint traps by address,
+/// watchpoint triggers by slot).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ctx {
+    pub(crate) stretch: u64,
+    pub(crate) moves: Vec<Move>,
+    pub(crate) traps: HashMap<u64, u64>,
+    pub(crate) triggers: [u64; debugreg::SLOTS],
+    /// Every trap address and trigger since the last halt, in order, while one is kept.
+    pub(crate) log: Option<Vec<u64>>,
+}
+
+impl Ctx {
+    fn position(&self, tid: Tid) -> Position {
+        Position::InStretch { tid, stretch: self.stretch, moves: self.moves.clone() }
+    }
+
+    /// A halt here: the move that reached it ends the chain, counting starts again.
+    fn arrived(&mut self, m: Move) {
+        push_move(&mut self.moves, m);
+        self.traps.clear();
+        self.triggers = [0; debugreg::SLOTS];
+    }
+}
+
+/// The point to halt at while going to a point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Goal {
+    StretchStart { tid: Tid, stretch: u64 },
+    Before { tid: Tid, event: u64 },
+    Arrival { tid: Tid, addr: u64, count: u64 },
+    Trigger { tid: Tid, slot: usize, count: u64 },
 }
 
 impl Debugger {
@@ -130,17 +188,114 @@ impl Debugger {
         self.single_stepping = None;
     }
 
-    /// The watched address of the lowest slot in `slots`.
-    pub(crate) fn watch_address(&self, slots: u8) -> u64 {
-        (0..debugreg::SLOTS).find(|s| slots & (1 << s) != 0).and_then(|s| self.watch[s]).map_or(0, |w| w.addr)
-    }
-
     fn interrupted(&self) -> bool {
         self.interrupt.as_ref().is_some_and(|i| i.swap(false, Ordering::SeqCst))
     }
 }
 
 impl Replayer<'_> {
+    /// A breakpoint trap of `tid` at `addr` (the debugger's breakpoint there or not): counted
+    /// for positions; the halt it makes, if any.
+    pub(crate) fn on_trap(&mut self, tid: Tid, addr: u64, user: bool) -> Option<SessionStop> {
+        if self.dbg.focus != Some(self.procs[&tid].group) {
+            return None;
+        }
+        let ctx = self.dbg.ctx.entry(tid).or_default();
+        if let Some(log) = ctx.log.as_mut() {
+            log.push(addr);
+        }
+        let count = ctx.traps.entry(addr).or_default();
+        *count += 1;
+        let m = Move::Hit { addr, count: *count };
+        if self.dbg.goal == Some(Goal::Arrival { tid, addr, count: *count }) {
+            self.dbg.goal = None;
+            self.dbg.goal_log = ctx.log.take();
+            ctx.arrived(m);
+            // A point on the way that is also the debugger's breakpoint.
+            if user {
+                if let Some(seen) = self.dbg.observed.as_mut() {
+                    seen.push(ctx.position(tid));
+                }
+            }
+            return Some(SessionStop::Reached { tid });
+        }
+        if !user {
+            return None;
+        }
+        if self.dbg.quiet {
+            let here = ctx.position(tid).then(m);
+            if let Some(seen) = self.dbg.observed.as_mut() {
+                seen.push(here);
+            }
+            return None;
+        }
+        ctx.arrived(m);
+        Some(SessionStop::Breakpoint { tid, addr })
+    }
+
+    /// Watchpoints `slots` fired in `tid`: counted for positions; the halt it makes, if any.
+    pub(crate) fn on_triggers(&mut self, tid: Tid, slots: u8) -> Option<SessionStop> {
+        if self.dbg.focus != Some(self.procs[&tid].group) || slots == 0 {
+            return None;
+        }
+        let ctx = self.dbg.ctx.entry(tid).or_default();
+        let mut halt = None;
+        for slot in (0..debugreg::SLOTS).filter(|s| slots & (1 << s) != 0) {
+            ctx.triggers[slot] += 1;
+            if let Some(log) = ctx.log.as_mut() {
+                log.push(TRIGGER_LOG + slot as u64);
+            }
+            let Some(watch) = self.dbg.watch[slot] else { continue };
+            let m = Move::Watch { watch, count: ctx.triggers[slot] };
+            if self.dbg.goal == Some(Goal::Trigger { tid, slot, count: ctx.triggers[slot] }) {
+                self.dbg.goal = None;
+                self.dbg.goal_log = ctx.log.take();
+                ctx.arrived(m);
+                if self.dbg.internal_watch != Some(slot) {
+                    if let Some(seen) = self.dbg.observed.as_mut() {
+                        seen.push(ctx.position(tid));
+                    }
+                }
+                return Some(SessionStop::Reached { tid });
+            }
+            if self.dbg.internal_watch == Some(slot) {
+                continue;
+            }
+            if self.dbg.quiet {
+                let here = ctx.position(tid).then(m);
+                if let Some(seen) = self.dbg.observed.as_mut() {
+                    seen.push(here);
+                }
+            } else if halt.is_none() {
+                ctx.arrived(m);
+                halt = Some(SessionStop::Watchpoint { tid, slots, addr: watch.addr });
+            }
+        }
+        halt
+    }
+
+    /// A single step of `tid` ended.
+    pub(crate) fn on_step(&mut self, tid: Tid) {
+        if self.dbg.focus == Some(self.procs[&tid].group) {
+            self.dbg.ctx.entry(tid).or_default().arrived(Move::Step(1));
+        }
+    }
+
+    /// Where the replay is halted, as a point of the debugged process.
+    pub(crate) fn here(&mut self) -> Result<Option<Position>, Error> {
+        let Some(h) = self.dbg.halted else { return Ok(None) };
+        Ok(Some(match h.kind {
+            HaltKind::Parked => Position::Before { tid: h.tid, event: self.next_event_index(h.tid)? },
+            HaltKind::StretchStart { .. } => {
+                Position::InStretch { tid: h.tid, stretch: self.procs[&h.tid].stretch, moves: Vec::new() }
+            }
+            HaltKind::InCode => match self.dbg.ctx.get(&h.tid) {
+                Some(ctx) => ctx.position(h.tid),
+                None => Position::InStretch { tid: h.tid, stretch: self.procs[&h.tid].stretch, moves: Vec::new() },
+            },
+        }))
+    }
+
     /// The trace index of `tid`'s next event (`u64::MAX` when it has none in sight).
     pub(crate) fn next_event_index(&mut self, tid: Tid) -> Result<u64, Error> {
         Ok(self.ev.next_of_indexed(tid)?.map_or(u64::MAX, |(i, _)| i))
@@ -162,6 +317,15 @@ impl Replayer<'_> {
         if self.dbg.focus != Some(self.procs[&tid].group) {
             return Ok(None);
         }
+        let stretch = self.procs[&tid].stretch;
+        self.dbg.ctx.insert(tid, Ctx { stretch, ..Ctx::default() });
+        if self.dbg.goal == Some(Goal::StretchStart { tid, stretch }) && sig == 0 {
+            self.dbg.goal = None;
+            return Ok(Some(SessionStop::Reached { tid }));
+        }
+        if self.dbg.quiet && self.dbg.stepping != Some(tid) {
+            return Ok(None);
+        }
         if self.dbg.stepping == Some(tid) && sig == 0 {
             return Ok(Some(SessionStop::Stepped { tid }));
         }
@@ -179,7 +343,17 @@ impl Replayer<'_> {
 
     /// Whether a debugger halts the replay before `tid`'s `stop` is handled.
     pub(crate) fn halt_before(&mut self, tid: Tid, stop: &Stop) -> Result<Option<SessionStop>, Error> {
-        if self.dbg.focus != Some(self.procs[&tid].group) || matches!(stop, Stop::Gone { .. }) {
+        if self.dbg.focus != Some(self.procs[&tid].group) || matches!(stop, Stop::Gone { .. } | Stop::Fork { .. }) {
+            return Ok(None);
+        }
+        if let Some(Goal::Before { tid: t, event }) = self.dbg.goal {
+            if t == tid && self.next_event_index(tid)? == event {
+                self.dbg.goal = None;
+                self.dbg.goal_log = self.dbg.ctx.get_mut(&tid).and_then(|c| c.log.take());
+                return Ok(Some(SessionStop::Reached { tid }));
+            }
+        }
+        if self.dbg.quiet {
             return Ok(None);
         }
         match stop {
@@ -218,15 +392,17 @@ pub struct ThreadInfo {
 
 /// A replay a debugger drives (see the module docs).
 pub struct Session<'o> {
-    r: Replayer<'o>,
+    pub(crate) r: Replayer<'o>,
     opts: ReplayOptions,
     /// The debugger's breakpoints in the debugged process (what a restored checkpoint gets).
     user_breakpoints: std::collections::BTreeSet<u64>,
-    checkpoints: std::collections::BTreeMap<u32, Checkpoint>,
+    pub(crate) checkpoints: std::collections::BTreeMap<u32, Checkpoint>,
     next_checkpoint: u32,
-    ended: bool,
+    pub(crate) ended: bool,
     /// Registers of the halted thread (for [`Target::regs`]).
     regs: Regs,
+    /// Automatic checkpoints (see `reverse`).
+    pub(crate) history: crate::reverse::History,
 }
 
 impl<'o> Session<'o> {
@@ -239,6 +415,7 @@ impl<'o> Session<'o> {
             checkpoints: Default::default(),
             next_checkpoint: 1,
             ended: false,
+            history: Default::default(),
             regs: rdb_tracee::ptrace::zeroed_regs(),
         })
     }
@@ -248,12 +425,15 @@ impl<'o> Session<'o> {
     pub fn restart(&mut self) -> Result<(), Error> {
         let observer = self.r.take_observer();
         let focus = self.r.dbg.focus;
+        let marks = std::mem::take(&mut self.r.marks);
         self.user_breakpoints.clear();
         self.r.kill_all();
         // The old replayer gives the TSC back before the new one takes it.
         drop(self.r.tsc.take());
         self.r = Replayer::start(&self.opts, observer)?;
         self.r.dbg.focus = focus;
+        // Output shown and regions run stay so (see `Marks`).
+        self.r.marks = marks;
         self.ended = false;
         Ok(())
     }
@@ -351,12 +531,19 @@ impl<'o> Session<'o> {
                 }
             },
         };
+        self.collect_auto_checkpoints();
+        self.refresh_regs()?;
+        Ok(stop)
+    }
+
+    /// Read the halted thread's registers again (for [`Target::regs`]).
+    pub(crate) fn refresh_regs(&mut self) -> Result<(), Error> {
         if let Some(h) = self.r.dbg.halted {
             if let Some(p) = self.r.procs.get(&h.tid) {
                 self.regs = rdb_tracee::ptrace::get_regs(p.pid).map_err(Error::ptrace(p.pid, "reading registers"))?;
             }
         }
-        Ok(stop)
+        Ok(())
     }
 
     fn check_thread(&self, tid: Tid) -> Result<(), Error> {
@@ -462,10 +649,14 @@ impl<'o> Session<'o> {
     /// [`Checkpoint`]). Returns its id.
     pub fn checkpoint(&mut self) -> Result<u32, Error> {
         let cp = self.r.checkpoint()?;
+        Ok(self.keep_checkpoint(cp))
+    }
+
+    pub(crate) fn keep_checkpoint(&mut self, cp: Checkpoint) -> u32 {
         let id = self.next_checkpoint;
         self.next_checkpoint += 1;
         self.checkpoints.insert(id, cp);
-        Ok(id)
+        id
     }
 
     /// The checkpoints kept, by id.
@@ -483,6 +674,8 @@ impl<'o> Session<'o> {
     pub fn restore(&mut self, id: u32) -> Result<(), Error> {
         let cp = self.checkpoints.get(&id).ok_or_else(|| Error::Observer(format!("no checkpoint {id}")))?;
         self.r.restore(cp)?;
+        // Time to the next automatic checkpoint counts from here.
+        self.r.auto.last = self.r.auto.last.map(|_| std::time::Instant::now());
         self.ended = false;
         // The breakpoint tables came back as they were saved: make them the debugger's current
         // ones.
@@ -502,12 +695,7 @@ impl<'o> Session<'o> {
                 self.r.plant(tid, addr, None, false).map_err(Error::Observer)?.user = true;
             }
         }
-        if let Some(h) = self.r.dbg.halted {
-            if let Some(p) = self.r.procs.get(&h.tid) {
-                self.regs = rdb_tracee::ptrace::get_regs(p.pid).map_err(Error::ptrace(p.pid, "reading registers"))?;
-            }
-        }
-        Ok(())
+        self.refresh_regs()
     }
 
     /// Arm a hardware watchpoint in debug-register `slot` of every thread of the debugged
@@ -853,6 +1041,7 @@ impl Session<'_> {
             SessionStop::Reached { .. } => T::Signal(libc::SIGTRAP),
             SessionStop::ProcessExited { status, .. } => T::Exited(status),
             SessionStop::End => T::Exited(self.r.root_status().unwrap_or(0)),
+            SessionStop::HistoryStart { .. } => T::Signal(libc::SIGTRAP),
         }
     }
 }
