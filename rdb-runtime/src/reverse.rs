@@ -200,6 +200,11 @@ impl Session<'_> {
                         SessionStop::Stepped { .. } => {}
                         other => return Err(lost(target, &format!("a step ended with {other:?}"))),
                     }
+                    // A step that lands on one of the debugger's breakpoints arrives there too.
+                    if self.r.dbg.observed.is_some() && self.user_breakpoints.contains(&self.halted_pc(tid)?) {
+                        let here = self.position()?.expect("halted");
+                        self.r.dbg.observed.as_mut().expect("observing").push(here);
+                    }
                 }
                 Ok(())
             }
@@ -224,7 +229,19 @@ impl Session<'_> {
                 if self.r.dbg.internal_watch.take() == Some(slot) {
                     self.remove_watchpoint(slot).map_err(Error::ptrace(rdb_tracee::Pid(-1), "disarming"))?;
                 }
-                r
+                r?;
+                if watch.kind == rdb_tracee::WatchKind::Execute {
+                    // The kernel set the resume flag so that the instruction breakpoint does not
+                    // fire again; it is gone now, and the program never had the flag here.
+                    let pid = self.r.procs[&tid].pid;
+                    let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                    const RESUME_FLAG: u64 = 1 << 16;
+                    if regs.eflags & RESUME_FLAG != 0 {
+                        regs.eflags &= !RESUME_FLAG;
+                        ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "clearing the resume flag"))?;
+                    }
+                }
+                Ok(())
             }
         }
     }
@@ -276,6 +293,9 @@ impl Session<'_> {
                 None => self.reach_exit(),
             };
             let seen = self.r.dbg.observed.take().unwrap_or_default();
+            if std::env::var_os("RDB_DEBUG").is_some() {
+                eprintln!("rdb-debug: reverse-continue from checkpoint {id} ({from:?}) to {upto:?}: {seen:?}");
+            }
             scanned?;
             // The point itself counts when a watched access led to it: going back undoes it.
             let user_watch = |p: &Position| match p {
@@ -334,9 +354,11 @@ impl Session<'_> {
                 Ok(SessionStop::Breakpoint { tid, addr })
             }
             _ => {
+                // Landed on a breakpoint by a step.
                 self.restore(id)?;
                 self.reach(found)?;
-                Ok(SessionStop::Stepped { tid })
+                let addr = self.halted_pc(tid)?;
+                Ok(SessionStop::Breakpoint { tid, addr })
             }
         }
     }
@@ -350,7 +372,11 @@ impl Session<'_> {
                 here.tid()
             )));
         }
-        match self.previous(&here)? {
+        let previous = self.previous(&here)?;
+        if std::env::var_os("RDB_DEBUG").is_some() {
+            eprintln!("rdb-debug: reverse-step from {here:?} to {previous:?}");
+        }
+        match previous {
             Some(p) => {
                 self.seek(&p)?;
                 Ok(SessionStop::Stepped { tid })
@@ -420,15 +446,27 @@ impl Session<'_> {
             None if self.parked_at_entry(tid) => regs.rip.wrapping_sub(2),
             _ => regs.rip,
         };
-        for z in self.predecessors(tid, target, regs.rsp) {
-            if let Some(found) = self.try_predecessor(p, last, x, z, target)? {
-                return Ok(found);
+        // An arrival named by a hardware execution breakpoint (a predecessor found before) is
+        // an arrival like any other.
+        let exec_arrival = match last {
+            Some(Move::Watch { watch, count }) if watch.kind == rdb_tracee::WatchKind::Execute => Some((watch, count)),
+            _ => None,
+        };
+        if exec_arrival.is_none() {
+            for z in self.predecessors(tid, target, regs.rsp) {
+                if let Some(found) = self.try_predecessor(p, last, x, z, target)? {
+                    return Ok(found);
+                }
             }
         }
         // Single steps from the last point known before `x`.
-        let start = match last {
-            Some(Move::Hit { addr, count }) if count > 1 => p.then(Move::Hit { addr, count: count - 1 }),
+        let start = match (last, exec_arrival) {
+            (Some(Move::Hit { addr, count }), _) if count > 1 => p.then(Move::Hit { addr, count: count - 1 }),
+            (_, Some((watch, count))) if count > 1 => p.then(Move::Watch { watch, count: count - 1 }),
             _ => p.clone(),
+        };
+        let Some(Position::InStretch { stretch, .. }) = Some(start.clone()) else {
+            return Err(lost(x, "no point of its stretch to start from"));
         };
         self.seek(&start)?;
         let (mut steps, mut triggers) = (0u64, 0u64);
@@ -443,8 +481,14 @@ impl Session<'_> {
                 SessionStop::Stepped { .. } | SessionStop::Watchpoint { .. } => steps += 1,
                 other => return Err(lost(x, &format!("stepping towards it ended with {other:?}"))),
             }
+            if !matches!(self.position()?, Some(Position::InStretch { stretch: s, .. }) if s == stretch) {
+                return Err(lost(x, "stepping towards it left its stretch (a syscall came first)"));
+            }
             match last {
                 Some(Move::Hit { .. }) if self.halted_pc(tid)? == target => {
+                    return Ok(start.then(Move::Step(steps - 1)).normalized())
+                }
+                Some(Move::Watch { .. }) if exec_arrival.is_some() && self.halted_pc(tid)? == target => {
                     return Ok(start.then(Move::Step(steps - 1)).normalized())
                 }
                 Some(Move::Watch { watch, count }) => {

@@ -395,7 +395,7 @@ pub struct Session<'o> {
     pub(crate) r: Replayer<'o>,
     opts: ReplayOptions,
     /// The debugger's breakpoints in the debugged process (what a restored checkpoint gets).
-    user_breakpoints: std::collections::BTreeSet<u64>,
+    pub(crate) user_breakpoints: std::collections::BTreeSet<u64>,
     pub(crate) checkpoints: std::collections::BTreeMap<u32, Checkpoint>,
     next_checkpoint: u32,
     pub(crate) ended: bool,
