@@ -34,10 +34,15 @@ impl MonitorCmd for ReplayTarget<'_> {
                 Err(e) => outputln!(out, "No checkpoint: {e}"),
             },
             ["checkpoints"] => {
+                let mut total = 0;
                 for (id, cp) in self.session.checkpoints() {
                     let at = cp.position().map_or("the start".to_string(), |p| p.describe());
-                    outputln!(out, "{id:>4}  event {:>8}  {at}", cp.events());
+                    let bytes: u64 =
+                        cp.copies().iter().filter_map(|p| rdb_tracee::procfs::private_memory(*p).ok()).sum();
+                    total += bytes;
+                    outputln!(out, "{id:>4}  event {:>8}  {:>8} KiB  {at}", cp.events(), bytes / 1024);
                 }
+                outputln!(out, "{} checkpoints, {} KiB of their own", self.session.checkpoints().len(), total / 1024);
             }
             [] | ["help"] => outputln!(out, "{HELP}"),
             _ => outputln!(out, "unknown command `{cmd}`\n{HELP}"),

@@ -598,7 +598,28 @@ impl Replayer<'_> {
             Err(_) => {}
         }
         self.dbg.halted = halted;
-        self.auto.last = Some(std::time::Instant::now());
+        self.auto.last = Some(crate::reverse::now_ns());
+    }
+
+    /// Take a checkpoint where `tid` stands at the point the debugger's breakpoint was just seen
+    /// (the last observed point, see `reverse`).
+    fn candidate_checkpoint(&mut self, tid: Tid) {
+        let Some(point) = self.dbg.observed.as_ref().and_then(|seen| seen.last().cloned()) else { return };
+        let halted = self.dbg.halted.replace(Halt { tid, kind: HaltKind::InCode });
+        let saved_ctx = self.dbg.ctx.get(&tid).cloned();
+        if let (Some(ctx), crate::position::Position::InStretch { moves, .. }) = (self.dbg.ctx.get_mut(&tid), &point) {
+            ctx.moves = moves.clone();
+        }
+        match self.checkpoint() {
+            Ok(cp) => self.auto.taken.push(cp),
+            Err(e) if self.debug => eprintln!("rdb-debug: no checkpoint at a breakpoint: {e}"),
+            Err(_) => {}
+        }
+        if let Some(ctx) = saved_ctx {
+            self.dbg.ctx.insert(tid, ctx);
+        }
+        self.dbg.halted = halted;
+        self.auto.last_candidate = Some(crate::reverse::now_ns());
     }
 
     /// Run the replay until a debugger's halt (`Some`) or the end of the trace (`None`).
@@ -1334,6 +1355,13 @@ impl Replayer<'_> {
             ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
             self.dbg.halt(tid, HaltKind::InCode, stop);
             return Ok(None);
+        }
+        if bp.user && self.dbg.observed.is_some() && self.auto.candidate_due() {
+            // Going back looks for the last of these points: a checkpoint here makes going to
+            // it cheap.
+            let pid = self.proc(tid).pid;
+            ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
+            self.candidate_checkpoint(tid);
         }
         self.step_over(tid, addr, regs, &bp)
     }

@@ -22,7 +22,7 @@
 //! older half keeps every other one). Going back over a stretch without syscalls costs a replay
 //! of it; a checkpoint is never inside one.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rdb_tracee::ptrace;
 
@@ -50,16 +50,33 @@ pub(crate) struct History {
 #[derive(Default)]
 pub(crate) struct AutoCheckpoints {
     pub(crate) interval: Option<Duration>,
-    pub(crate) last: Option<Instant>,
+    /// When the last checkpoint was taken (coarse monotonic ns: this thread runs with the TSC
+    /// disabled, so clocks that read it cost a signal each time).
+    pub(crate) last: Option<u64>,
+    /// The last checkpoint taken at a point a backward search saw.
+    pub(crate) last_candidate: Option<u64>,
     pub(crate) taken: Vec<crate::checkpoint::Checkpoint>,
+}
+
+/// Replay time between two checkpoints taken at points a backward search saw.
+const CANDIDATE_SPACING: Duration = Duration::from_millis(4);
+
+pub(crate) fn now_ns() -> u64 {
+    rdb_tracee::this_process::monotonic_coarse_ns()
 }
 
 impl AutoCheckpoints {
     pub(crate) fn due(&self) -> bool {
         match (self.interval, self.last) {
-            (Some(i), Some(last)) => last.elapsed() >= i,
+            (Some(i), Some(last)) => now_ns().saturating_sub(last) >= i.as_nanos() as u64,
             _ => false,
         }
+    }
+
+    /// Whether a point a backward search sees gets a checkpoint (with automatic checkpoints on).
+    pub(crate) fn candidate_due(&self) -> bool {
+        self.interval.is_some()
+            && self.last_candidate.is_none_or(|t| now_ns().saturating_sub(t) >= CANDIDATE_SPACING.as_nanos() as u64)
     }
 }
 
@@ -78,7 +95,7 @@ impl Session<'_> {
             self.history.origin = Some(id);
         }
         self.r.auto.interval = interval;
-        self.r.auto.last = Some(Instant::now());
+        self.r.auto.last = Some(now_ns());
         Ok(())
     }
 
@@ -287,6 +304,7 @@ impl Session<'_> {
             .ok_or_else(|| no_history("further"))?;
             let from = self.checkpoints[&id].position().cloned();
             self.restore(id)?;
+            self.r.auto.last_candidate = Some(now_ns());
             self.r.dbg.observed = Some(Vec::new());
             let scanned = match &upto {
                 Some(p) => self.reach(p),
@@ -304,7 +322,7 @@ impl Session<'_> {
                 Position::Before { .. } => false,
             };
             if let Some(last) = seen.into_iter().rev().find(|p| Some(p) != upto.as_ref() || user_watch(p)) {
-                return self.halt_at_found(id, &last);
+                return self.halt_at_found(&last);
             }
             if Some(id) == self.history.origin || from.is_none() {
                 self.restore(id)?;
@@ -334,8 +352,8 @@ impl Session<'_> {
         result
     }
 
-    /// Halt at a point a backward search found (from checkpoint `id`).
-    fn halt_at_found(&mut self, id: u32, found: &Position) -> Result<SessionStop, Error> {
+    /// Halt at a point a backward search found.
+    fn halt_at_found(&mut self, found: &Position) -> Result<SessionStop, Error> {
         let Position::InStretch { tid, moves, .. } = found else { unreachable!("found in a stretch") };
         let tid = *tid;
         match moves.last() {
@@ -349,14 +367,12 @@ impl Session<'_> {
             }
             Some(Move::Hit { addr, .. }) => {
                 let addr = *addr;
-                self.restore(id)?;
-                self.reach(found)?;
+                self.seek(found)?;
                 Ok(SessionStop::Breakpoint { tid, addr })
             }
             _ => {
                 // Landed on a breakpoint by a step.
-                self.restore(id)?;
-                self.reach(found)?;
+                self.seek(found)?;
                 let addr = self.halted_pc(tid)?;
                 Ok(SessionStop::Breakpoint { tid, addr })
             }

@@ -675,7 +675,7 @@ impl<'o> Session<'o> {
         let cp = self.checkpoints.get(&id).ok_or_else(|| Error::Observer(format!("no checkpoint {id}")))?;
         self.r.restore(cp)?;
         // Time to the next automatic checkpoint counts from here.
-        self.r.auto.last = self.r.auto.last.map(|_| std::time::Instant::now());
+        self.r.auto.last = self.r.auto.last.map(|_| crate::reverse::now_ns());
         self.ended = false;
         // The breakpoint tables came back as they were saved: make them the debugger's current
         // ones.

@@ -79,6 +79,18 @@ pub fn shared_writable_mappings(pid: Pid) -> io::Result<Vec<(u64, u64, String)>>
         .collect())
 }
 
+/// The memory process `pid` holds of its own, in bytes (`Private_Clean` + `Private_Dirty` of
+/// `/proc/PID/smaps_rollup`): for a fork, the pages written since it was made.
+pub fn private_memory(pid: Pid) -> io::Result<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))?;
+    Ok(text
+        .lines()
+        .filter(|l| l.starts_with("Private_Clean:") || l.starts_with("Private_Dirty:"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum::<u64>()
+        * 1024)
+}
+
 /// The blocked-signal mask of thread `tid` (`SigBlk:` of `/proc/TID/status`).
 pub fn signal_mask(tid: Pid) -> io::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
