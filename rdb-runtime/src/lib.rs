@@ -11,8 +11,13 @@
 //!   `rdb_tracee` (ptrace, `/proc`, memory, the stopped-target traits); the engine itself has
 //!   no `unsafe` code beyond handing `rdb_tracee::ptrace::child_prepare_for_trace` to
 //!   `pre_exec`.
-//! - [`observer`] is the hook a debugger uses during replay: learn each exec'ed image, set
+//! - [`observer`] is the hook regions use during replay: learn each exec'ed image, set
 //!   breakpoints, get called with the tracee stopped.
+//! - [`session`] is the replay a debugger drives ([`Session`]): halts, every thread readable,
+//!   breakpoints and watchpoints; [`replay()`] runs on it. [`position`] names points without
+//!   counters, [`checkpoint`] saves the whole replay (fork-based), going back (`reverse`) uses
+//!   both, and [`diversion`] runs debugger code in a disposable copy of a process. See
+//!   `docs/ARCHITECTURE.md` (the replay session, gdb and time travel).
 //!
 //! Linux x86-64 only. No hardware performance counters are used.
 //!
