@@ -35,6 +35,10 @@ pub struct Args {
     /// Do not pin the replayer and the program to one CPU.
     #[arg(long)]
     no_pin: bool,
+    /// Milliseconds of replay between automatic checkpoints (0: none, going back replays from
+    /// the start).
+    #[arg(long, value_name = "MS", default_value_t = 50)]
+    checkpoint_interval: u64,
     /// Arguments for gdb (after `--`).
     #[arg(last = true, value_name = "GDB-ARGS")]
     gdb_args: Vec<String>,
@@ -48,6 +52,7 @@ pub struct ServerArgs {
     pub goto: Option<u64>,
     pub pid: Option<u32>,
     pub no_pin: bool,
+    pub checkpoint_interval: u64,
 }
 
 fn replay_options(trace: Option<PathBuf>, no_pin: bool) -> Result<ReplayOptions> {
@@ -72,9 +77,11 @@ fn prepare<'o>(
     observer: Box<dyn ReplayObserver + 'o>,
     pid: Option<u32>,
     goto: Option<u64>,
+    interval_ms: u64,
 ) -> Result<Session<'o>> {
     let mut session = Session::start(opts, observer)?;
-    start_debugging(&mut session, Some(&StartAt { process: pid.map(Tid), event: goto }))?;
+    let checkpoint_interval = (interval_ms > 0).then(|| Duration::from_millis(interval_ms));
+    start_debugging(&mut session, Some(&StartAt { process: pid.map(Tid), event: goto, checkpoint_interval }))?;
     Ok(session)
 }
 
@@ -93,7 +100,7 @@ fn finish(ended: Ended) -> i32 {
 
 pub fn run(a: Args) -> Result<i32> {
     let opts = replay_options(a.trace, a.no_pin)?;
-    let session = prepare(&opts, observer(&opts, a.debug.as_ref())?, a.pid, a.goto)?;
+    let session = prepare(&opts, observer(&opts, a.debug.as_ref())?, a.pid, a.goto, a.checkpoint_interval)?;
     let exe = session.image().map(|i| i.exe).context("the debugged process runs no executable")?;
     let listener = TcpListener::bind("127.0.0.1:0").context("listening for gdb")?;
     let port = listener.local_addr()?.port();
@@ -140,7 +147,7 @@ fn accept_from(listener: &TcpListener, child: &mut std::process::Child) -> Resul
 /// `rdb replay --gdbserver [HOST:]PORT`.
 pub fn serve_replay(a: ServerArgs) -> Result<i32> {
     let opts = replay_options(a.trace, a.no_pin)?;
-    let session = prepare(&opts, observer(&opts, a.debug.as_ref())?, a.pid, a.goto)?;
+    let session = prepare(&opts, observer(&opts, a.debug.as_ref())?, a.pid, a.goto, a.checkpoint_interval)?;
     let listen = if a.listen.contains(':') { a.listen.clone() } else { format!("127.0.0.1:{}", a.listen) };
     let listener = TcpListener::bind(&listen).with_context(|| format!("listening on {listen}"))?;
     let addr = listener.local_addr()?;

@@ -40,6 +40,10 @@ pub struct Args {
     /// With --gdbserver: debug this recorded process (default: the one the recording started).
     #[arg(long, value_name = "RECORDED-PID", requires = "gdbserver")]
     pid: Option<u32>,
+    /// With --gdbserver: milliseconds of replay between automatic checkpoints for going back
+    /// (0: none).
+    #[arg(long, value_name = "MS", default_value_t = 50, requires = "gdbserver")]
+    checkpoint_interval: u64,
 }
 
 pub fn run(a: Args) -> Result<i32> {
@@ -51,6 +55,7 @@ pub fn run(a: Args) -> Result<i32> {
             goto: a.goto,
             pid: a.pid,
             no_pin: a.no_pin,
+            checkpoint_interval: a.checkpoint_interval,
         });
     }
     let dir = traces::resolve(a.trace)?;

@@ -7,6 +7,9 @@ use crate::target::ReplayTarget;
 const HELP: &str = "rdb monitor commands:
   monitor when        the current event: the halted thread's next event in the trace
                       (`rdb gdb --goto N` starts where this says N; `rdb info --events` lists them)
+                      and the current point, as rdb names it for going back
+  monitor checkpoint  save the replay here: going back to any later point starts from it
+  monitor checkpoints the checkpoints kept (automatic ones included)
   monitor help        this text";
 
 impl MonitorCmd for ReplayTarget<'_> {
@@ -15,12 +18,32 @@ impl MonitorCmd for ReplayTarget<'_> {
         let words: Vec<&str> = cmd.split_whitespace().collect();
         match words.as_slice() {
             ["when"] => match self.current_thread() {
-                Some(tid) => match self.session.next_event(tid)? {
-                    Some(n) => outputln!(out, "Current event: {n}"),
-                    None => outputln!(out, "Current event: end of trace (the thread has no further event)"),
-                },
+                Some(tid) => {
+                    match self.session.next_event(tid)? {
+                        Some(n) => outputln!(out, "Current event: {n}"),
+                        None => outputln!(out, "Current event: end of trace (the thread has no further event)"),
+                    }
+                    if let Some(p) = self.session.position()? {
+                        outputln!(out, "Current point: {}", p.describe());
+                    }
+                }
                 None => outputln!(out, "The debugged process has exited."),
             },
+            ["checkpoint"] => match self.session.checkpoint() {
+                Ok(id) => outputln!(out, "Checkpoint {id} at event {}.", self.session.events_replayed()),
+                Err(e) => outputln!(out, "No checkpoint: {e}"),
+            },
+            ["checkpoints"] => {
+                let mut total = 0;
+                for (id, cp) in self.session.checkpoints() {
+                    let at = cp.position().map_or("the start".to_string(), |p| p.describe());
+                    let bytes: u64 =
+                        cp.copies().iter().filter_map(|p| rdb_tracee::procfs::private_memory(*p).ok()).sum();
+                    total += bytes;
+                    outputln!(out, "{id:>4}  event {:>8}  {:>8} KiB  {at}", cp.events(), bytes / 1024);
+                }
+                outputln!(out, "{} checkpoints, {} KiB of their own", self.session.checkpoints().len(), total / 1024);
+            }
             [] | ["help"] => outputln!(out, "{HELP}"),
             _ => outputln!(out, "unknown command `{cmd}`\n{HELP}"),
         }
@@ -73,10 +96,4 @@ impl ReplayTarget<'_> {
         self.begin_infcall();
         info
     }
-
-    /// gdb is about to call a function in the program (it saves `$_siginfo` first).
-    pub fn begin_infcall(&mut self) {}
-
-    /// gdb restored `$_siginfo` after an inferior call.
-    pub fn siginfo_written(&mut self) {}
 }

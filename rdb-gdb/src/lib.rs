@@ -11,11 +11,13 @@
 //!   watchpoints, resume and step, auxv, libraries, exec file, host I/O);
 //! - [`svr4`]: the library list from the program's own `link_map`; [`tls`]: thread-locals;
 //! - [`conn`]: the socket between gdb and gdbstub (interrupts, packets rdb answers itself);
+//! - [`diversion`]: gdb's inferior calls, run in a disposable copy of the process;
 //! - [`commands`]: `monitor` commands (`when`, ...).
 
 pub mod arch;
 pub mod commands;
 pub mod conn;
+pub mod diversion;
 pub mod svr4;
 pub mod target;
 pub mod tls;
@@ -32,19 +34,28 @@ pub use target::{ReplayTarget, ServeError};
 use conn::{Incoming, Writer};
 
 /// Where gdb starts.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct StartAt {
     /// The recorded process to debug (default: the root process).
     pub process: Option<Tid>,
     /// Replay up to this event index first (`rdb info --events` lists them).
     pub event: Option<u64>,
+    /// How often (in replay time) a checkpoint is taken for going back; `None`: at the start
+    /// only (and where `monitor checkpoint` asks).
+    pub checkpoint_interval: Option<std::time::Duration>,
 }
+
+/// The default time between automatic checkpoints.
+pub const DEFAULT_CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Replay up to where gdb starts: the debugged process's first instruction after its first
 /// exec, or the first halt at or after `--goto`'s event. The session is halted there.
 pub fn start_debugging(session: &mut Session<'_>, at: Option<&StartAt>) -> Result<(), ServeError> {
     let process = at.and_then(|a| a.process).unwrap_or(session.root());
     session.set_focus(Some(process));
+    // History for going back: a checkpoint here, at the start, and more as the replay goes.
+    let interval = at.map_or(Some(DEFAULT_CHECKPOINT_INTERVAL), |a| a.checkpoint_interval);
+    session.enable_history(interval)?;
     if !session.has_process(process) {
         // Not there yet: halt at its first point of its own.
         session.goto(0);

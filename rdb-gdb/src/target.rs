@@ -15,6 +15,7 @@ use gdbstub::target::ext::base::multithread::{
     MultiThreadBase, MultiThreadResume, MultiThreadResumeOps, MultiThreadSchedulerLocking,
     MultiThreadSchedulerLockingOps, MultiThreadSingleStep, MultiThreadSingleStepOps,
 };
+use gdbstub::target::ext::base::reverse_exec::{ReverseCont, ReverseContOps, ReverseStep, ReverseStepOps};
 use gdbstub::target::ext::base::single_register_access::{SingleRegisterAccess, SingleRegisterAccessOps};
 use gdbstub::target::ext::base::BaseOps;
 use gdbstub::target::ext::breakpoints::{
@@ -29,7 +30,7 @@ use gdbstub::target::{Target, TargetError, TargetResult};
 use rdb_runtime::trace::Tid;
 use rdb_runtime::{Resume, Session, SessionStop};
 use rdb_tracee::debugreg::{self, Watchpoint};
-use rdb_tracee::Target as _;
+use rdb_tracee::{Memory as _, Target as _};
 
 use crate::arch::{LinuxRegs, Reg, X86_64Linux};
 use crate::svr4;
@@ -61,6 +62,11 @@ pub struct ReplayTarget<'o> {
     pub(crate) session: Session<'o>,
     /// What gdb's last resume request asked.
     requested: Option<Resume>,
+    /// gdb asked to go backwards: continue (`bc`, `None`) or step a thread (`bs`).
+    reverse: Option<Option<Tid>>,
+    /// The signal gdb asked to deliver with it (honoured in a diversion only: the replay
+    /// delivers what the trace says).
+    requested_signal: i32,
     /// gdb's watchpoints by the debug-register slots they use.
     watches: [Option<GdbWatch>; debugreg::SLOTS],
     /// Files gdb opened through host I/O.
@@ -70,6 +76,10 @@ pub struct ReplayTarget<'o> {
     pub(crate) exited: bool,
     /// Where glibc keeps TLS facts in its `link_map`s (read once from the program's libc).
     tls_layout: Option<crate::tls::LinkMapLayout>,
+    /// gdb's inferior calls (see `diversion`).
+    pub(crate) calls: crate::diversion::Calls,
+    /// Where gdb started (`run` comes back there).
+    start: Option<rdb_runtime::Position>,
 }
 
 /// A gdb thread id for a recorded one.
@@ -87,15 +97,20 @@ to compute with the program's state, add a region (rdb_begin!/rdb_end!) and repl
 to call a function, use gdb's `print f(x)` / `call f(x)`, which runs in a disposable copy of the process";
 
 impl<'o> ReplayTarget<'o> {
-    pub fn new(session: Session<'o>) -> Self {
+    pub fn new(mut session: Session<'o>) -> Self {
+        let start = session.position().ok().flatten();
         ReplayTarget {
             session,
             requested: None,
+            reverse: None,
+            requested_signal: 0,
             watches: [None; debugreg::SLOTS],
             files: HashMap::new(),
             next_fd: 100,
             exited: false,
             tls_layout: None,
+            calls: Default::default(),
+            start,
         }
     }
 
@@ -107,7 +122,32 @@ impl<'o> ReplayTarget<'o> {
     /// Run the replay as gdb's last resume request asked, until a halt, and say it gdb's way.
     pub fn run(&mut self) -> Result<StopReason, ServeError> {
         let how = self.requested.take().unwrap_or(Resume::Continue);
-        let stop = self.session.resume(how)?;
+        let sig = std::mem::take(&mut self.requested_signal);
+        let reverse = self.reverse.take();
+        if self.diversion_runs() {
+            if reverse.is_some() {
+                eprintln!("rdb: a function called from gdb cannot run backwards");
+                let tid = self.current_thread().unwrap_or(Tid(1));
+                return Ok(MultiThreadStopReason::SignalWithThread { tid: gdb_tid(tid), signal: Signal::SIGTRAP });
+            }
+            return self.run_diversion(matches!(how, Resume::Step(_)), sig);
+        }
+        let stop = match reverse {
+            Some(None) => self.session.reverse_continue(),
+            Some(Some(tid)) => self.session.reverse_step(tid),
+            None => self.session.resume(how),
+        };
+        let stop = match stop {
+            Ok(stop) => stop,
+            Err(e) if reverse.is_some() => {
+                // Going back failed: say why and stay where the replay is.
+                eprintln!("rdb: {e}");
+                let tid = self.current_thread().unwrap_or(Tid(1));
+                return Ok(MultiThreadStopReason::SignalWithThread { tid: gdb_tid(tid), signal: Signal::SIGTRAP });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.exited = false;
         Ok(self.stop_reason(stop))
     }
 
@@ -153,10 +193,17 @@ impl<'o> ReplayTarget<'o> {
                 self.exited = true;
                 MultiThreadStopReason::Exited(0)
             }
+            SessionStop::HistoryStart { tid } => MultiThreadStopReason::ReplayLog {
+                tid: Some(gdb_tid(tid)),
+                pos: gdbstub::target::ext::base::reverse_exec::ReplayLogPosition::Begin,
+            },
         }
     }
 
     fn thread_regs(&self, tid: Tid) -> io::Result<LinuxRegs> {
+        if let Some(regs) = self.diversion_regs(tid) {
+            return regs;
+        }
         let view = self.session.thread(tid)?;
         let fp = rdb_tracee::ptrace::get_fpregs(view.tid())?;
         Ok(LinuxRegs::from_thread(view.regs(), &fp))
@@ -278,16 +325,24 @@ impl MultiThreadBase for ReplayTarget<'_> {
     fn write_registers(&mut self, regs: &LinuxRegs, tid: GdbTid) -> TargetResult<(), Self> {
         // Writing what is there already changes nothing (gdb does so when it restores state;
         // `orig_rax` -1: see `write_register`).
-        if let Ok(mut now) = self.thread_regs(recorded(tid)) {
-            if regs.bytes[crate::arch::ORIG_RAX] == u64::MAX.to_le_bytes() {
-                now.bytes[crate::arch::ORIG_RAX] = regs.bytes[crate::arch::ORIG_RAX].clone();
-            }
-            if now == *regs {
-                return Ok(());
+        if self.calls.diversion.is_none() {
+            if let Ok(mut now) = self.thread_regs(recorded(tid)) {
+                if regs.bytes[crate::arch::ORIG_RAX] == u64::MAX.to_le_bytes() {
+                    now.bytes[crate::arch::ORIG_RAX] = regs.bytes[crate::arch::ORIG_RAX].clone();
+                }
+                if now == *regs {
+                    return Ok(());
+                }
             }
         }
-        eprintln!("{REFUSED_WRITE}");
-        Err(TargetError::Errno(libc::EPERM as u8))
+        match self.write_diversion_regs(recorded(tid), regs) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                eprintln!("{REFUSED_WRITE}");
+                Err(TargetError::Errno(libc::EPERM as u8))
+            }
+            Err(e) => Err(TargetError::Io(e)),
+        }
     }
 
     fn support_single_register_access(&mut self) -> Option<SingleRegisterAccessOps<'_, GdbTid, Self>> {
@@ -295,17 +350,25 @@ impl MultiThreadBase for ReplayTarget<'_> {
     }
 
     fn read_addrs(&mut self, start_addr: u64, data: &mut [u8], _tid: GdbTid) -> TargetResult<usize, Self> {
-        match self.session.read_memory(start_addr, data) {
+        let read = match &self.calls.diversion {
+            Some(d) => d.read_memory(start_addr, data),
+            None => self.session.read_memory(start_addr, data),
+        };
+        match read {
             Ok(n) => Ok(n),
             Err(e) => Err(TargetError::Io(e)),
         }
     }
 
-    fn write_addrs(&mut self, start_addr: u64, data: &[u8], _tid: GdbTid) -> TargetResult<(), Self> {
+    fn write_addrs(&mut self, start_addr: u64, data: &[u8], tid: GdbTid) -> TargetResult<(), Self> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        if let Some(d) = self.diversion_for_write(recorded(tid)) {
+            return d.write_memory(start_addr, data).map_err(TargetError::Io);
+        }
         let mut now = vec![0u8; data.len()];
-        if data.is_empty()
-            || self.session.read_memory(start_addr, &mut now).is_ok_and(|n| n == data.len() && now == data)
-        {
+        if self.session.read_memory(start_addr, &mut now).is_ok_and(|n| n == data.len() && now == data) {
             return Ok(());
         }
         eprintln!("{REFUSED_WRITE}");
@@ -343,6 +406,14 @@ impl SingleRegisterAccess<GdbTid> for ReplayTarget<'_> {
         if self.thread_regs(recorded(tid)).is_ok_and(|now| now.bytes[reg.0] == val) {
             return Ok(());
         }
+        if let Ok(mut regs) = self.thread_regs(recorded(tid)) {
+            regs.bytes[reg.0] = val.to_vec();
+            match self.write_diversion_regs(recorded(tid), &regs) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(e) => return Err(TargetError::Io(e)),
+            }
+        }
         // gdb sets `orig_rax` to -1 whenever it sets the pc (so that the kernel restarts no
         // syscall), also to the value it has: that changes nothing of the replay, which
         // restarts syscalls as recorded.
@@ -362,13 +433,17 @@ impl MultiThreadResume for ReplayTarget<'_> {
 
     fn clear_resume_actions(&mut self) -> Result<(), Self::Error> {
         self.requested = None;
+        self.reverse = None;
+        self.requested_signal = 0;
         Ok(())
     }
 
-    fn set_resume_action_continue(&mut self, _tid: GdbTid, _signal: Option<Signal>) -> Result<(), Self::Error> {
-        // Signals are the trace's to deliver: gdb's choice cannot change the recorded run.
+    fn set_resume_action_continue(&mut self, _tid: GdbTid, signal: Option<Signal>) -> Result<(), Self::Error> {
+        // In the replay, signals are the trace's to deliver: gdb's choice cannot change the
+        // recorded run.
         if self.requested.is_none() {
             self.requested = Some(Resume::Continue);
+            self.requested_signal = signal.map_or(0, |s| s.0 as i32);
         }
         Ok(())
     }
@@ -379,6 +454,28 @@ impl MultiThreadResume for ReplayTarget<'_> {
 
     fn support_scheduler_locking(&mut self) -> Option<MultiThreadSchedulerLockingOps<'_, Self>> {
         Some(self)
+    }
+
+    fn support_reverse_cont(&mut self) -> Option<ReverseContOps<'_, GdbTid, Self>> {
+        Some(self)
+    }
+
+    fn support_reverse_step(&mut self) -> Option<ReverseStepOps<'_, GdbTid, Self>> {
+        Some(self)
+    }
+}
+
+impl ReverseCont<GdbTid> for ReplayTarget<'_> {
+    fn reverse_cont(&mut self) -> Result<(), Self::Error> {
+        self.reverse = Some(None);
+        Ok(())
+    }
+}
+
+impl ReverseStep<GdbTid> for ReplayTarget<'_> {
+    fn reverse_step(&mut self, tid: GdbTid) -> Result<(), Self::Error> {
+        self.reverse = Some(Some(recorded(tid)));
+        Ok(())
     }
 }
 
@@ -392,8 +489,9 @@ impl MultiThreadSchedulerLocking for ReplayTarget<'_> {
 }
 
 impl MultiThreadSingleStep for ReplayTarget<'_> {
-    fn set_resume_action_step(&mut self, tid: GdbTid, _signal: Option<Signal>) -> Result<(), Self::Error> {
+    fn set_resume_action_step(&mut self, tid: GdbTid, signal: Option<Signal>) -> Result<(), Self::Error> {
         self.requested = Some(Resume::Step(recorded(tid)));
+        self.requested_signal = signal.map_or(0, |s| s.0 as i32);
         Ok(())
     }
 }
@@ -409,6 +507,21 @@ impl Breakpoints for ReplayTarget<'_> {
 
 impl SwBreakpoint for ReplayTarget<'_> {
     fn add_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        if let Some(d) = self.calls.diversion.as_mut() {
+            // gdb inserts its breakpoints before each resume and takes them out at each stop:
+            // while a diversion runs, they are the diversion's only (the dummy frame's may be on
+            // the stack, where the replay must never get an `int3`).
+            return match d.set_breakpoint(addr) {
+                Ok(()) => {
+                    self.calls.breakpoints.insert(addr);
+                    Ok(true)
+                }
+                Err(e) => {
+                    eprintln!("rdb: cannot set a breakpoint at {addr:#x} in the diversion: {e}");
+                    Ok(false)
+                }
+            };
+        }
         match self.session.set_breakpoint(addr) {
             Ok(()) => Ok(true),
             Err(e) => {
@@ -419,6 +532,10 @@ impl SwBreakpoint for ReplayTarget<'_> {
     }
 
     fn remove_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        if let Some(d) = self.calls.diversion.as_mut() {
+            self.calls.breakpoints.remove(&addr);
+            return d.remove_breakpoint(addr).map(|()| true).map_err(TargetError::Io);
+        }
         match self.session.remove_breakpoint(addr) {
             Ok(()) => Ok(true),
             Err(e) => io_error(e).map_err(|_| TargetError::NonFatal),
@@ -632,6 +749,7 @@ impl gdbstub::target::ext::extended_mode::ExtendedMode for ReplayTarget<'_> {
         &mut self,
         _pid: Option<gdbstub::common::Pid>,
     ) -> TargetResult<gdbstub::target::ext::extended_mode::ShouldTerminate, Self> {
+        self.calls = Default::default();
         // gdb kills before it runs the program again (`run`); when it quits, it disconnects.
         self.exited = true;
         Ok(gdbstub::target::ext::extended_mode::ShouldTerminate::No)
@@ -643,12 +761,18 @@ impl gdbstub::target::ext::extended_mode::ExtendedMode for ReplayTarget<'_> {
 }
 
 impl ReplayTarget<'_> {
-    /// Replay again from the start, up to the debugged process's first instruction.
+    /// Go back to where gdb started (`run`): from the checkpoint at the start.
     pub fn restart(&mut self) -> Result<(), ServeError> {
-        self.session.restart()?;
+        self.calls = Default::default();
         self.watches = [None; debugreg::SLOTS];
+        for slot in 0..debugreg::SLOTS {
+            let _ = self.session.remove_watchpoint(slot);
+        }
+        match self.start.clone() {
+            Some(start) => self.session.seek(&start)?,
+            None => self.session.restart()?,
+        }
         self.exited = false;
-        crate::start_debugging(&mut self.session, None)?;
         Ok(())
     }
 }

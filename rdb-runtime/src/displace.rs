@@ -33,6 +33,19 @@ use rdb_tracee::Regs;
 /// with a longer branch form, plus a 5-byte `jmp`, fits. Slots are cut to the encoded size.
 pub const SLOT: u64 = 32;
 
+/// The length of the instruction decoded at `ip` from `code`, if it decodes.
+pub fn instruction_length(ip: u64, code: &[u8]) -> Option<usize> {
+    let instr = Decoder::with_ip(64, code, ip, DecoderOptions::NONE).decode();
+    (!instr.is_invalid()).then(|| instr.len())
+}
+
+/// Whether `code` at `ip` is exactly one call instruction.
+pub fn is_call(ip: u64, code: &[u8]) -> bool {
+    let instr = Decoder::with_ip(64, code, ip, DecoderOptions::NONE).decode();
+    !instr.is_invalid() && instr.len() == code.len() && instr.flow_control() == FlowControl::Call
+        || !instr.is_invalid() && instr.len() == code.len() && instr.flow_control() == FlowControl::IndirectCall
+}
+
 /// How a breakpoint's original instruction is executed after a hit.
 #[derive(Debug, Clone)]
 pub enum StepOver {

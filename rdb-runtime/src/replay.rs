@@ -121,6 +121,7 @@ pub(crate) struct Breakpoint {
 
 pub(crate) type Breakpoints = Rc<RefCell<BTreeMap<u64, Breakpoint>>>;
 
+#[derive(Clone)]
 pub(crate) struct Proc {
     pub(crate) pid: Pid,
     /// Recorded id of the thread group (process) the thread belongs to.
@@ -138,14 +139,31 @@ pub(crate) struct Proc {
     killed: bool,
     /// Resumed and its next stop not collected yet (its registers cannot be read).
     pub(crate) running: bool,
+    /// Region locations reached in the current stretch (for the high-water mark).
+    pub(crate) region_hits: u64,
     /// The trace index of the event that last let the thread run user code (its *stretch*
     /// starts there; see `session`).
     pub(crate) stretch: u64,
     /// The auxiliary vector the program saw at its last exec (from the recorded initial stack).
     pub(crate) auxv: Vec<u8>,
+    /// Per-thread kernel state a checkpoint must give a re-created thread, as the replayed
+    /// syscalls set it: the `set_tid_address` / `CLONE_CHILD_CLEARTID` word, and the
+    /// alternate signal stack (`stack_t` bytes).
+    pub(crate) clear_tid: u64,
+    pub(crate) altstack: Option<[u8; 24]>,
 }
 
 impl Proc {
+    /// Not inside a syscall.
+    pub(crate) fn entry_is_none(&self) -> bool {
+        self.entry.is_none()
+    }
+
+    /// Waiting in `rt_sigsuspend` (or an interrupted call made one) under a temporary mask.
+    pub(crate) fn is_suspended(&self) -> bool {
+        matches!(self.entry, Some((_, _, Mode::Suspended)))
+    }
+
     fn new(
         pid: Pid,
         group: Tid,
@@ -165,8 +183,11 @@ impl Proc {
             image,
             killed: false,
             running: false,
+            region_hits: 0,
             stretch: 0,
             auxv: Vec::new(),
+            clear_tid: 0,
+            altstack: None,
         }
     }
 }
@@ -177,6 +198,8 @@ pub(crate) struct Events {
     buf: VecDeque<Event>,
     pub(crate) index: u64,
     exhausted: bool,
+    /// Each thread's last event consumed (its trace index).
+    pub(crate) last: HashMap<Tid, u64>,
 }
 
 impl Events {
@@ -195,9 +218,28 @@ impl Events {
     }
     fn pop(&mut self) -> Result<Event, Error> {
         self.fill(1)?;
+        let ev = self.buf.pop_front().expect("pop after head");
+        self.last.insert(ev.tid(), self.index);
         self.index += 1;
-        Ok(self.buf.pop_front().expect("pop after head"))
+        Ok(ev)
     }
+    /// Go back (or forward) to trace index `index`: the next event is the one there.
+    pub(crate) fn reset_to(&mut self, index: u64, last: HashMap<Tid, u64>) -> Result<(), Error> {
+        self.reader.seek(index)?;
+        self.buf.clear();
+        self.index = index;
+        self.exhausted = false;
+        self.last = last;
+        Ok(())
+    }
+
+    /// The event at trace index `index` if it is still ahead (read ahead as needed).
+    pub(crate) fn ahead(&mut self, index: u64) -> Result<Option<&Event>, Error> {
+        let Some(i) = index.checked_sub(self.index) else { return Ok(None) };
+        self.fill(i as usize + 1)?;
+        Ok(self.buf.get(i as usize))
+    }
+
     /// The next event of `tid`, looking ahead (bounded).
     pub(crate) fn next_of(&mut self, tid: Tid) -> Result<Option<&Event>, Error> {
         Ok(self.next_of_indexed(tid)?.map(|(_, e)| e))
@@ -255,8 +297,8 @@ pub(crate) struct Replayer<'o> {
     echo: bool,
     pub(crate) root: Tid,
     root_status: Option<i32>,
-    hits: u64,
-    steps: u64,
+    pub(crate) hits: u64,
+    pub(crate) steps: u64,
     /// `RDB_DEBUG` set: log every stop (for debugging rdb itself).
     debug: bool,
     /// The recording was cut short: the replay ends early.
@@ -268,10 +310,25 @@ pub(crate) struct Replayer<'o> {
     /// Room for displaced instructions, per address space (its breakpoint table) and object.
     slots: HashMap<(usize, PathBuf), displace::Slots>,
     /// The observer's hardware watchpoints, per process (recorded id of its thread group).
-    observer_watch: HashMap<Tid, [Option<debugreg::Watchpoint>; debugreg::SLOTS]>,
+    pub(crate) observer_watch: HashMap<Tid, [Option<debugreg::Watchpoint>; debugreg::SLOTS]>,
     /// Threads whose debug registers must be brought up to date at their next stop (they were
     /// running when a watchpoint changed).
     dr_stale: HashSet<Tid>,
+    /// Threads stopped with `SIGSTOP` in user code while a checkpoint is taken.
+    pub(crate) interrupted: HashSet<Tid>,
+    /// How far output and regions went (kept across checkpoints and restarts).
+    pub(crate) marks: Marks,
+    /// Checkpoints the replayer takes by itself (see `reverse`).
+    pub(crate) auto: crate::reverse::AutoCheckpoints,
+}
+
+/// The high-water mark of a replay that goes back and forth: the recorded output of events
+/// before `echoed` was shown already, and each thread's region calls up to (stretch, count)
+/// ran already. Going back replays them without showing or running them again.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Marks {
+    pub(crate) echoed: u64,
+    pub(crate) regions: HashMap<Tid, (u64, u64)>,
 }
 
 fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(), Error> {
@@ -305,7 +362,7 @@ impl<'o> Replayer<'o> {
                 reader.header.cpu
             );
         }
-        let mut ev = Events { reader, buf: VecDeque::new(), index: 0, exhausted: false };
+        let mut ev = Events { reader, buf: VecDeque::new(), index: 0, exhausted: false, last: HashMap::new() };
         let Some(Event::Start { tid, exe, argv, envp, .. }) = ev.head()?.cloned() else {
             return Err(trace::TraceError::Corrupt {
                 path: opts.trace_dir.clone(),
@@ -376,6 +433,9 @@ impl<'o> Replayer<'o> {
             slots: HashMap::new(),
             observer_watch: HashMap::new(),
             dr_stale: HashSet::new(),
+            interrupted: HashSet::new(),
+            marks: Marks::default(),
+            auto: Default::default(),
         };
         r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
         r.by_pid.insert(pid, tid);
@@ -398,7 +458,11 @@ impl<'o> Replayer<'o> {
 
     /// Kill what is left of the replayed processes and reap them.
     pub(crate) fn kill_all(&mut self) {
-        let leftover: Vec<Pid> = self.procs.values().map(|p| p.pid).chain(self.early_children.drain()).collect();
+        // Threads before their process's leader: a traced thread that exits waits for its
+        // tracer to reap it, and the leader is only reaped after every other thread.
+        let mut threads: Vec<(bool, Pid)> = self.procs.iter().map(|(t, p)| (*t == p.group, p.pid)).collect();
+        threads.sort();
+        let leftover: Vec<Pid> = threads.into_iter().map(|(_, pid)| pid).chain(self.early_children.drain()).collect();
         for p in &leftover {
             let _ = ptrace::kill(*p, libc::SIGKILL);
         }
@@ -475,6 +539,22 @@ impl Replayer<'_> {
         self.procs.get_mut(&tid).expect("known thread")
     }
 
+    /// Resume thread `tid` (`PTRACE_SYSCALL`), noting that it runs.
+    pub(crate) fn go_raw(&mut self, tid: Tid, sig: i32) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        self.go(pid, sig, "resuming")
+    }
+
+    /// No child process has stopped before the replay handled its creation.
+    pub(crate) fn early_children_is_empty(&self) -> bool {
+        self.early_children.is_empty()
+    }
+
+    /// Set the counters a checkpoint saved.
+    pub(crate) fn restore_counters(&mut self, root_status: Option<i32>, hits: u64, steps: u64) {
+        (self.root_status, self.hits, self.steps) = (root_status, hits, steps);
+    }
+
     /// Resume a halted thread into user code.
     pub(crate) fn go_user(&mut self, tid: Tid, sig: i32) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
@@ -499,18 +579,57 @@ impl Replayer<'_> {
         let p = self.proc_mut(tid);
         p.user = true;
         p.stretch = index;
+        p.region_hits = 0;
         let pid = p.pid;
         if let Some(stop) = self.halt_at_stretch_start(tid, sig)? {
             self.dbg.halt(tid, HaltKind::StretchStart { sig }, stop);
             return Ok(());
         }
+        if sig == 0 && self.dbg.focus == Some(self.proc(tid).group) && self.auto.due() {
+            self.auto_checkpoint(tid);
+        }
         if self.dbg.stepping == Some(tid) {
             // A signal delivered during a step: the kernel stops at the handler's entry.
             ptrace::single_step(pid, sig).map_err(Error::ptrace(pid, what))?;
             self.proc_mut(tid).running = true;
+            self.dbg.single_stepping = Some(tid);
             return Ok(());
         }
         self.go(pid, sig, what)
+    }
+
+    /// Take a checkpoint where `tid` is about to run user code again (its stretch start), and
+    /// keep it for the session.
+    fn auto_checkpoint(&mut self, tid: Tid) {
+        let halted = self.dbg.halted.replace(Halt { tid, kind: HaltKind::StretchStart { sig: 0 } });
+        match self.checkpoint() {
+            Ok(cp) => self.auto.taken.push(cp),
+            Err(e) if self.debug => eprintln!("rdb-debug: no automatic checkpoint: {e}"),
+            Err(_) => {}
+        }
+        self.dbg.halted = halted;
+        self.auto.last = Some(crate::reverse::now_ns());
+    }
+
+    /// Take a checkpoint where `tid` stands at the point the debugger's breakpoint was just seen
+    /// (the last observed point, see `reverse`).
+    fn candidate_checkpoint(&mut self, tid: Tid) {
+        let Some(point) = self.dbg.observed.as_ref().and_then(|seen| seen.last().cloned()) else { return };
+        let halted = self.dbg.halted.replace(Halt { tid, kind: HaltKind::InCode });
+        let saved_ctx = self.dbg.ctx.get(&tid).cloned();
+        if let (Some(ctx), crate::position::Position::InStretch { moves, .. }) = (self.dbg.ctx.get_mut(&tid), &point) {
+            ctx.moves = moves.clone();
+        }
+        match self.checkpoint() {
+            Ok(cp) => self.auto.taken.push(cp),
+            Err(e) if self.debug => eprintln!("rdb-debug: no checkpoint at a breakpoint: {e}"),
+            Err(_) => {}
+        }
+        if let Some(ctx) = saved_ctx {
+            self.dbg.ctx.insert(tid, ctx);
+        }
+        self.dbg.halted = halted;
+        self.auto.last_candidate = Some(crate::reverse::now_ns());
     }
 
     /// Run the replay until a debugger's halt (`Some`) or the end of the trace (`None`).
@@ -634,7 +753,7 @@ impl Replayer<'_> {
 
     /// Classify a stop; the thread is no longer running user code unless the stop is one
     /// handled on the spot (it is resumed where it was).
-    fn classify(&mut self, pid: Pid, w: Wait) -> Result<Option<Stop>, Error> {
+    pub(crate) fn classify(&mut self, pid: Pid, w: Wait) -> Result<Option<Stop>, Error> {
         let tid = self.by_pid.get(&pid).copied();
         if let Some(p) = tid.and_then(|t| self.procs.get_mut(&t)) {
             p.running = false;
@@ -660,6 +779,9 @@ impl Replayer<'_> {
     /// Turn a wait result into a stop that needs its turn, or handle it right away when it is
     /// not part of the recorded schedule (new child starting, breakpoints, stray signals).
     fn classify_stop(&mut self, pid: Pid, w: Wait) -> Result<Option<Stop>, Error> {
+        if self.debug {
+            eprintln!("rdb-debug: wait {pid}: {w:?}");
+        }
         let Some(&tid) = self.by_pid.get(&pid) else {
             if matches!(w, Wait::Stopped { .. }) {
                 self.early_children.insert(pid);
@@ -733,8 +855,11 @@ impl Replayer<'_> {
             let observed = self.observer_watch_hits(tid, &regs)?;
             let slots = self.take_watch_hits(tid)?;
             if slots != 0 {
-                let addr = self.dbg.watch_address(slots);
-                self.dbg.halt(tid, HaltKind::InCode, SessionStop::Watchpoint { tid, slots, addr });
+                if let Some(stop) = self.on_triggers(tid, slots) {
+                    self.dbg.halt(tid, HaltKind::InCode, stop);
+                } else {
+                    self.go(pid, 0, "resuming")?;
+                }
                 return Ok(None);
             }
             if observed {
@@ -769,8 +894,13 @@ impl Replayer<'_> {
             return Ok(Some(Stop::Signal { sig, tsc: None }));
         }
         // A signal of the replay's own world (e.g. SIGCHLD from a replayed child): the
-        // recorded ones are injected from the trace instead.
-        self.go(pid, 0, "resuming")?;
+        // recorded ones are injected from the trace instead. A debugger's single step goes on.
+        if self.dbg.single_stepping == Some(tid) {
+            ptrace::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping"))?;
+            self.proc_mut(tid).running = true;
+        } else {
+            self.go(pid, 0, "resuming")?;
+        }
         Ok(None)
     }
 
@@ -961,6 +1091,7 @@ impl Replayer<'_> {
             return Err(self.divergence(tid, ev.describe(), format!("end of syscall {}", syscalls::name(nr))));
         }
         let ret = *ret;
+        self.track_thread_state(tid, nr, &args, ret);
         match &mode {
             Mode::Emulated | Mode::Suspended => {
                 for w in writes {
@@ -985,7 +1116,9 @@ impl Replayer<'_> {
             }
             Mode::Exec | Mode::Leaving => {}
         }
-        if self.echo {
+        // Output shown once, also when going back replays this event again.
+        if self.echo && self.ev.index >= self.marks.echoed {
+            self.marks.echoed = self.ev.index + 1;
             if let Some((stream, bytes)) = output {
                 let _ = match stream {
                     Stream::Stdout => std::io::stdout().write_all(bytes),
@@ -1042,6 +1175,24 @@ impl Replayer<'_> {
         }
         self.dbg.exit_of = Some(nr);
         self.resume_user(tid, 0, "resuming")
+    }
+
+    /// Keep what checkpoints need to know of a thread's kernel state (see `Proc::clear_tid`).
+    fn track_thread_state(&mut self, tid: Tid, nr: u64, args: &[u64; 6], ret: i64) {
+        if ret < 0 {
+            return;
+        }
+        if nr == Sysno::set_tid_address as u64 {
+            self.proc_mut(tid).clear_tid = args[0];
+        } else if nr == Sysno::sigaltstack as u64 && args[0] != 0 {
+            let pid = self.proc(tid).pid;
+            let mut ss = [0u8; 24];
+            if mem::read_exact(pid, args[0], &mut ss).is_ok() {
+                const SS_DISABLE: i32 = 2;
+                let flags = i32::from_le_bytes(ss[8..12].try_into().expect("4 bytes"));
+                self.proc_mut(tid).altstack = (flags & SS_DISABLE == 0).then_some(ss);
+            }
+        }
     }
 
     /// Contents of a replayed file mapping: the recorded snapshot, or the file itself after
@@ -1105,6 +1256,7 @@ impl Replayer<'_> {
         let p = self.proc_mut(tid);
         p.image = Some(image);
         p.auxv = auxv;
+        p.altstack = None;
         self.ev.pop()?;
         Ok(())
     }
@@ -1275,6 +1427,21 @@ impl Replayer<'_> {
         self.arm_requested(tid)
     }
 
+    /// A region's location reached by `tid`: the observer runs there, unless this point of
+    /// the recorded execution ran it already (going back and forth replays it again: the
+    /// high-water mark keeps region output and debug-only state from seeing it twice).
+    fn region_arrival(&mut self, tid: Tid, addr: u64, regs: &ptrace::Regs) -> Result<(), Error> {
+        let p = self.proc_mut(tid);
+        p.region_hits += 1;
+        let point = (p.stretch, p.region_hits);
+        let mark = self.marks.regions.entry(tid).or_insert((0, 0));
+        if point <= *mark {
+            return Ok(());
+        }
+        *mark = point;
+        self.call_observer(tid, addr, regs)
+    }
+
     /// Call the observer at a breakpoint it asked for.
     fn call_observer(&mut self, tid: Tid, addr: u64, regs: &ptrace::Regs) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
@@ -1294,13 +1461,20 @@ impl Replayer<'_> {
         self.hits += 1;
         let bp = self.proc(tid).breakpoints.borrow()[&addr].clone();
         if bp.region {
-            self.call_observer(tid, addr, &regs)?;
+            self.region_arrival(tid, addr, &regs)?;
         }
-        if bp.user && self.dbg.focus == Some(self.proc(tid).group) {
+        if let Some(stop) = self.on_trap(tid, addr, bp.user) {
             let pid = self.proc(tid).pid;
             ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
-            self.dbg.halt(tid, HaltKind::InCode, SessionStop::Breakpoint { tid, addr });
+            self.dbg.halt(tid, HaltKind::InCode, stop);
             return Ok(None);
+        }
+        if bp.user && self.dbg.observed.is_some() && self.auto.candidate_due() {
+            // Going back looks for the last of these points: a checkpoint here makes going to
+            // it cheap.
+            let pid = self.proc(tid).pid;
+            ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
+            self.candidate_checkpoint(tid);
         }
         self.step_over(tid, addr, regs, &bp)
     }
@@ -1486,12 +1660,17 @@ impl Replayer<'_> {
         let region = self.proc(tid).breakpoints.borrow().get(&regs.rip).is_some_and(|bp| bp.region);
         if region {
             self.hits += 1;
-            self.call_observer(tid, regs.rip, &regs)?;
+            self.region_arrival(tid, regs.rip, &regs)?;
         }
-        let stop = if slots != 0 {
-            SessionStop::Watchpoint { tid, slots, addr: self.dbg.watch_address(slots) }
-        } else {
-            SessionStop::Stepped { tid }
+        // A step that fired a watchpoint halts for the watchpoint (outside a goal).
+        self.dbg.last_step_slots = slots;
+        let stop = match self.on_triggers(tid, slots) {
+            Some(SessionStop::Reached { tid }) => SessionStop::Reached { tid },
+            Some(watch) if !self.dbg.quiet => watch,
+            _ => {
+                self.on_step(tid);
+                SessionStop::Stepped { tid }
+            }
         };
         self.dbg.halt(tid, HaltKind::InCode, stop);
         Ok(())
@@ -1520,6 +1699,11 @@ impl Replayer<'_> {
         let mut proc = Proc::new(child_pid, group, !thread, thread, breakpoints, image);
         proc.auxv = parent.auxv.clone();
         proc.stretch = self.ev.index + 1;
+        // The kernel clears the alternate signal stack of a thread sharing the address space.
+        proc.altstack = if flags & libc::CLONE_VM as u64 != 0 { None } else { parent.altstack };
+        if flags & libc::CLONE_CHILD_CLEARTID as u64 != 0 {
+            proc.clear_tid = entry.map_or(0, |(nr, args)| self.clone_child_tid(pid, nr, &args));
+        }
         self.procs.insert(child, proc);
         self.by_pid.insert(child_pid, child);
         self.ev.pop()?;
@@ -1554,6 +1738,15 @@ impl Replayer<'_> {
             }
         }
         self.go(pid, 0, "resuming")
+    }
+
+    /// The child-tid pointer of a `clone`/`clone3` call.
+    fn clone_child_tid(&self, pid: Pid, nr: u64, args: &[u64; 6]) -> u64 {
+        if nr == Sysno::clone3 as u64 {
+            let mut b = [0u8; 8];
+            return mem::read_exact(pid, args[0] + 16, &mut b).map_or(0, |()| u64::from_le_bytes(b));
+        }
+        args[3]
     }
 
     /// Put the recorded thread id where `CLONE_PARENT_SETTID` / `CLONE_CHILD_SETTID` made the

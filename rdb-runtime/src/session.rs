@@ -28,13 +28,18 @@
 //! - *before an event*: the thread stopped for its next event (a syscall entry, a recorded
 //!   fault) and waits, unhandled, until the replay goes on.
 
+use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rdb_tracee::{debugreg, mem, procfs, Control, Mapping, Memory, Pid, Regs, Target, Watchpoint};
 
+use crate::checkpoint::Checkpoint;
+use crate::diversion::Diversion;
+use crate::fork::StoppedAt;
 use crate::observer::ReplayObserver;
+use crate::position::{push_move, Move, Position};
 use crate::replay::{Breakpoints, ReplayOptions, ReplayOutcome, Replayer, Stepped, Stop};
 use crate::trace::{Event, Tid};
 use crate::Error;
@@ -62,6 +67,8 @@ pub enum SessionStop {
     ProcessExited { process: Tid, status: i32 },
     /// The trace ended.
     End,
+    /// Going back reached the start of the recorded history: the replay is halted there.
+    HistoryStart { tid: Tid },
 }
 
 /// How to go on from a halt.
@@ -103,6 +110,8 @@ pub(crate) struct Debugger {
     pub(crate) watch: [Option<Watchpoint>; debugreg::SLOTS],
     /// The thread being single-stepped.
     pub(crate) stepping: Option<Tid>,
+    /// The stepped thread was resumed with `PTRACE_SINGLESTEP` (not through a syscall).
+    pub(crate) single_stepping: Option<Tid>,
     pub(crate) catch_syscalls: bool,
     pub(crate) stop_at_faults: bool,
     /// Halt at the first point where the halted thread's next event is at least this index.
@@ -115,6 +124,60 @@ pub(crate) struct Debugger {
     pub(crate) reported: Option<Tid>,
     /// The syscall whose exit the replayer just handled (for caught syscalls).
     pub(crate) exit_of: Option<u64>,
+    /// A watchpoint slot armed for a goal, not by the debugger.
+    pub(crate) internal_watch: Option<usize>,
+    /// Where each thread of the debugged process is in its stretch (see `position`).
+    pub(crate) ctx: HashMap<Tid, Ctx>,
+    /// Going to a point (see `reverse`): the debugger's breakpoints and watchpoints do not
+    /// halt.
+    pub(crate) quiet: bool,
+    /// While quiet: the points where they would have halted, in order.
+    pub(crate) observed: Option<Vec<Position>>,
+    /// The point to halt at, while going to a point.
+    pub(crate) goal: Option<Goal>,
+    /// The thread's log of traps and triggers up to the goal, when it kept one.
+    pub(crate) goal_log: Option<Vec<u64>>,
+    /// The watchpoint slots the last single step fired.
+    pub(crate) last_step_slots: u8,
+}
+
+/// In a [`Ctx`] log, a trigger of watchpoint slot `n` is `TRIGGER_LOG + n` (addresses are
+/// never that high).
+pub(crate) const TRIGGER_LOG: u64 = u64::MAX - 16;
+
+/// Where a thread of the debugged process is in its stretch: the chain of moves from the
+/// stretch's start to its last halt, and what it met since (breakpoint traps by address,
+/// watchpoint triggers by slot).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ctx {
+    pub(crate) stretch: u64,
+    pub(crate) moves: Vec<Move>,
+    pub(crate) traps: HashMap<u64, u64>,
+    pub(crate) triggers: [u64; debugreg::SLOTS],
+    /// Every trap address and trigger since the last halt, in order, while one is kept.
+    pub(crate) log: Option<Vec<u64>>,
+}
+
+impl Ctx {
+    fn position(&self, tid: Tid) -> Position {
+        Position::InStretch { tid, stretch: self.stretch, moves: self.moves.clone() }
+    }
+
+    /// A halt here: the move that reached it ends the chain, counting starts again.
+    fn arrived(&mut self, m: Move) {
+        push_move(&mut self.moves, m);
+        self.traps.clear();
+        self.triggers = [0; debugreg::SLOTS];
+    }
+}
+
+/// The point to halt at while going to a point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Goal {
+    StretchStart { tid: Tid, stretch: u64 },
+    Before { tid: Tid, event: u64 },
+    Arrival { tid: Tid, addr: u64, count: u64 },
+    Trigger { tid: Tid, slot: usize, count: u64 },
 }
 
 impl Debugger {
@@ -122,11 +185,7 @@ impl Debugger {
         self.halted = Some(Halt { tid, kind });
         self.pending = Some(stop);
         self.stepping = None;
-    }
-
-    /// The watched address of the lowest slot in `slots`.
-    pub(crate) fn watch_address(&self, slots: u8) -> u64 {
-        (0..debugreg::SLOTS).find(|s| slots & (1 << s) != 0).and_then(|s| self.watch[s]).map_or(0, |w| w.addr)
+        self.single_stepping = None;
     }
 
     fn interrupted(&self) -> bool {
@@ -135,6 +194,108 @@ impl Debugger {
 }
 
 impl Replayer<'_> {
+    /// A breakpoint trap of `tid` at `addr` (the debugger's breakpoint there or not): counted
+    /// for positions; the halt it makes, if any.
+    pub(crate) fn on_trap(&mut self, tid: Tid, addr: u64, user: bool) -> Option<SessionStop> {
+        if self.dbg.focus != Some(self.procs[&tid].group) {
+            return None;
+        }
+        let ctx = self.dbg.ctx.entry(tid).or_default();
+        if let Some(log) = ctx.log.as_mut() {
+            log.push(addr);
+        }
+        let count = ctx.traps.entry(addr).or_default();
+        *count += 1;
+        let m = Move::Hit { addr, count: *count };
+        if self.dbg.goal == Some(Goal::Arrival { tid, addr, count: *count }) {
+            self.dbg.goal = None;
+            self.dbg.goal_log = ctx.log.take();
+            ctx.arrived(m);
+            // A point on the way that is also the debugger's breakpoint.
+            if user {
+                if let Some(seen) = self.dbg.observed.as_mut() {
+                    seen.push(ctx.position(tid));
+                }
+            }
+            return Some(SessionStop::Reached { tid });
+        }
+        if !user {
+            return None;
+        }
+        if self.dbg.quiet {
+            let here = ctx.position(tid).then(m);
+            if let Some(seen) = self.dbg.observed.as_mut() {
+                seen.push(here);
+            }
+            return None;
+        }
+        ctx.arrived(m);
+        Some(SessionStop::Breakpoint { tid, addr })
+    }
+
+    /// Watchpoints `slots` fired in `tid`: counted for positions; the halt it makes, if any.
+    pub(crate) fn on_triggers(&mut self, tid: Tid, slots: u8) -> Option<SessionStop> {
+        if self.dbg.focus != Some(self.procs[&tid].group) || slots == 0 {
+            return None;
+        }
+        let ctx = self.dbg.ctx.entry(tid).or_default();
+        let mut halt = None;
+        for slot in (0..debugreg::SLOTS).filter(|s| slots & (1 << s) != 0) {
+            ctx.triggers[slot] += 1;
+            if let Some(log) = ctx.log.as_mut() {
+                log.push(TRIGGER_LOG + slot as u64);
+            }
+            let Some(watch) = self.dbg.watch[slot] else { continue };
+            let m = Move::Watch { watch, count: ctx.triggers[slot] };
+            if self.dbg.goal == Some(Goal::Trigger { tid, slot, count: ctx.triggers[slot] }) {
+                self.dbg.goal = None;
+                self.dbg.goal_log = ctx.log.take();
+                ctx.arrived(m);
+                if self.dbg.internal_watch != Some(slot) {
+                    if let Some(seen) = self.dbg.observed.as_mut() {
+                        seen.push(ctx.position(tid));
+                    }
+                }
+                return Some(SessionStop::Reached { tid });
+            }
+            if self.dbg.internal_watch == Some(slot) {
+                continue;
+            }
+            if self.dbg.quiet {
+                let here = ctx.position(tid).then(m);
+                if let Some(seen) = self.dbg.observed.as_mut() {
+                    seen.push(here);
+                }
+            } else if halt.is_none() {
+                ctx.arrived(m);
+                halt = Some(SessionStop::Watchpoint { tid, slots, addr: watch.addr });
+            }
+        }
+        halt
+    }
+
+    /// A single step of `tid` ended.
+    pub(crate) fn on_step(&mut self, tid: Tid) {
+        if self.dbg.focus == Some(self.procs[&tid].group) {
+            self.dbg.ctx.entry(tid).or_default().arrived(Move::Step(1));
+        }
+    }
+
+    /// Where the replay is halted, as a point of the debugged process.
+    pub(crate) fn here(&mut self) -> Result<Option<Position>, Error> {
+        let Some(h) = self.dbg.halted else { return Ok(None) };
+        Ok(Some(match h.kind {
+            HaltKind::Parked => Position::Before { tid: h.tid, event: self.next_event_index(h.tid)? },
+            HaltKind::StretchStart { .. } => {
+                Position::InStretch { tid: h.tid, stretch: self.procs[&h.tid].stretch, moves: Vec::new() }
+            }
+            HaltKind::InCode => match self.dbg.ctx.get(&h.tid) {
+                Some(ctx) => ctx.position(h.tid),
+                None => Position::InStretch { tid: h.tid, stretch: self.procs[&h.tid].stretch, moves: Vec::new() },
+            },
+        }))
+    }
+
     /// The trace index of `tid`'s next event (`u64::MAX` when it has none in sight).
     pub(crate) fn next_event_index(&mut self, tid: Tid) -> Result<u64, Error> {
         Ok(self.ev.next_of_indexed(tid)?.map_or(u64::MAX, |(i, _)| i))
@@ -156,6 +317,15 @@ impl Replayer<'_> {
         if self.dbg.focus != Some(self.procs[&tid].group) {
             return Ok(None);
         }
+        let stretch = self.procs[&tid].stretch;
+        self.dbg.ctx.insert(tid, Ctx { stretch, ..Ctx::default() });
+        if self.dbg.goal == Some(Goal::StretchStart { tid, stretch }) && sig == 0 {
+            self.dbg.goal = None;
+            return Ok(Some(SessionStop::Reached { tid }));
+        }
+        if self.dbg.quiet && self.dbg.stepping != Some(tid) {
+            return Ok(None);
+        }
         if self.dbg.stepping == Some(tid) && sig == 0 {
             return Ok(Some(SessionStop::Stepped { tid }));
         }
@@ -173,7 +343,17 @@ impl Replayer<'_> {
 
     /// Whether a debugger halts the replay before `tid`'s `stop` is handled.
     pub(crate) fn halt_before(&mut self, tid: Tid, stop: &Stop) -> Result<Option<SessionStop>, Error> {
-        if self.dbg.focus != Some(self.procs[&tid].group) || matches!(stop, Stop::Gone { .. }) {
+        if self.dbg.focus != Some(self.procs[&tid].group) || matches!(stop, Stop::Gone { .. } | Stop::Fork { .. }) {
+            return Ok(None);
+        }
+        if let Some(Goal::Before { tid: t, event }) = self.dbg.goal {
+            if t == tid && self.next_event_index(tid)? == event {
+                self.dbg.goal = None;
+                self.dbg.goal_log = self.dbg.ctx.get_mut(&tid).and_then(|c| c.log.take());
+                return Ok(Some(SessionStop::Reached { tid }));
+            }
+        }
+        if self.dbg.quiet {
             return Ok(None);
         }
         match stop {
@@ -212,11 +392,17 @@ pub struct ThreadInfo {
 
 /// A replay a debugger drives (see the module docs).
 pub struct Session<'o> {
-    r: Replayer<'o>,
+    pub(crate) r: Replayer<'o>,
     opts: ReplayOptions,
-    ended: bool,
+    /// The debugger's breakpoints in the debugged process (what a restored checkpoint gets).
+    pub(crate) user_breakpoints: std::collections::BTreeSet<u64>,
+    pub(crate) checkpoints: std::collections::BTreeMap<u32, Checkpoint>,
+    next_checkpoint: u32,
+    pub(crate) ended: bool,
     /// Registers of the halted thread (for [`Target::regs`]).
     regs: Regs,
+    /// Automatic checkpoints (see `reverse`).
+    pub(crate) history: crate::reverse::History,
 }
 
 impl<'o> Session<'o> {
@@ -225,7 +411,11 @@ impl<'o> Session<'o> {
         Ok(Session {
             r: Replayer::start(opts, Box::new(observer))?,
             opts: opts.clone(),
+            user_breakpoints: Default::default(),
+            checkpoints: Default::default(),
+            next_checkpoint: 1,
             ended: false,
+            history: Default::default(),
             regs: rdb_tracee::ptrace::zeroed_regs(),
         })
     }
@@ -235,11 +425,15 @@ impl<'o> Session<'o> {
     pub fn restart(&mut self) -> Result<(), Error> {
         let observer = self.r.take_observer();
         let focus = self.r.dbg.focus;
+        let marks = std::mem::take(&mut self.r.marks);
+        self.user_breakpoints.clear();
         self.r.kill_all();
         // The old replayer gives the TSC back before the new one takes it.
         drop(self.r.tsc.take());
         self.r = Replayer::start(&self.opts, observer)?;
         self.r.dbg.focus = focus;
+        // Output shown and regions run stay so (see `Marks`).
+        self.r.marks = marks;
         self.ended = false;
         Ok(())
     }
@@ -337,12 +531,19 @@ impl<'o> Session<'o> {
                 }
             },
         };
+        self.collect_auto_checkpoints();
+        self.refresh_regs()?;
+        Ok(stop)
+    }
+
+    /// Read the halted thread's registers again (for [`Target::regs`]).
+    pub(crate) fn refresh_regs(&mut self) -> Result<(), Error> {
         if let Some(h) = self.r.dbg.halted {
             if let Some(p) = self.r.procs.get(&h.tid) {
                 self.regs = rdb_tracee::ptrace::get_regs(p.pid).map_err(Error::ptrace(p.pid, "reading registers"))?;
             }
         }
-        Ok(stop)
+        Ok(())
     }
 
     fn check_thread(&self, tid: Tid) -> Result<(), Error> {
@@ -357,6 +558,7 @@ impl<'o> Session<'o> {
     fn leave_halt(&mut self, how: Resume) -> Result<Option<SessionStop>, Error> {
         let r = &mut self.r;
         r.dbg.pending = None;
+        r.dbg.single_stepping = None;
         r.dbg.stepping = match how {
             Resume::Step(tid) => Some(tid),
             Resume::Continue => None,
@@ -389,10 +591,47 @@ impl<'o> Session<'o> {
         }
     }
 
+    /// A diversion: a disposable copy of the debugged process in which thread `tid` (stopped,
+    /// as every thread of the process is at a halt) may run code, see [`Diversion`]. The
+    /// replay is left exactly as it was.
+    pub fn divert(&mut self, tid: Tid) -> Result<Diversion, Error> {
+        self.check_thread(tid)?;
+        let pid = self.r.procs[&tid].pid;
+        let group = rdb_tracee::procfs::thread_group(pid).map_err(Error::ptrace(pid, "finding the process"))?;
+        let shared =
+            rdb_tracee::procfs::shared_writable_mappings(group).map_err(Error::ptrace(pid, "reading mappings"))?;
+        if let Some((start, end, name)) = shared.first() {
+            return Err(Error::Unsupported {
+                pid,
+                what: format!(
+                    "no diversion is possible: the process has writable shared memory ({start:#x}-{end:#x} {name}), which a copy would change for the replay too"
+                ),
+            });
+        }
+        let original = rdb_tracee::ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        let (copy, _) = self.r.fork_thread(tid)?;
+        // The copy runs the program's own code: no `int3` of the replayer's.
+        for (&addr, bp) in self.r.procs[&tid].breakpoints.borrow().iter() {
+            if let Err(e) = mem::write(copy, addr, &[bp.orig]) {
+                crate::fork::discard(copy);
+                return Err(Error::ptrace(copy, "lifting a breakpoint in a diversion")(e));
+            }
+        }
+        Diversion::new(tid, copy, original)
+    }
+
     /// Add a breakpoint at `addr` in the debugged process.
     pub fn set_breakpoint(&mut self, addr: u64) -> io::Result<()> {
         let tid = self.focus_thread()?;
+        if !self.r.procs[&tid].breakpoints.borrow().contains_key(&addr) {
+            // An `int3` in data would change what the program reads.
+            let pid = self.r.procs[&tid].pid;
+            if !procfs::maps(pid)?.iter().any(|m| m.executable && m.contains(addr)) {
+                return Err(io::Error::other(format!("{addr:#x} is not in the program's code")));
+            }
+        }
         self.r.plant(tid, addr, None, false).map_err(io::Error::other)?.user = true;
+        self.user_breakpoints.insert(addr);
         Ok(())
     }
 
@@ -402,7 +641,61 @@ impl<'o> Session<'o> {
         if let Some(bp) = self.r.procs[&tid].breakpoints.borrow_mut().get_mut(&addr) {
             bp.user = false;
         }
+        self.user_breakpoints.remove(&addr);
         self.r.unplant_if_unused(tid, addr)
+    }
+
+    /// Save the replay where it is halted: a checkpoint to [`Session::restore`] later (see
+    /// [`Checkpoint`]). Returns its id.
+    pub fn checkpoint(&mut self) -> Result<u32, Error> {
+        let cp = self.r.checkpoint()?;
+        Ok(self.keep_checkpoint(cp))
+    }
+
+    pub(crate) fn keep_checkpoint(&mut self, cp: Checkpoint) -> u32 {
+        let id = self.next_checkpoint;
+        self.next_checkpoint += 1;
+        self.checkpoints.insert(id, cp);
+        id
+    }
+
+    /// The checkpoints kept, by id.
+    pub fn checkpoints(&self) -> &std::collections::BTreeMap<u32, Checkpoint> {
+        &self.checkpoints
+    }
+
+    /// Forget a checkpoint (its frozen processes are killed).
+    pub fn delete_checkpoint(&mut self, id: u32) -> bool {
+        self.checkpoints.remove(&id).is_some()
+    }
+
+    /// Go back (or forward) to checkpoint `id`: the replay is halted where it was saved, with
+    /// the debugger's current breakpoints and watchpoints; the checkpoint stays for later.
+    pub fn restore(&mut self, id: u32) -> Result<(), Error> {
+        let cp = self.checkpoints.get(&id).ok_or_else(|| Error::Observer(format!("no checkpoint {id}")))?;
+        self.r.restore(cp)?;
+        // Time to the next automatic checkpoint counts from here.
+        self.r.auto.last = self.r.auto.last.map(|_| crate::reverse::now_ns());
+        self.ended = false;
+        // The breakpoint tables came back as they were saved: make them the debugger's current
+        // ones.
+        if let Ok(tid) = self.focus_thread() {
+            let table = self.r.procs[&tid].breakpoints.clone();
+            let saved: Vec<u64> = table.borrow().keys().copied().collect();
+            for addr in saved {
+                let wanted = self.user_breakpoints.contains(&addr);
+                if let Some(bp) = table.borrow_mut().get_mut(&addr) {
+                    bp.user = wanted;
+                }
+                self.r
+                    .unplant_if_unused(tid, addr)
+                    .map_err(Error::ptrace(self.r.procs[&tid].pid, "lifting a breakpoint"))?;
+            }
+            for addr in self.user_breakpoints.clone() {
+                self.r.plant(tid, addr, None, false).map_err(Error::Observer)?.user = true;
+            }
+        }
+        self.refresh_regs()
     }
 
     /// Arm a hardware watchpoint in debug-register `slot` of every thread of the debugged
@@ -548,6 +841,7 @@ impl Replayer<'_> {
             // Into the handler: the kernel stops at its first instruction.
             rdb_tracee::ptrace::single_step(pid, sig).map_err(Error::ptrace(pid, "stepping"))?;
             self.procs.get_mut(&tid).expect("known").running = true;
+            self.dbg.single_stepping = Some(tid);
             return Ok(None);
         }
         let mut code = [0u8; 3];
@@ -577,6 +871,7 @@ impl Replayer<'_> {
         }
         rdb_tracee::ptrace::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping"))?;
         self.procs.get_mut(&tid).expect("known").running = true;
+        self.dbg.single_stepping = Some(tid);
         Ok(None)
     }
 
@@ -586,6 +881,56 @@ impl Replayer<'_> {
             p.user = false;
         }
         self.parked.insert(tid, stop);
+    }
+}
+
+impl Replayer<'_> {
+    /// Fork the process of stopped thread `tid` (a thread of the debugged process, stopped as
+    /// it is at a halt); the thread is left stopped exactly as before, its pending fault or
+    /// signal stop included. Returns the copy.
+    pub(crate) fn fork_thread(&mut self, tid: Tid) -> Result<(Pid, StoppedAt), Error> {
+        let p = self.procs.get(&tid).ok_or_else(|| Error::Observer(format!("no thread {tid}")))?;
+        let pid = p.pid;
+        if p.running {
+            return Err(Error::Observer(format!("thread {tid} is running")));
+        }
+        let halted_here = self.dbg.halted.is_some_and(|h| h.tid == tid && h.kind != HaltKind::Parked);
+        let (at, redeliver) = match self.parked.get(&tid) {
+            _ if halted_here || p.unstarted || self.interrupted.contains(&tid) => (StoppedAt::Elsewhere, None),
+            Some(Stop::Entry { .. }) => (StoppedAt::SyscallEntry, None),
+            Some(Stop::Exit { .. }) => (StoppedAt::Elsewhere, None),
+            Some(Stop::Signal { sig, tsc }) => {
+                let synchronous = tsc.is_some()
+                    || rdb_tracee::ptrace::get_siginfo(pid)
+                        .is_ok_and(|i| rdb_tracee::ptrace::is_synchronous(*sig, rdb_tracee::ptrace::si_code(&i)));
+                (StoppedAt::Elsewhere, Some((*sig, synchronous)))
+            }
+            Some(Stop::Fork { .. }) | Some(Stop::Gone { .. }) | None => {
+                return Err(Error::Observer(format!(
+                    "thread {tid} is between two steps of the replay (a process being created): go on a little first"
+                )))
+            }
+        };
+        let copy = crate::fork::fork_stopped(pid, at).map_err(Error::ptrace(pid, "forking a copy"))?;
+        if let Some((sig, synchronous)) = redeliver {
+            // The fork took the place of the signal's stop: bring the thread back to it (a
+            // fault by running its instruction again; a signal by sending it again).
+            if !synchronous {
+                let group = rdb_tracee::procfs::thread_group(pid).map_err(Error::ptrace(pid, "finding the process"))?;
+                rdb_tracee::ptrace::tgkill(group, pid, sig).map_err(Error::ptrace(pid, "sending a signal again"))?;
+            }
+            rdb_tracee::ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+            match rdb_tracee::ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "waiting"))? {
+                rdb_tracee::Wait::Stopped { sig: s, event: 0 } if s == sig => {}
+                other => {
+                    crate::fork::discard(copy);
+                    return Err(Error::Observer(format!(
+                        "thread {tid} did not come back to its signal {sig} after the fork: {other:?}"
+                    )));
+                }
+            }
+        }
+        Ok((copy, at))
     }
 }
 
@@ -696,6 +1041,7 @@ impl Session<'_> {
             SessionStop::Reached { .. } => T::Signal(libc::SIGTRAP),
             SessionStop::ProcessExited { status, .. } => T::Exited(status),
             SessionStop::End => T::Exited(self.r.root_status().unwrap_or(0)),
+            SessionStop::HistoryStart { .. } => T::Signal(libc::SIGTRAP),
         }
     }
 }

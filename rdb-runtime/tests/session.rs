@@ -1,6 +1,6 @@
 //! The session API a debugger drives: breakpoints, single steps, hardware watchpoints, every
-//! thread readable while halted, syscall halts and `goto`, on a real two-thread program; the
-//! replay still ends exactly as recorded.
+//! thread readable while halted, syscall halts and `goto`, checkpoints of one and of two
+//! threads, on a real two-thread program; the replay still ends exactly as recorded.
 //!
 //! One test function on purpose: the engine waits for "any child".
 
@@ -115,6 +115,49 @@ fn a_debugger_halts_steps_watches_and_the_replay_stays_exact() {
     let SessionStop::Reached { tid } = s.resume(Resume::Continue).unwrap() else { panic!("expected the goto target") };
     assert!(s.next_event(tid).unwrap().unwrap() >= target);
     assert_eq!(s.resume(Resume::Continue).unwrap(), SessionStop::ProcessExited { process: root, status: 0 });
+    assert_eq!(s.resume(Resume::Continue).unwrap(), SessionStop::End);
+    assert_eq!(s.finish().unwrap().events, plain.events);
+
+    // Checkpoints: one thread (at the first call), then two (at the worker's first write).
+    // Going back gives the same registers and memory at every later stop, and the same end.
+    let mut observer = NoObserver;
+    let mut s = Session::start(&opts(&trace), &mut observer).unwrap();
+    s.set_focus(Some(root));
+    s.set_breakpoint(bump).unwrap();
+    let at = |s: &mut Session<'_>| match s.resume(Resume::Continue).unwrap() {
+        SessionStop::Breakpoint { tid, .. } => (tid, *s.regs(), read_u64(s, total)),
+        other => panic!("expected a breakpoint, got {other:?}"),
+    };
+    let first = at(&mut s);
+    let single = s.checkpoint().unwrap();
+    let forward: Vec<_> = (0..5).map(|_| at(&mut s)).collect();
+    s.restore(single).unwrap();
+    assert_eq!(*s.regs(), first.1, "registers at the checkpoint");
+    assert_eq!(read_u64(&s, total), first.2);
+    let again: Vec<_> = (0..5).map(|_| at(&mut s)).collect();
+    assert_eq!(again, forward, "after going back to the single-thread checkpoint");
+    assert!(again.iter().any(|(t, _, _)| *t != root), "the worker ran after the checkpoint: {again:?}");
+    // Now halted in the worker, with the main thread waiting in join.
+    assert_eq!(s.threads().len(), 2);
+    let both = s.checkpoint().unwrap();
+    let rest: Vec<_> = std::iter::from_fn(|| match s.resume(Resume::Continue).unwrap() {
+        SessionStop::Breakpoint { tid, .. } => Some((tid, *s.regs(), read_u64(&s, total))),
+        _ => None,
+    })
+    .collect();
+    assert_eq!(s.resume(Resume::Continue).unwrap(), SessionStop::End);
+    s.restore(both).unwrap();
+    assert_eq!(s.threads().len(), 2);
+    let rest_again: Vec<_> = std::iter::from_fn(|| match s.resume(Resume::Continue).unwrap() {
+        SessionStop::Breakpoint { tid, .. } => Some((tid, *s.regs(), read_u64(&s, total))),
+        SessionStop::ProcessExited { status, .. } => {
+            assert_eq!(status, 0);
+            None
+        }
+        other => panic!("{other:?}"),
+    })
+    .collect();
+    assert_eq!(rest_again, rest, "after going back to the two-thread checkpoint");
     assert_eq!(s.resume(Resume::Continue).unwrap(), SessionStop::End);
     assert_eq!(s.finish().unwrap().events, plain.events);
 }

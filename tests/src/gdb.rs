@@ -8,6 +8,7 @@
 //! | --- | --- |
 //! | `program: FILE` | the program, a file of `tests/programs/` built as its own directives say |
 //! | `args: ARGS` | more arguments for `rdb gdb` (`--goto 20`); `{first-child}` is the recorded id of the first process the program started |
+//! | `support: FILE` | a file of `tests/gdb/support/` gdb reads first (helpers in Python) |
 //! | `timeout: SECONDS` | per command (120) |
 //!
 //! Before comparing, what differs from one recording to the next is normalised: recorded
@@ -29,6 +30,7 @@ pub struct GdbScript {
     pub path: PathBuf,
     pub program: PathBuf,
     pub args: Vec<String>,
+    pub support: Vec<PathBuf>,
     pub timeout: u64,
 }
 
@@ -47,7 +49,7 @@ pub fn discover() -> Vec<Result<GdbScript, String>> {
 fn parse(path: &Path) -> Result<GdbScript, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let name = format!("gdb::{}", path.file_stem().unwrap().to_string_lossy());
-    let (mut program, mut args, mut timeout) = (None, Vec::new(), 120);
+    let (mut program, mut args, mut timeout, mut support) = (None, Vec::new(), 120, Vec::new());
     for (i, line) in text.lines().enumerate() {
         let Some(rest) = line.strip_prefix("# rdb-") else { continue };
         let Some((key, value)) = rest.split_once(':') else {
@@ -58,11 +60,12 @@ fn parse(path: &Path) -> Result<GdbScript, String> {
             "program" => program = Some(crate::program(value)),
             "args" => args = shlex::split(value).ok_or(format!("{}:{}: bad quoting", path.display(), i + 1))?,
             "timeout" => timeout = value.parse().map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?,
+            "support" => support.push(crate::repo_root().join("tests/gdb/support").join(value)),
             other => return Err(format!("{}:{}: unknown directive `{other}`", path.display(), i + 1)),
         }
     }
     let program = program.ok_or(format!("{}: no `# rdb-program:` line", path.display()))?;
-    Ok(GdbScript { name, path: path.to_path_buf(), program, args, timeout })
+    Ok(GdbScript { name, path: path.to_path_buf(), program, args, support, timeout })
 }
 
 impl GdbScript {
@@ -102,7 +105,11 @@ impl GdbScript {
         for arg in &self.args {
             rdb.push(if arg == "{first-child}" { first_child(trace)? } else { arg.clone() });
         }
-        rdb.extend(["--".into(), "-batch".into(), "-nx".into(), "-x".into(), self.path.display().to_string()]);
+        rdb.extend(["--".into(), "-batch".into(), "-nx".into()]);
+        for file in &self.support {
+            rdb.extend(["-x".into(), file.display().to_string()]);
+        }
+        rdb.extend(["-x".into(), self.path.display().to_string()]);
         let line = rdb.iter().map(|a| shlex::try_quote(a).map(|q| q.into_owned())).collect::<Result<Vec<_>, _>>();
         let line = line.map_err(|e| e.to_string())?.join(" ");
         let rdb_bin = crate::tools().join("rdb");

@@ -327,6 +327,28 @@ impl TraceReader {
         Ok(Some(ev))
     }
 
+    /// Position the reader so that its next event is the one at trace index `event` (0-based;
+    /// past the last event, the reader is at the end). Loads and decodes the chunk holding it.
+    pub fn seek(&mut self, event: u64) -> Result<(), TraceError> {
+        let mut first = 0u64;
+        for (i, c) in self.chunks.iter().copied().enumerate() {
+            if event < first + c.events as u64 {
+                self.current = self.load_chunk(c)?;
+                self.next_chunk = i + 1;
+                self.current_pos = 0;
+                self.current_left = c.events;
+                for _ in first..event {
+                    self.next_event()?;
+                }
+                return Ok(());
+            }
+            first += c.events as u64;
+        }
+        self.next_chunk = self.chunks.len();
+        self.current_left = 0;
+        Ok(())
+    }
+
     fn load_chunk(&self, c: ChunkRef) -> Result<Vec<u8>, TraceError> {
         use std::os::unix::fs::FileExt;
         let f = File::open(&self.events_path).map_err(io_err(&self.events_path))?;
@@ -485,6 +507,23 @@ mod tests {
             }
         }
         w.finish(Summary::default()).unwrap();
+    }
+
+    #[test]
+    fn seeking_reads_on_from_any_event() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("tr");
+        write_trace(&dir, 100, 7);
+        let mut r = TraceReader::open(&dir).unwrap();
+        for at in [0u32, 1, 6, 7, 8, 50, 98, 99] {
+            r.seek(at as u64).unwrap();
+            let rest: Vec<Event> = std::iter::from_fn(|| r.next_event().unwrap()).collect();
+            assert_eq!(rest, (at..100).map(ev).collect::<Vec<_>>(), "from {at}");
+        }
+        r.seek(100).unwrap();
+        assert_eq!(r.next_event().unwrap(), None);
+        r.seek(1000).unwrap();
+        assert_eq!(r.next_event().unwrap(), None);
     }
 
     #[test]
