@@ -426,9 +426,11 @@ pub enum AccessKind {
 /// program order. Call it from a region or a callback with a reference to a program variable
 /// (`rdb::watch(&self.len)`); the report names the place of the call.
 ///
-/// Values of up to 8 bytes use an x86 debug register (4 exist, shared with `on_write`/`on_read`
-/// callbacks); larger values, or a fifth watch, are watched through page protection with single
-/// steps, which is much slower. The report says which.
+/// The value is watched with the x86 debug registers: 4 exist per process, shared with
+/// `on_write`/`on_read` callbacks (and a gdb attached with `rdb gdb`), each covering an aligned
+/// piece of up to 8 bytes. A value that needs more registers than are free is not watched: rdb
+/// warns on its standard error, saying how many it needs (there is no page-protection fallback
+/// yet). [`WatchError::Refused`] is for memory that is not the program's, or zero-sized.
 #[track_caller]
 pub fn watch<T: ?Sized>(value: &T) -> Result<(), WatchError> {
     let at = std::panic::Location::caller();

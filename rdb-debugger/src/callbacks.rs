@@ -564,6 +564,25 @@ impl Callbacks {
         }
     }
 
+    /// Refuses going back while callbacks or watches exist: the breakpoints and debug
+    /// registers planted for them while the program ran, the return points awaited and the
+    /// copies of watched memory are not rewound with the program, so callbacks could be
+    /// missed or report wrong values after a restore.
+    pub(crate) fn can_go_back(&self) -> Result<(), String> {
+        let watches: usize = self.processes.values().map(|p| p.watches.len()).sum();
+        if self.names.is_empty() && watches == 0 {
+            return Ok(());
+        }
+        let what = if self.names.is_empty() {
+            format!("debug code watches {watches} piece(s) of memory (rdb::watch / rdb_watch)")
+        } else {
+            format!("the debug module has {} event callback(s)", self.names.len())
+        };
+        Err(format!(
+            "cannot go back: {what}, and the breakpoints, debug registers and copies of watched memory kept for them only follow the replay forwards; reverse execution, `run` and restoring a checkpoint need a debug build without event callbacks and watches"
+        ))
+    }
+
     /// Callbacks never called in this replay: `name (file:line:col)` each.
     pub(crate) fn never_called(&self) -> Vec<String> {
         self.names.iter().filter(|(id, _)| !self.called.contains(id)).map(|(_, n)| n.clone()).collect()

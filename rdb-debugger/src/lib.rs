@@ -292,6 +292,10 @@ impl ReplayObserver for RegionObserver {
         self.callbacks.wants_syscall(nr, exit)
     }
 
+    fn can_go_back(&self) -> Result<(), String> {
+        self.callbacks.can_go_back()
+    }
+
     fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
         if self.runs_region_binary(&stop.image.exe) {
             self.callbacks.on_syscall(&mut self.host, stop);

@@ -159,6 +159,13 @@ pub trait ReplayObserver {
     fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
         Vec::new()
     }
+    /// Whether the replay may go back (restore a checkpoint, start again) with this observer:
+    /// `Err(why)` when state it keeps about the program (breakpoints and debug registers it
+    /// asked for while the program ran, copies of watched memory) would not follow the program
+    /// back. Asked before every restore; the session refuses with `why`.
+    fn can_go_back(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 impl<O: ReplayObserver + ?Sized> ReplayObserver for &mut O {
@@ -183,6 +190,9 @@ impl<O: ReplayObserver + ?Sized> ReplayObserver for &mut O {
     fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
         (**self).take_watchpoints()
     }
+    fn can_go_back(&self) -> Result<(), String> {
+        (**self).can_go_back()
+    }
 }
 
 impl<O: ReplayObserver + ?Sized> ReplayObserver for Box<O> {
@@ -206,6 +216,9 @@ impl<O: ReplayObserver + ?Sized> ReplayObserver for Box<O> {
     }
     fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
         (**self).take_watchpoints()
+    }
+    fn can_go_back(&self) -> Result<(), String> {
+        (**self).can_go_back()
     }
 }
 

@@ -293,7 +293,7 @@ pub(crate) struct Replayer<'o> {
     early_children: HashSet<Pid>,
     hashes: FileHashes,
     file_cache: HashMap<Vec<u8>, Rc<Vec<u8>>>,
-    observer: Box<dyn ReplayObserver + 'o>,
+    pub(crate) observer: Box<dyn ReplayObserver + 'o>,
     echo: bool,
     pub(crate) root: Tid,
     root_status: Option<i32>,

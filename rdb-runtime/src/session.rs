@@ -423,6 +423,7 @@ impl<'o> Session<'o> {
     /// Start the replay again from the beginning (same observer, same debugged process,
     /// breakpoints and watchpoints gone): halted before the program's first instruction.
     pub fn restart(&mut self) -> Result<(), Error> {
+        self.r.observer.can_go_back().map_err(Error::Observer)?;
         let observer = self.r.take_observer();
         let focus = self.r.dbg.focus;
         let marks = std::mem::take(&mut self.r.marks);
@@ -673,6 +674,7 @@ impl<'o> Session<'o> {
     /// the debugger's current breakpoints and watchpoints; the checkpoint stays for later.
     pub fn restore(&mut self, id: u32) -> Result<(), Error> {
         let cp = self.checkpoints.get(&id).ok_or_else(|| Error::Observer(format!("no checkpoint {id}")))?;
+        self.r.observer.can_go_back().map_err(Error::Observer)?;
         self.r.restore(cp)?;
         // Time to the next automatic checkpoint counts from here.
         self.r.auto.last = self.r.auto.last.map(|_| crate::reverse::now_ns());

@@ -173,14 +173,19 @@ fn replay_c(dir: &Path, name: &str) -> Output {
     replay_c_with(dir, name, &format!("{name}.rdb.c"), &[])
 }
 
-/// [`replay_c`] with another debug source and more `rdb replay` arguments.
-fn replay_c_with(dir: &Path, name: &str, debug_source: &str, replay_args: &[&str]) -> Output {
+/// `rdb-clang -O0 -g NAME.c DEBUG_SOURCE -o NAME`.
+fn build_c(dir: &Path, name: &str, debug_source: &str) {
     run_ok(
         "rdb-clang",
         timed(600, rdb_clang())
             .args(["-O0", "-g", &format!("{name}.c"), debug_source, "-o", name, "-lpthread"])
             .current_dir(dir),
     );
+}
+
+/// [`replay_c`] with another debug source and more `rdb replay` arguments.
+fn replay_c_with(dir: &Path, name: &str, debug_source: &str, replay_args: &[&str]) -> Output {
+    build_c(dir, name, debug_source);
     let debug = format!("./{name}");
     let mut args = vec!["replay", "trace", "--debug", &debug];
     args.extend_from_slice(replay_args);
@@ -280,4 +285,50 @@ pub fn callbacks_of_every_thread_run_in_the_recorded_order() {
         assert_eq!(seen, thread, "{who} wrote from two threads:\n{stdout}");
     }
     assert_ne!(threads["alpha"], threads["beta"]);
+}
+
+/// Under `rdb gdb`, going back with event callbacks is refused with the reason (what rdb keeps
+/// for them follows the replay forwards only); gdb stays where it was, and going on forwards runs
+/// every callback once, in program order, with the program's recorded output.
+pub fn going_back_with_callbacks_under_gdb_is_refused_and_forwards_still_runs_them() {
+    let (tmp, recorded) = record_c("account", &[]);
+    let dir = tmp.path();
+    build_c(dir, "account", "account.rdb.c");
+    let gdb = [
+        "gdb",
+        "trace",
+        "--debug",
+        "./account",
+        "--",
+        "-batch",
+        "-nx",
+        "-ex",
+        "break deposit",
+        "-ex",
+        "continue",
+        "-ex",
+        "continue",
+        "-ex",
+        "reverse-continue",
+        "-ex",
+        "delete",
+        "-ex",
+        "continue",
+    ];
+    let out = output(rdb(&gdb).current_dir(dir));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    let both = format!("{stdout}{stderr}");
+    assert!(
+        both.contains("cannot go back: the debug module has 1 event callback(s)")
+            && both.contains("reverse execution, `run` and restoring a checkpoint need a debug build without"),
+        "{stdout}\n{stderr}"
+    );
+    let changes: Vec<&str> = stdout.lines().filter(|l| l.starts_with("[rdb] balance")).collect();
+    let moves: Vec<&str> = changes.iter().map(|l| l.split(" at ").next().unwrap()).collect();
+    assert_eq!(
+        moves,
+        ["[rdb] balance 0 -> 100", "[rdb] balance 100 -> 128", "[rdb] balance 128 -> 0", "[rdb] balance 0 -> 2"],
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains(&recorded), "{stdout}\n{stderr}");
 }

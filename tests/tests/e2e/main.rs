@@ -115,6 +115,7 @@ fn main() {
         c_on_call_malloc_counts_the_allocations_the_program_reports,
         a_misbehaving_callback_is_reported_and_never_changes_the_replay,
         callbacks_of_every_thread_run_in_the_recorded_order,
+        going_back_with_callbacks_under_gdb_is_refused_and_forwards_still_runs_them,
     ));
     trials.extend(scenarios!(clang_replay:
         list_region_shows_the_lost_tail_on_replay,
