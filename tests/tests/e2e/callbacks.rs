@@ -116,8 +116,10 @@ done
     }
 }
 
-/// A callback whose parameters do not fit the function it watches is a compile error of the
-/// debug module, rustc-style, pointing at the callback's attribute.
+/// Callbacks whose parameters do not fit their event are compile errors of the debug module,
+/// rustc-style, each at its callback's attribute in the user's file: a call callback with a
+/// wrong argument type, a return callback with the wrong value type, a syscall callback taking
+/// the record by value, a symbol callback taking a slice for a register.
 pub fn a_callback_with_the_wrong_signature_is_rejected_rustc_style() {
     let tmp = scratch("wrong-signature");
     let app = SampleApp::fixture("events", tmp.path());
@@ -126,19 +128,33 @@ pub fn a_callback_with_the_wrong_signature_is_rejected_rustc_style() {
     let out = rdb_tests::run_cargo_rdb(&app.dir, &["build"]);
     let stderr = text(&out.stderr);
     assert!(!out.status.success(), "the build succeeded:\n{stderr}");
-    assert!(
-        stderr.contains("error[E0277]: `for<'a> fn(&'a Vm, i32) {pushed}` cannot be a callback of a function taking `(&mut Vm, i64)`"),
-        "{stderr}"
-    );
-    // The attribute's line in the user's file.
-    let attribute = std::fs::read_to_string(app.dir.join("src/main.rs"))
-        .unwrap()
-        .lines()
-        .position(|l| l.starts_with("#[on_call(crate::vm::Vm::push)]"))
-        .unwrap()
-        + 1;
-    assert!(stderr.contains(&format!("{}:{attribute}:", app.dir.join("src/main.rs").display())), "{stderr}");
+    let main = app.dir.join("src/main.rs");
+    let source = std::fs::read_to_string(&main).unwrap();
+    let line_of = |attribute: &str| source.lines().position(|l| l.starts_with(attribute)).unwrap() + 1;
+    let expected = [
+        ("#[on_syscall(write, after)]", "error[E0277]: `fn(Syscall) {after_write}` cannot be a syscall callback"),
+        (
+            "#[on_call(crate::vm::Vm::push)]",
+            "error[E0277]: `for<'a> fn(&'a Vm, i32) {pushed}` cannot be a callback of a function taking `(&mut Vm, i64)`",
+        ),
+        (
+            "#[on_return(crate::vm::Vm::pop)]",
+            "error[E0277]: `fn(i64) {popped}` cannot be a callback of a function taking `(Option<i64>,)`",
+        ),
+        (
+            "#[on_call(\"write\")]",
+            "error[E0277]: `for<'a> fn(i32, &'a [u8], usize) {write_called}` cannot be a callback of a symbol",
+        ),
+    ];
+    for (attribute, message) in expected {
+        let at = stderr.find(message).unwrap_or_else(|| panic!("no `{message}` in:\n{stderr}"));
+        // The next location line is the attribute's, in the user's file.
+        let place = stderr[at..].lines().find(|l| l.trim_start().starts_with("--> ")).unwrap();
+        assert!(place.contains(&format!("{}:{}:", main.display(), line_of(attribute))), "{place}\n{stderr}");
+    }
     assert!(stderr.contains("a callback takes no arguments, or the function's arguments in order"), "{stderr}");
+    assert!(stderr.contains("a syscall callback is `fn(call: &rdb::Syscall)`, or `fn()`"), "{stderr}");
+    assert!(stderr.contains("one per System V argument register"), "{stderr}");
 }
 
 /// Copies the C callback programs (`tests/programs/support/callbacks/`) into a scratch
