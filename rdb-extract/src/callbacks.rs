@@ -290,7 +290,9 @@ pub(crate) fn finish(input: &SourceInput, drafts: Vec<Draft>, next_id: &mut u32)
                 format!("::rdb_region::on_symbol::<{id}, _, _>({f})")
             }
             CallbackKind::Access { written, .. } => {
-                format!("::rdb_region::on_access::<{id}, _, _, _>(::core::ptr::addr_of!({written}), {f})")
+                format!(
+                    "const {{ ::rdb_region::access_fits(::core::ptr::addr_of!({written}), &{f}) }}; ::rdb_region::on_access::<{id}, _, _, _>(::core::ptr::addr_of!({written}), {f})"
+                )
             }
         };
         let attr_text = &input.text[d.attr.clone()];

@@ -408,6 +408,8 @@ pub trait AccessCallback<T, M> {
     /// `argv` must hold three pointers: two to `size_of::<T>()` readable bytes, one to an
     /// [`Access`].
     unsafe fn call(&self, argv: *const *const c_void);
+    /// The size of the values it takes (`None`: it takes none).
+    const VALUE_SIZE: Option<usize> = None;
 }
 
 impl<G: Fn(), T> AccessCallback<T, ()> for G {
@@ -417,6 +419,7 @@ impl<G: Fn(), T> AccessCallback<T, ()> for G {
 }
 
 impl<G: Fn(C, C), T, C: Copy> AccessCallback<T, (C,)> for G {
+    const VALUE_SIZE: Option<usize> = Some(core::mem::size_of::<C>());
     unsafe fn call(&self, argv: *const *const c_void) {
         const {
             assert!(
@@ -430,6 +433,7 @@ impl<G: Fn(C, C), T, C: Copy> AccessCallback<T, (C,)> for G {
 }
 
 impl<G: Fn(C, C, &Access), T, C: Copy> AccessCallback<T, (C, Access)> for G {
+    const VALUE_SIZE: Option<usize> = Some(core::mem::size_of::<C>());
     unsafe fn call(&self, argv: *const *const c_void) {
         const {
             assert!(
@@ -445,6 +449,18 @@ impl<G: Fn(C, C, &Access), T, C: Copy> AccessCallback<T, (C, Access)> for G {
                 &*(*argv.add(2) as *const Access),
             )
         }
+    }
+}
+
+/// Checks that memory callback `callback` takes values of `variable`'s size. Evaluated in a
+/// `const` block where the callback is registered (its attribute's line), so that a wrong
+/// size is reported there rather than in the trampoline's instantiation.
+pub const fn access_fits<T, M, G: AccessCallback<T, M>>(_variable: *const T, _callback: &G) {
+    if let Some(size) = G::VALUE_SIZE {
+        assert!(
+            size == core::mem::size_of::<T>(),
+            "a memory callback's `old` and `new` values must have the size of the watched variable"
+        );
     }
 }
 

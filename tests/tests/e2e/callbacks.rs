@@ -119,7 +119,8 @@ done
 /// Callbacks whose parameters do not fit their event are compile errors of the debug module,
 /// rustc-style, each at its callback's attribute in the user's file: a call callback with a
 /// wrong argument type, a return callback with the wrong value type, a syscall callback taking
-/// the record by value, a symbol callback taking a slice for a register.
+/// the record by value, a symbol callback taking a slice for a register; then a memory
+/// callback whose values are not the variable's size.
 pub fn a_callback_with_the_wrong_signature_is_rejected_rustc_style() {
     let tmp = scratch("wrong-signature");
     let app = SampleApp::fixture("events", tmp.path());
@@ -155,6 +156,19 @@ pub fn a_callback_with_the_wrong_signature_is_rejected_rustc_style() {
     assert!(stderr.contains("a callback takes no arguments, or the function's arguments in order"), "{stderr}");
     assert!(stderr.contains("a syscall callback is `fn(call: &rdb::Syscall)`, or `fn()`"), "{stderr}");
     assert!(stderr.contains("one per System V argument register"), "{stderr}");
+    // A memory callback whose values are not the variable's size (`u32` for an `AtomicU64`):
+    // checked by a constant evaluated at the attribute, once the types above are right.
+    app.overlay("rdb");
+    app.overlay("rdb-wrong-size");
+    let out = rdb_tests::run_cargo_rdb(&app.dir, &["build"]);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "the build succeeded:\n{stderr}");
+    let message = "error[E0080]: evaluation panicked: a memory callback's `old` and `new` values must have the size of the watched variable";
+    let at = stderr.find(message).unwrap_or_else(|| panic!("no `{message}` in:\n{stderr}"));
+    let place = stderr[at..].lines().find(|l| l.trim_start().starts_with("--> ")).unwrap();
+    let attribute = line_of("#[on_write(crate::bank::AUDITED)]");
+    assert!(place.contains(&format!("{}:{attribute}:", main.display())), "{place}\n{stderr}");
+    assert!(stderr.contains("fn(u32, u32, &'a Access) {audited_changed}"), "{stderr}");
 }
 
 /// Copies the C callback programs (`tests/programs/support/callbacks/`) into a scratch
