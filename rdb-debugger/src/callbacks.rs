@@ -141,8 +141,9 @@ pub(crate) struct Callbacks {
     /// Module-relative address -> actions (program functions).
     actions: BTreeMap<u64, Vec<Action>>,
     symbols: Vec<SymbolWatch>,
-    /// By process (its leader's real pid).
-    processes: HashMap<i32, ProcessState>,
+    /// By process (the recorded id of its process, `ProcessImage::tid`: the same in every
+    /// thread and never reused).
+    processes: HashMap<Tid, ProcessState>,
     armed: HashSet<(Tid, u32)>,
     pending: Vec<Pending>,
     /// Breakpoints to plant after this call into the observer.
@@ -217,14 +218,14 @@ impl Callbacks {
         std::mem::take(&mut self.watch_changes)
     }
 
-    /// Watches `[address, address+len)` of process `pid` with debug registers (aligned pieces
+    /// Watches `[address, address+len)` of `process` with debug registers (aligned pieces
     /// of 1, 2, 4 or 8 bytes, one register each); `Err` says why it cannot.
-    fn add_watch(&mut self, pid: Pid, mut watch: Watch, memory: &dyn Memory) -> Result<(), String> {
+    fn add_watch(&mut self, process: Tid, mut watch: Watch, memory: &dyn Memory) -> Result<(), String> {
         let mut old = vec![0u8; watch.len as usize];
         memory.read_exact(watch.address, &mut old).map_err(|e| format!("its memory cannot be read: {e}"))?;
         watch.old = old;
         let pieces = pieces(watch.address, watch.len);
-        let state = self.processes.entry(pid.0).or_default();
+        let state = self.processes.entry(process).or_default();
         let free: Vec<usize> = (0..rdb_tracee::debugreg::SLOTS).filter(|&s| state.slots[s].is_none()).collect();
         if pieces.len() > free.len() {
             return Err(format!(
@@ -244,9 +245,9 @@ impl Callbacks {
         Ok(())
     }
 
-    /// After debug code ran at a stop of process `pid`: the watchpoints it asked for
+    /// After debug code ran at a stop of `process`: the watchpoints it asked for
     /// (`rdb::watch`).
-    pub(crate) fn collect_watch_requests(&mut self, host: &mut DebugHost, pid: Pid, memory: &dyn Memory) {
+    pub(crate) fn collect_watch_requests(&mut self, host: &mut DebugHost, process: Tid, memory: &dyn Memory) {
         for r in host.take_watch_requests() {
             let label = format!("set at {}", r.label);
             let watch = Watch {
@@ -257,7 +258,7 @@ impl Callbacks {
                 reads: r.reads,
                 old: Vec::new(),
             };
-            if let Err(why) = self.add_watch(pid, watch, memory) {
+            if let Err(why) = self.add_watch(process, watch, memory) {
                 eprintln!("rdb: warning: watch {label} ({:#x}, {} bytes) cannot be armed: {why}", r.address, r.len);
             }
         }
@@ -266,22 +267,22 @@ impl Callbacks {
     /// Debug registers fired at `stop` (right after the accessing instruction).
     pub(crate) fn on_watchpoint(&mut self, host: &mut DebugHost, stop: &BreakpointStop<'_>, fired: u8) {
         self.current_thread = Some((stop.pid, stop.tid));
-        let Some(state) = self.processes.get(&stop.image.pid.0) else { return };
+        let Some(state) = self.processes.get(&stop.image.tid) else { return };
         let mut hit: Vec<usize> =
             (0..rdb_tracee::debugreg::SLOTS).filter(|s| fired & (1 << s) != 0).filter_map(|s| state.slots[s]).collect();
         hit.sort_unstable();
         hit.dedup();
         for index in hit {
-            self.fire(host, stop, stop.image.pid, index, None);
+            self.fire(host, stop, stop.image.tid, index, None);
         }
         host.invalidate();
     }
 
-    /// Runs (or reports) watch `index` of process `pid` after an access: by an instruction
+    /// Runs (or reports) watch `index` of `process` after an access: by an instruction
     /// (`syscall` None; `stop` stands right after it) or by a system call's recorded writes.
-    fn fire(&mut self, host: &mut DebugHost, stop: &dyn Target, pid: Pid, index: usize, syscall: Option<u64>) {
+    fn fire(&mut self, host: &mut DebugHost, stop: &dyn Target, process: Tid, index: usize, syscall: Option<u64>) {
         let thread = self.thread_of(stop);
-        let Some(watch) = self.processes.get_mut(&pid.0).and_then(|p| p.watches.get_mut(index)) else { return };
+        let Some(watch) = self.processes.get_mut(&process).and_then(|p| p.watches.get_mut(index)) else { return };
         let mut new = vec![0u8; watch.len as usize];
         if stop.read_exact(watch.address, &mut new).is_err() {
             return;
@@ -327,12 +328,34 @@ impl Callbacks {
         self.current_thread.filter(|(pid, _)| *pid == stop.tid()).map_or(0, |(_, tid)| tid.0)
     }
 
+    /// A forked copy of a process: the same symbols and breakpoints (the replayer copied the
+    /// parent's), and the memory callbacks' watches armed again (a fork does not inherit debug
+    /// registers). `rdb::watch` watches stay with the process that set them.
+    pub(crate) fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
+        let Some(state) = self.processes.get(&parent.tid) else { return };
+        let copy = ProcessState {
+            scanned: state.scanned.clone(),
+            resolved: state.resolved.clone(),
+            dynamic: state.dynamic.clone(),
+            return_points: state.return_points.clone(),
+            watches: Vec::new(),
+            slots: Default::default(),
+        };
+        let watches: Vec<Watch> = state.watches.iter().filter(|w| w.callback.is_some()).cloned().collect();
+        self.processes.insert(child.tid, copy);
+        for watch in watches {
+            if let Err(why) = self.add_watch(child.tid, watch, &child.pid) {
+                eprintln!("rdb: warning: process {}: a memory callback cannot be armed: {why}", child.tid.0);
+            }
+        }
+    }
+
     /// Breakpoints the callbacks need in a new image of the region binary (absolute), and its
     /// symbols searched.
     pub(crate) fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
         self.armed.retain(|(t, _)| *t != image.tid);
         self.pending.retain(|p| p.tid != image.tid);
-        self.processes.insert(image.pid.0, ProcessState::default());
+        self.processes.insert(image.tid, ProcessState::default());
         for s in self.statics.clone() {
             let watch = Watch {
                 callback: Some(s.id),
@@ -342,14 +365,14 @@ impl Callbacks {
                 reads: s.reads,
                 old: Vec::new(),
             };
-            if let Err(why) = self.add_watch(image.pid, watch, &image.pid) {
+            if let Err(why) = self.add_watch(image.tid, watch, &image.pid) {
                 eprintln!("rdb: warning: callback {} cannot watch its static: {why}", self.name(s.id));
             }
         }
         let mut out: Vec<u64> = self.actions.keys().map(|a| a.wrapping_add(image.load_bias)).collect();
         if !self.symbols.is_empty() {
             let exe = image.exe.to_string_lossy().into_owned();
-            self.search(image.pid, &[(exe, image.load_bias)]);
+            self.search(image.tid, &[(exe, image.load_bias)]);
             out.append(&mut self.requested);
         }
         out
@@ -385,7 +408,7 @@ impl Callbacks {
                 }
             }
         }
-        let dynamic = self.processes.get(&stop.image.pid.0).and_then(|p| p.dynamic.get(&stop.addr)).cloned();
+        let dynamic = self.processes.get(&stop.image.tid).and_then(|p| p.dynamic.get(&stop.addr)).cloned();
         for action in dynamic.unwrap_or_default() {
             match action {
                 Dynamic::SymbolCall { id } => {
@@ -424,7 +447,7 @@ impl Callbacks {
         }
         let at = u64::from_le_bytes(word);
         self.pending.push(Pending { tid: stop.tid, id, at, rsp: stop.regs.rsp.wrapping_add(8), value });
-        let state = self.processes.entry(stop.image.pid.0).or_default();
+        let state = self.processes.entry(stop.image.tid).or_default();
         if state.return_points.insert(at) && !self.actions.contains_key(&at.wrapping_sub(stop.image.load_bias)) {
             self.requested.push(at);
         }
@@ -468,10 +491,10 @@ impl Callbacks {
         self.names.get(&id).cloned().unwrap_or_else(|| id.to_string())
     }
 
-    /// Searches `objects` (path, load bias) of process `pid` for the symbols not found yet;
+    /// Searches `objects` (path, load bias) of `process` for the symbols not found yet;
     /// asks for breakpoints at the new ones.
-    fn search(&mut self, pid: Pid, objects: &[(String, u64)]) {
-        let state = self.processes.entry(pid.0).or_default();
+    fn search(&mut self, process: Tid, objects: &[(String, u64)]) {
+        let state = self.processes.entry(process).or_default();
         for (path, bias) in objects {
             if !state.scanned.insert(path.clone()) {
                 continue;
@@ -519,8 +542,8 @@ impl Callbacks {
         }
         if stop.exit && !stop.writes.is_empty() {
             // The kernel's writes (replayed from the trace) raise no debug-register hit.
-            let pid = stop.image.pid;
-            let overlapping: Vec<usize> = self.processes.get(&pid.0).map_or(Vec::new(), |p| {
+            let process = stop.image.tid;
+            let overlapping: Vec<usize> = self.processes.get(&process).map_or(Vec::new(), |p| {
                 p.watches
                     .iter()
                     .enumerate()
@@ -533,7 +556,7 @@ impl Callbacks {
                     .collect()
             });
             for index in overlapping {
-                self.fire(host, stop, pid, index, Some(stop.nr));
+                self.fire(host, stop, process, index, Some(stop.nr));
             }
         }
         let Some(ids) = self.syscalls.get(&(stop.nr, stop.exit)).cloned() else { return };
@@ -601,7 +624,7 @@ impl Callbacks {
         let (address, offset) = (stop.result as u64, stop.args[5]);
         let Some(delta) = segment_delta(path, offset) else { return };
         let bias = address.wrapping_sub(offset).wrapping_sub(delta);
-        self.search(stop.image.pid, &[(path.to_string_lossy().into_owned(), bias)]);
+        self.search(stop.image.tid, &[(path.to_string_lossy().into_owned(), bias)]);
     }
 }
 

@@ -248,7 +248,7 @@ impl ReplayObserver for RegionObserver {
         let address = stop.addr.wrapping_sub(stop.image.load_bias);
         let Some(regions) = self.locations.get(&address).cloned() else {
             self.callbacks.on_breakpoint(&mut self.host, stop);
-            self.callbacks.collect_watch_requests(&mut self.host, stop.image.pid, stop);
+            self.callbacks.collect_watch_requests(&mut self.host, stop.image.tid, stop);
             return Ok(());
         };
         callbacks::flush_program_output();
@@ -268,7 +268,7 @@ impl ReplayObserver for RegionObserver {
             }
         }
         self.callbacks.on_breakpoint(&mut self.host, stop);
-        self.callbacks.collect_watch_requests(&mut self.host, stop.image.pid, stop);
+        self.callbacks.collect_watch_requests(&mut self.host, stop.image.tid, stop);
         // The program runs next: what the host mirrored is stale from now on.
         self.host.invalidate();
         Ok(())
@@ -276,7 +276,7 @@ impl ReplayObserver for RegionObserver {
 
     fn on_watchpoint(&mut self, stop: &BreakpointStop<'_>, slots: u8) -> Result<(), String> {
         self.callbacks.on_watchpoint(&mut self.host, stop, slots);
-        self.callbacks.collect_watch_requests(&mut self.host, stop.image.pid, stop);
+        self.callbacks.collect_watch_requests(&mut self.host, stop.image.tid, stop);
         Ok(())
     }
 
@@ -292,6 +292,12 @@ impl ReplayObserver for RegionObserver {
         self.callbacks.wants_syscall(nr, exit)
     }
 
+    fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
+        if self.runs_region_binary(&parent.exe) {
+            self.callbacks.on_fork(parent, child);
+        }
+    }
+
     fn can_go_back(&self) -> Result<(), String> {
         self.callbacks.can_go_back()
     }
@@ -299,7 +305,7 @@ impl ReplayObserver for RegionObserver {
     fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
         if self.runs_region_binary(&stop.image.exe) {
             self.callbacks.on_syscall(&mut self.host, stop);
-            self.callbacks.collect_watch_requests(&mut self.host, stop.image.pid, stop);
+            self.callbacks.collect_watch_requests(&mut self.host, stop.image.tid, stop);
         }
         Ok(())
     }

@@ -24,9 +24,10 @@ use crate::trace::{MemWrite, Tid};
 /// A process image right after exec.
 #[derive(Debug, Clone)]
 pub struct ProcessImage {
-    /// Recorded thread id of the process.
+    /// Recorded id of the process (of the thread that exec'ed or forked it): the same in all
+    /// its threads.
     pub tid: Tid,
-    /// Real pid during this replay.
+    /// Real pid during this replay (of the thread the image is handed with).
     pub pid: Pid,
     /// Absolute path of the executable.
     pub exe: PathBuf,
@@ -159,6 +160,11 @@ pub trait ReplayObserver {
     fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
         Vec::new()
     }
+    /// A process forked: `child` (its image a copy of `parent`'s, `tid` the new process's
+    /// recorded id) runs the same code in a copy of the parent's memory, with the parent's
+    /// breakpoints and no debug registers; the observer may ask for some
+    /// ([`ReplayObserver::take_watchpoints`] is asked next, for the child).
+    fn on_fork(&mut self, _parent: &ProcessImage, _child: &ProcessImage) {}
     /// Whether the replay may go back (restore a checkpoint, start again) with this observer:
     /// `Err(why)` when state it keeps about the program (breakpoints and debug registers it
     /// asked for while the program ran, copies of watched memory) would not follow the program
@@ -190,6 +196,9 @@ impl<O: ReplayObserver + ?Sized> ReplayObserver for &mut O {
     fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
         (**self).take_watchpoints()
     }
+    fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
+        (**self).on_fork(parent, child)
+    }
     fn can_go_back(&self) -> Result<(), String> {
         (**self).can_go_back()
     }
@@ -216,6 +225,9 @@ impl<O: ReplayObserver + ?Sized> ReplayObserver for Box<O> {
     }
     fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
         (**self).take_watchpoints()
+    }
+    fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
+        (**self).on_fork(parent, child)
     }
     fn can_go_back(&self) -> Result<(), String> {
         (**self).can_go_back()

@@ -1635,6 +1635,28 @@ impl Replayer<'_> {
         Ok(())
     }
 
+    /// The debug registers the observer asked for in a new process (`child`, its only thread,
+    /// `stopped` when it is in a ptrace stop now; otherwise armed at its first stop).
+    fn arm_requested_in_new_process(&mut self, child: Tid, stopped: bool) -> Result<(), Error> {
+        let wanted = self.observer.take_watchpoints();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let group = self.proc(child).group;
+        for (slot, w) in wanted {
+            if slot >= debugreg::SLOTS {
+                return Err(Error::Observer(format!("no debug register slot {slot}")));
+            }
+            self.observer_watch.entry(group).or_insert([None; debugreg::SLOTS])[slot] = w;
+        }
+        if stopped {
+            self.sync_debug_registers(child)
+        } else {
+            self.dr_stale.insert(child);
+            Ok(())
+        }
+    }
+
     /// Puts the observer's watchpoints of `tid`'s process into its debug registers (slots
     /// without one are left to a debugger).
     fn sync_debug_registers(&mut self, tid: Tid) -> Result<(), Error> {
@@ -1689,11 +1711,16 @@ impl Replayer<'_> {
         } else {
             Rc::new(RefCell::new(parent.breakpoints.borrow().clone()))
         };
+        // A thread keeps its process's image (`tid` names the process); a new process is its
+        // own.
         let image = parent.image.clone().map(|mut i| {
-            i.tid = child;
+            if !thread {
+                i.tid = child;
+            }
             i.pid = child_pid;
             i
         });
+        let parent_image = parent.image.clone();
         let group = if thread { parent.group } else { child };
         let entry = parent.entry.as_ref().map(|(nr, args, _)| (*nr, *args));
         let mut proc = Proc::new(child_pid, group, !thread, thread, breakpoints, image);
@@ -1722,8 +1749,17 @@ impl Replayer<'_> {
             if let Some((nr, args)) = entry {
                 self.write_tid_words(pid, child, flags, nr, &args)?;
             }
-        } else if started {
-            self.go(child_pid, 0, "starting child")?;
+        } else {
+            if let (Some(parent), Some(image)) = (&parent_image, &self.proc(child).image) {
+                // The observer's per-process state (and its debug registers, which a fork does
+                // not inherit) for the copy of the parent.
+                let image = image.clone();
+                self.observer.on_fork(parent, &image);
+                self.arm_requested_in_new_process(child, started)?;
+            }
+            if started {
+                self.go(child_pid, 0, "starting child")?;
+            }
         }
         if thread && self.observer_watch.contains_key(&self.proc(child).group) {
             self.sync_debug_registers(child)?;

@@ -186,6 +186,8 @@ fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
         "alloc.region.c",
         "threads.c",
         "threads.rdb.c",
+        "spread.c",
+        "spread.rdb.c",
     ] {
         std::fs::copy(program(&format!("support/callbacks/{file}")), dir.join(file)).unwrap();
     }
@@ -361,4 +363,37 @@ pub fn going_back_with_callbacks_under_gdb_is_refused_and_forwards_still_runs_th
         "{stdout}\n{stderr}"
     );
     assert!(stdout.contains(&recorded), "{stdout}\n{stderr}");
+}
+
+/// `RDB_ON_CALL(malloc)` (a symbol, resolved when libc is mapped) and `RDB_ON_WRITE(total)` (a
+/// debug register) see the calls and writes of a second thread and of a forked child too, in
+/// the recorded order, each write naming its thread.
+pub fn symbol_and_memory_callbacks_follow_threads_and_forked_processes() {
+    let (tmp, recorded) = record_c("spread", &[]);
+    assert_eq!(recorded, "child total 3006\nparent total 3007\n");
+    let out = replay_c(tmp.path(), "spread");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let thread = |line: &str| line.rsplit_once("(thread ").map(|(_, t)| t.trim_end_matches(')').to_string());
+    let shape: Vec<String> = lines.iter().map(|l| l.split(" (thread ").next().unwrap().to_string()).collect();
+    assert_eq!(
+        shape,
+        [
+            "[rdb] malloc(1001)",
+            "[rdb] total 0 -> 1001",
+            "[rdb] malloc(1002)",
+            "[rdb] total 1001 -> 2003",
+            "[rdb] malloc(1003)",
+            "[rdb] total 2003 -> 3006",
+            "child total 3006",
+            "[rdb] malloc(1004)",
+            "[rdb] total 2003 -> 3007",
+            "parent total 3007",
+        ],
+        "{stdout}\n{stderr}"
+    );
+    let (main, worker, child) = (thread(lines[1]), thread(lines[3]), thread(lines[5]));
+    assert!(main.is_some() && main != worker && main != child && worker != child, "{stdout}");
+    assert_eq!(thread(lines[8]), main, "{stdout}");
 }

@@ -116,6 +116,7 @@ fn main() {
         a_misbehaving_callback_is_reported_and_never_changes_the_replay,
         callbacks_of_every_thread_run_in_the_recorded_order,
         going_back_with_callbacks_under_gdb_is_refused_and_forwards_still_runs_them,
+        symbol_and_memory_callbacks_follow_threads_and_forked_processes,
     ));
     trials.extend(scenarios!(clang_replay:
         list_region_shows_the_lost_tail_on_replay,
