@@ -188,6 +188,8 @@ fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
         "threads.rdb.c",
         "spread.c",
         "spread.rdb.c",
+        "reads.c",
+        "reads.rdb.c",
     ] {
         std::fs::copy(program(&format!("support/callbacks/{file}")), dir.join(file)).unwrap();
     }
@@ -396,4 +398,33 @@ pub fn symbol_and_memory_callbacks_follow_threads_and_forked_processes() {
     let (main, worker, child) = (thread(lines[1]), thread(lines[3]), thread(lines[5]));
     assert!(main.is_some() && main != worker && main != child && worker != child, "{stdout}");
     assert_eq!(thread(lines[8]), main, "{stdout}");
+}
+
+/// `RDB_ON_READ(limit)` runs at each read of a global (with the reading line), `RDB_ON_RETURN`
+/// gets each returned value, and `rdb_backtrace()` in a call callback gives the program's stack
+/// with functions and lines.
+pub fn c_read_and_return_callbacks_and_a_backtrace() {
+    let (tmp, recorded) = record_c("reads", &[]);
+    assert_eq!(recorded, "sum 5\n");
+    let out = replay_c(tmp.path(), "reads");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let source = std::fs::read_to_string(tmp.path().join("reads.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("reads.c").display().to_string();
+    let read = format!("[rdb] limit 3 (changed: 0) read at under at {file}:{}:14", line_of("return v < limit;"));
+    let lines: Vec<&str> = stdout.lines().collect();
+    let expected_start = [
+        read.as_str(),
+        "[rdb] square returned 0",
+        read.as_str(),
+        "[rdb] square returned 1",
+        read.as_str(),
+        "[rdb] stack of square(2):",
+    ];
+    assert_eq!(lines[..6], expected_start, "{stdout}\n{stderr}");
+    assert_eq!(lines[6], format!("#0 square at {file}:{}:12", line_of("return v * v;")), "{stdout}");
+    assert_eq!(lines[7], format!("#1 main at {file}:{}:16", line_of("sum += square(i);")), "{stdout}");
+    let tail: Vec<&str> = lines.iter().skip_while(|l| !l.starts_with("[rdb] square returned 4")).copied().collect();
+    assert_eq!(tail, ["[rdb] square returned 4", read.as_str(), "sum 5"], "{stdout}");
 }
