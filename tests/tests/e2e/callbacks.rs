@@ -428,3 +428,38 @@ pub fn c_read_and_return_callbacks_and_a_backtrace() {
     let tail: Vec<&str> = lines.iter().skip_while(|l| !l.starts_with("[rdb] square returned 4")).copied().collect();
     assert_eq!(tail, ["[rdb] square returned 4", read.as_str(), "sum 5"], "{stdout}");
 }
+
+/// `#[on_read(crate::bank::AUDITED)]` runs at every access of the static (reads and writes,
+/// `Access::changed` telling them apart) with the accessing function, and `rdb::backtrace()`
+/// in it gives the program's stack, one frame per line, through the program's functions.
+pub fn rust_read_callbacks_see_every_access_with_a_backtrace() {
+    let rec = record_plain("events", &[]);
+    rec.app.instrument();
+    rec.app.overlay("rdb-reads");
+    let out = cargo_rdb_replay(&rec.app.dir, &rec.trace);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "replay failed:\n{stdout}\n{stderr}");
+    assert_same_binary(&rec.app, "events");
+    let accesses: Vec<&str> = stdout.lines().filter(|l| l.starts_with("[rdb] AUDITED accessed")).collect();
+    assert_eq!(
+        accesses,
+        [
+            "[rdb] AUDITED accessed: 0 -> 10 (changed: true) at events::bank::transfer line 8",
+            "[rdb] AUDITED accessed: 10 -> 42 (changed: true) at events::bank::transfer line 8",
+            "[rdb] AUDITED accessed: 42 -> 42 (changed: false) at events::bank::audited line 12",
+        ],
+        "{stdout}\n{stderr}"
+    );
+    let frames: Vec<&str> =
+        stdout.lines().skip_while(|l| *l != "[rdb] read by:").skip(1).take_while(|l| l.starts_with('#')).collect();
+    let bank = rec.app.dir.join("src/bank.rs").display().to_string();
+    let main = rec.app.dir.join("src/main.rs").display().to_string();
+    // Innermost the standard library's atomic load (a debug build), then the program's frames,
+    // at the lines of the user's (instrumented) files.
+    let audited = frames.iter().position(|f| f.contains("events::bank::audited")).expect(&stdout);
+    assert!(frames[audited].contains(&format!("{bank}:12:")), "{stdout}");
+    let source = std::fs::read_to_string(rec.app.dir.join("src/main.rs")).unwrap();
+    let call = source.lines().position(|l| l.contains("bank::audited()")).unwrap() + 1;
+    assert!(frames[audited + 1].starts_with(&format!("#{} events::main at {main}:{call}:", audited + 1)), "{stdout}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ") && !l.starts_with('#')), rec.stdout);
+}

@@ -118,6 +118,7 @@ fn main() {
         going_back_with_callbacks_under_gdb_is_refused_and_forwards_still_runs_them,
         symbol_and_memory_callbacks_follow_threads_and_forked_processes,
         c_read_and_return_callbacks_and_a_backtrace,
+        rust_read_callbacks_see_every_access_with_a_backtrace,
     ));
     trials.extend(scenarios!(clang_replay:
         list_region_shows_the_lost_tail_on_replay,
