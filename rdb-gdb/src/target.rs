@@ -546,7 +546,9 @@ impl SwBreakpoint for ReplayTarget<'_> {
 impl HwWatchpoint for ReplayTarget<'_> {
     fn add_hw_watchpoint(&mut self, addr: u64, len: u64, kind: WatchKind) -> TargetResult<bool, Self> {
         let ranges = Self::ranges(addr, len);
-        let free: Vec<usize> = (0..debugreg::SLOTS).filter(|s| self.watches[*s].is_none()).collect();
+        let free: Vec<usize> = (0..debugreg::SLOTS)
+            .filter(|s| self.watches[*s].is_none() && !self.session.watch_slot_held_by_observer(*s))
+            .collect();
         if ranges.len() > free.len() {
             return Ok(false);
         }

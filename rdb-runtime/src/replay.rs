@@ -1618,9 +1618,12 @@ impl Replayer<'_> {
                 return Err(Error::Observer(format!("no debug register slot {slot}")));
             }
             if w.is_some() && self.dbg.focus == Some(group) && self.dbg.watch[slot].is_some() {
-                return Err(Error::Observer(format!(
-                    "debug register {slot} is used by the debugger's watchpoint; rdb's watchpoints and a debugger's share the 4 registers"
-                )));
+                // Not an error that ends the replay: the debug module's watch goes unarmed, and
+                // the user is told.
+                eprintln!(
+                    "rdb: warning: a watch of the debug module (an on_write/on_read callback or rdb::watch) needs debug register {slot}, which a debugger's watchpoint holds: it is not armed, and its accesses are not reported (rdb's watches and a debugger's share the 4 registers: delete a watchpoint)"
+                );
+                continue;
             }
             self.observer_watch.entry(group).or_insert([None; debugreg::SLOTS])[slot] = w;
         }

@@ -707,11 +707,23 @@ impl<'o> Session<'o> {
         if slot >= debugreg::SLOTS {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("no debug register slot {slot}")));
         }
+        if self.watch_slot_held_by_observer(slot) {
+            return Err(io::Error::other(format!(
+                "debug register {slot} holds a watch of the debug module (an on_write/on_read callback or rdb::watch)"
+            )));
+        }
         for p in self.r.procs.values().filter(|p| p.group == group) {
             debugreg::set_watchpoint(p.pid, slot, watch)?;
         }
         self.r.dbg.watch[slot] = Some(watch);
         Ok(())
+    }
+
+    /// Whether the observer (event callbacks, `rdb::watch`) holds debug register `slot` in the
+    /// debugged process: a debugger's watchpoints go in the other slots.
+    pub fn watch_slot_held_by_observer(&self, slot: usize) -> bool {
+        let held = self.r.dbg.focus.and_then(|group| self.r.observer_watch.get(&group));
+        held.is_some_and(|slots| slots.get(slot).is_some_and(Option::is_some))
     }
 
     /// Disarm `slot` in every thread of the debugged process.

@@ -323,32 +323,28 @@ pub fn callbacks_of_every_thread_run_in_the_recorded_order() {
 
 /// Under `rdb gdb`, going back with event callbacks is refused with the reason (what rdb keeps
 /// for them follows the replay forwards only); gdb stays where it was, and going on forwards runs
-/// every callback once, in program order, with the program's recorded output.
+/// every callback once, in program order, with the program's recorded output. A gdb watchpoint
+/// takes a debug register the memory callback does not hold: both see every change.
 pub fn going_back_with_callbacks_under_gdb_is_refused_and_forwards_still_runs_them() {
     let (tmp, recorded) = record_c("account", &[]);
     let dir = tmp.path();
     build_c(dir, "account", "account.rdb.c");
-    let gdb = [
-        "gdb",
-        "trace",
-        "--debug",
-        "./account",
-        "--",
-        "-batch",
-        "-nx",
-        "-ex",
+    let commands = [
         "break deposit",
-        "-ex",
         "continue",
-        "-ex",
         "continue",
-        "-ex",
         "reverse-continue",
-        "-ex",
         "delete",
-        "-ex",
+        "watch account.balance",
+        "continue",
+        "continue",
+        "continue",
         "continue",
     ];
+    let mut gdb = vec!["gdb", "trace", "--debug", "./account", "--", "-batch", "-nx"];
+    for command in commands {
+        gdb.extend(["-ex", command]);
+    }
     let out = output(rdb(&gdb).current_dir(dir));
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     let both = format!("{stdout}{stderr}");
@@ -365,6 +361,9 @@ pub fn going_back_with_callbacks_under_gdb_is_refused_and_forwards_still_runs_th
         "{stdout}\n{stderr}"
     );
     assert!(stdout.contains(&recorded), "{stdout}\n{stderr}");
+    let gdb_saw: Vec<&str> = stdout.lines().filter(|l| l.starts_with("New value = ")).collect();
+    assert_eq!(gdb_saw, ["New value = 128", "New value = 0", "New value = 2"], "{stdout}\n{stderr}");
+    assert!(!both.contains("not armed"), "{both}");
 }
 
 /// `RDB_ON_CALL(malloc)` (a symbol, resolved when libc is mapped) and `RDB_ON_WRITE(total)` (a
