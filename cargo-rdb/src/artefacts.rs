@@ -14,12 +14,15 @@ fn location(file: &Path, lc: LineCol) -> SourceLocation {
 /// DWARF (`rdb-locate`) and writes `<bin>.rdb-functions.json` and
 /// `<bin>.rdb-arguments.json`. The DWARF comes from `dwarf_binary`: the
 /// binary itself, or its twin with debug information (checked to have the
-/// same code). `source_root` turns the regions'
+/// same code, function by function: `twin` maps its addresses onto the
+/// binary's, and locations in functions not proven equal are dropped with a
+/// warning). `source_root` turns the regions'
 /// workspace-relative paths into the absolute paths DWARF shows (after
 /// `--remap-path-prefix`). Returns the paths and the warnings to show.
 pub fn write_descriptors(
     binary: &Path,
     dwarf_binary: &Path,
+    twin: Option<&rdb_locate::TwinMap>,
     toolchain: &str,
     regions: &[&Region],
     source_root: &Path,
@@ -90,6 +93,9 @@ pub fn write_descriptors(
     }
     let mut located = rdb_locate::locate(dwarf_binary, &sites)
         .with_context(|| format!("cannot compute the descriptors of {}", binary.display()))?;
+    if let Some(map) = twin {
+        located.retarget(map);
+    }
     let table = rdb_locate::region_table(&paths.debug_module)
         .with_context(|| format!("cannot read the region table of {}", paths.debug_module.display()))?;
     let patches = dispatch_instantiations(&mut located, &table);
@@ -125,6 +131,11 @@ fn dispatch_instantiations(located: &mut rdb_locate::Located, table: &[rdb_locat
     let mut dropped_args: Vec<(u32, u64)> = Vec::new();
     for (function, instantiations) in located.functions.iter_mut().zip(&located.instantiations) {
         let region = u64::from(function.region);
+        if function.locations.is_empty() {
+            // Nothing calls it (its code was inlined away): its entries keep
+            // the region's id, which the replayer looks up when loading.
+            continue;
+        }
         let entries: Vec<&rdb_locate::TableEntry> = table.iter().filter(|e| e.id == region).collect();
         let mut keys: Vec<String> = entries.iter().map(|e| key(e)).collect();
         keys.sort();

@@ -10,9 +10,9 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{compile_c, symbol};
+use common::{compile_c, record_options, symbol};
 
-use rdb_runtime::{record, NoObserver, RecordOptions, ReplayOptions, Resume, Session, SessionStop};
+use rdb_runtime::{record, NoObserver, ReplayOptions, Resume, Session, SessionStop};
 use rdb_tracee::{Memory, Regs, Target, WatchKind, Watchpoint};
 
 fn opts(trace: &Path) -> ReplayOptions {
@@ -40,13 +40,7 @@ fn going_back_gives_the_state_of_going_forwards() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = compile_c(tmp.path(), "session", "session", &["-O1", "-g", "-fPIE", "-pie"], &["-lpthread"]);
     let trace = tmp.path().join("trace");
-    let rec = record(&RecordOptions {
-        program: exe.clone().into_os_string(),
-        args: vec![],
-        trace_dir: trace.clone(),
-        pin_cpu: false,
-    })
-    .unwrap();
+    let rec = record(&record_options(&trace, exe.clone(), &[])).unwrap();
     assert_eq!(rec.exit_status, 0);
 
     // Checkpoints: only at the start, automatic ones, or one at every breakpoint hit (where a
