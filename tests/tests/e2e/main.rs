@@ -169,6 +169,7 @@ fn main() {
         race_region_runs_in_its_threads_under_gdbserver,
         a_stub_killed_mid_run_is_reported_within_seconds,
         a_binary_that_is_not_the_running_one_is_refused,
+        regions_run_on_rdbs_own_gdb_server,
     ));
     trials.extend(scenarios_where_possible!(remote: regions_run_on_an_rr_replay));
     trials.extend(scenarios!(sample_apps_replay: sample_apps_replay_exactly, rayon_and_crossbeam_replay_exactly));
