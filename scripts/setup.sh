@@ -11,6 +11,11 @@ command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v gdb >/dev/null || need+=(gdb)
 # gdb on replays (tests/gdb/): backtraces through libc have its symbols and lines.
 dpkg -s libc6-dbg >/dev/null 2>&1 || need+=(libc6-dbg)
+# rdb attach --remote is tested against gdbserver and QEMU user mode; rr is run to learn
+# whether it can record here (it needs performance counters: the test says why it skips).
+command -v gdbserver >/dev/null || need+=(gdbserver)
+command -v qemu-x86_64 >/dev/null || need+=(qemu-user)
+command -v rr >/dev/null || need+=(rr)
 command -v pigz >/dev/null || need+=(pigz)
 command -v pbzip2 >/dev/null || need+=(pbzip2)
 # The corpus of real programs (tests/corpus/) records these.

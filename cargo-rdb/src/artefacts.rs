@@ -10,22 +10,33 @@ fn location(file: &Path, lc: LineCol) -> SourceLocation {
     SourceLocation { file: file.to_path_buf(), line: lc.line, column: lc.column }
 }
 
+/// The event callbacks of a binary and the line maps of its instrumented files (descriptor
+/// inputs besides the regions).
+#[derive(Clone, Copy)]
+pub struct EventInputs<'a> {
+    pub callbacks: &'a [&'a Callback],
+    pub line_maps: &'a [rdb_descriptors::LineMap],
+}
+
 /// Computes the descriptors of the regions compiled into `binary` from its
 /// DWARF (`rdb-locate`) and writes `<bin>.rdb-functions.json` and
 /// `<bin>.rdb-arguments.json`. The DWARF comes from `dwarf_binary`: the
 /// binary itself, or its twin with debug information (checked to have the
-/// same code). `source_root` turns the regions'
+/// same code, function by function: `twin` maps its addresses onto the
+/// binary's, and locations in functions not proven equal are dropped with a
+/// warning). `source_root` turns the regions'
 /// workspace-relative paths into the absolute paths DWARF shows (after
 /// `--remap-path-prefix`). Returns the paths and the warnings to show.
 pub fn write_descriptors(
     binary: &Path,
     dwarf_binary: &Path,
+    twin: Option<&rdb_locate::TwinMap>,
     toolchain: &str,
     regions: &[&Region],
-    callbacks: &[&Callback],
-    line_maps: &[rdb_descriptors::LineMap],
+    events: &EventInputs<'_>,
     source_root: &Path,
 ) -> Result<(PathBuf, PathBuf, Vec<String>)> {
+    let EventInputs { callbacks, line_maps } = *events;
     let paths = rdb_descriptors::artefact_paths(binary);
     let module_name = paths.debug_module.file_name().expect("has a name").to_string_lossy().into_owned();
     let sites: Vec<RegionSite> = regions
@@ -96,6 +107,9 @@ pub fn write_descriptors(
     }
     let mut located = rdb_locate::locate(dwarf_binary, &sites)
         .with_context(|| format!("cannot compute the descriptors of {}", binary.display()))?;
+    if let Some(map) = twin {
+        located.retarget(map);
+    }
     let table = rdb_locate::region_table(&paths.debug_module)
         .with_context(|| format!("cannot read the region table of {}", paths.debug_module.display()))?;
     let patches = dispatch_instantiations(&mut located, &table);
@@ -104,7 +118,8 @@ pub fn write_descriptors(
     let (mut functions, mut arguments) =
         located.into_descriptors(Language::Rust, toolchain.to_string(), identity, module_name);
     let mut warnings = warnings;
-    functions.callbacks = callback_descriptors(callbacks, dwarf_binary, source_root, &mut arguments, &mut warnings)?;
+    functions.callbacks =
+        callback_descriptors(callbacks, dwarf_binary, twin, source_root, &mut arguments, &mut warnings)?;
     functions.line_maps = line_maps.to_vec();
     rdb_descriptors::store(&paths.functions, &functions)
         .with_context(|| format!("cannot write {}", paths.functions.display()))?;
@@ -135,6 +150,11 @@ fn dispatch_instantiations(located: &mut rdb_locate::Located, table: &[rdb_locat
     let mut dropped_args: Vec<(u32, u64)> = Vec::new();
     for (function, instantiations) in located.functions.iter_mut().zip(&located.instantiations) {
         let region = u64::from(function.region);
+        if function.locations.is_empty() {
+            // Nothing calls it (its code was inlined away): its entries keep
+            // the region's id, which the replayer looks up when loading.
+            continue;
+        }
         let entries: Vec<&rdb_locate::TableEntry> = table.iter().filter(|e| e.id == region).collect();
         let mut keys: Vec<String> = entries.iter().map(|e| key(e)).collect();
         keys.sort();
@@ -172,10 +192,12 @@ fn dispatch_instantiations(located: &mut rdb_locate::Located, table: &[rdb_locat
 }
 
 /// The descriptors of the callbacks (call callbacks located in `dwarf_binary`, their arguments
-/// added to `arguments`).
+/// added to `arguments`; with a twin, each site mapped onto the binary, or dropped with a
+/// warning where the function's code is not proven the same).
 fn callback_descriptors(
     callbacks: &[&Callback],
     dwarf_binary: &Path,
+    twin: Option<&rdb_locate::TwinMap>,
     source_root: &Path,
     arguments: &mut rdb_descriptors::ArgumentDescriptors,
     warnings: &mut Vec<String>,
@@ -242,13 +264,40 @@ fn callback_descriptors(
                     );
                 }
                 warnings.extend(found.warnings);
-                if matches!(&found.target, rdb_descriptors::CallTarget::Program { sites, .. } if sites.is_empty()) {
+                let (mut target, mut found_arguments) = (found.target, found.arguments);
+                if let (Some(map), rdb_descriptors::CallTarget::Program { sites, .. }) = (twin, &mut target) {
+                    if !map.identical {
+                        let mut kept = Vec::new();
+                        for (i, site) in std::mem::take(sites).into_iter().enumerate() {
+                            match map.map(site.address).and_then(|a| Ok((a, map.map(site.entry)?.0))) {
+                                Ok(((address, symbol, offset), entry)) => {
+                                    kept.push(i);
+                                    sites.push(rdb_descriptors::CallSite { entry, address, symbol, offset, ..site });
+                                }
+                                Err(why) => warnings.push(format!(
+                                    "callback `{}` ({}:{}): the copy of `{written}` at {:#x} cannot be served: {why}; \
+                                     the callback does not run there",
+                                    path.join("::"),
+                                    source.file.display(),
+                                    source.line,
+                                    site.address
+                                )),
+                            }
+                        }
+                        for a in &mut found_arguments {
+                            let all = std::mem::take(&mut a.locations);
+                            a.locations =
+                                all.into_iter().enumerate().filter(|(i, _)| kept.contains(i)).map(|(_, l)| l).collect();
+                        }
+                    }
+                }
+                if matches!(&target, rdb_descriptors::CallTarget::Program { sites, .. } if sites.is_empty()) {
                     note = Some(format!("`{written}` has no out-of-line copy in the binary: the callback never runs"));
                 }
                 if !returns && c.params > 0 {
-                    arguments.arguments.extend(found.arguments);
+                    arguments.arguments.extend(found_arguments);
                 }
-                Some(CallbackEvent::Call { function: written.clone(), target: found.target, returns: *returns })
+                Some(CallbackEvent::Call { function: written.clone(), target, returns: *returns })
             }
         };
         let event = match event {

@@ -2,7 +2,7 @@
 
 use crate::cargo::{self, RustFlags};
 use crate::opts::BuildArgs;
-use crate::{artefacts, debug_package, shadow, term};
+use crate::{artefacts, debug_package, progress, shadow, term, twin, why};
 use anyhow::{bail, Context, Result};
 use cargo_metadata::{CargoOpt, Metadata, Package, PackageId, Target};
 use rdb_extract::{Region, SourceInput};
@@ -95,9 +95,20 @@ fn timing(args: &BuildArgs, what: &str, since: std::time::Instant) {
     }
 }
 
-/// Builds every selected binary; returns (binary name, main binary path) of each.
-pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
+/// What `cargo rdb build` built.
+pub struct Built {
+    /// (binary name, main binary path) of each binary.
+    pub binaries: Vec<(String, PathBuf)>,
+    /// What the stripped build's warnings say debug code left outside its regions (see
+    /// [`why`]).
+    pub suspects: Vec<why::Suspect>,
+}
+
+/// Builds every selected binary.
+pub fn run(args: &BuildArgs) -> Result<Built> {
     let started = std::time::Instant::now();
+    term::set_quiet(args.quiet);
+    let progress = progress::start();
     let features = if args.all_features {
         Some(CargoOpt::AllFeatures)
     } else if !args.features.is_empty() {
@@ -326,12 +337,23 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
     term::status("Building", format!("main binaries ({profile} profile, regions stripped)"));
     let (main_artefacts, debug_modules) = std::thread::scope(|scope| {
         let debug = scope.spawn(build_debug_modules);
-        let main = cargo::build(&shadow_main, &main_args, &flags, &[], args.quiet);
+        let main = cargo::build_collecting(&shadow_main, &main_args, &flags, &[], args.quiet);
         timing(args, "main build", started);
         (main, debug.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the debug build thread panicked"))))
     });
-    let main_artefacts = main_artefacts?;
+    let (main_artefacts, diagnostics) = main_artefacts?;
     let debug_modules = debug_modules?;
+    let sources: Vec<why::SourceFile<'_>> = extraction
+        .files
+        .iter()
+        .zip(&inputs)
+        .filter(|(f, _)| f.instrumented)
+        .map(|(f, input)| why::SourceFile { path: &f.path, user: &input.text, stripped: &f.stripped })
+        .collect();
+    let suspects = why::suspects(&diagnostics, &sources);
+    for s in suspects.iter().filter(|s| s.certain) {
+        term::warn(s);
+    }
 
     let toolchain = cargo::rustc_version()?;
     let out_dir = rdb_dir.join(&profile_dir);
@@ -347,25 +369,27 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
     }
     // Where the DWARF comes from: the binary itself, or (a profile without
     // full debug information, like cargo's default release profile) a twin
-    // build with it whose code is checked identical.
-    let mut dwarf = exes.clone();
+    // build with it whose code is proven the same, function by function.
+    let mut dwarf: Vec<(PathBuf, Option<rdb_locate::TwinMap>)> = exes.iter().map(|e| (e.clone(), None)).collect();
     let lacking: Vec<usize> = (0..exes.len())
         .filter(|&i| !matches!(rdb_locate::debug_info(&exes[i]), Ok(rdb_locate::DebugInfo::Full)))
         .collect();
     if !lacking.is_empty() {
         let twin_dir = rdb_dir.join("target-twin");
-        let twin_flags = RustFlags::with(&[
+        let script = twin::write_link_script(&rdb_dir)?;
+        let mut extra = vec![
             format!("--remap-path-prefix={}={}", shadow_main.display(), ws_root.display()),
             format!("--remap-path-prefix={}={}", shadow_debug.display(), ws_root.display()),
-            "-Cdebuginfo=2".into(),
-            "-Cstrip=none".into(),
-        ]);
+        ];
+        extra.extend(twin::rustflags(&script, &toolchain));
+        let twin_flags = RustFlags::with(&extra);
         let mut twin_args = main_args.clone();
         if let Some(i) = twin_args.iter().position(|a| a == "--target-dir") {
             twin_args[i + 1] = twin_dir.into();
         }
         term::status("Building", format!("twin with debug information ({profile} profile has none)"));
-        let twins = cargo::build(&shadow_main, &twin_args, &twin_flags, &[], args.quiet)?;
+        let twins =
+            cargo::build(&shadow_main, &twin_args, &twin_flags, &twin::ENV.map(|(k, v)| (k, v.into())), args.quiet)?;
         timing(args, "twin build", started);
         for i in lacking {
             let name = &bins[i].1.name;
@@ -374,21 +398,19 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
                 .find(|a| a.target_name == *name && a.kinds.iter().any(|k| k == "bin"))
                 .and_then(|a| a.executable.clone())
                 .with_context(|| format!("cargo reported no executable for the twin of `{name}`"))?;
-            rdb_locate::check_same_code(&exes[i], &twin).with_context(|| {
+            let map = rdb_locate::prove_twin(&exes[i], &twin).with_context(|| {
                 format!(
-                    "binary `{name}` was built without debug info, and its twin built with debug info has other \
-                     code, so rdb cannot find where regions run nor where variables live from it (rustc adds a \
-                     `.debug_gdb_scripts` section and a reference to it in `main` when it emits debug info, and \
-                     optimizes differently)\nhelp: add to {}:\n\n    [profile.{profile}]\n    debug = \"full\"\n\n\
-                     then build and record again",
+                    "binary `{name}` was built without debug info, and its twin built with debug info cannot describe it\n\
+                     help: add to {}:\n\n    [profile.{profile}]\n    debug = \"full\"\n\nthen build and record again",
                     ws_root.join("Cargo.toml").display()
                 )
             })?;
-            dwarf[i] = twin;
+            twin::report(name, &map, args.verbose);
+            dwarf[i] = (twin, Some(map));
         }
     }
     let mut outputs = Vec::new();
-    for (((pkg, bin), so), (exe, dwarf)) in bins.iter().zip(debug_modules).zip(exes.iter().zip(&dwarf)) {
+    for (((pkg, bin), so), (exe, (dwarf, twin))) in bins.iter().zip(debug_modules).zip(exes.iter().zip(&dwarf)) {
         // 5. Artefacts.
         let out_bin = out_dir.join(&bin.name);
         let paths = rdb_descriptors::artefact_paths(&out_bin);
@@ -423,14 +445,22 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
             .filter(|f| f.instrumented && file_pkg.get(&f.path).is_some_and(|id| closure.contains(id)))
             .map(|f| rdb_descriptors::LineMap { file: ws_root.join(&f.path), lines: f.line_map.clone() })
             .collect();
-        let (functions, arguments, warnings) =
-            artefacts::write_descriptors(&out_bin, dwarf, &toolchain, &regions, &callbacks, &line_maps, &ws_root)?;
+        let (functions, arguments, warnings) = artefacts::write_descriptors(
+            &out_bin,
+            dwarf,
+            twin.as_ref(),
+            &toolchain,
+            &regions,
+            &artefacts::EventInputs { callbacks: &callbacks, line_maps: &line_maps },
+            &ws_root,
+        )?;
         for w in warnings {
             term::warn(format!("`{}`: {w}", bin.name));
         }
         let counts = (regions.len(), callbacks.len());
         outputs.push((bin.name.clone(), out_bin, paths.debug_module, functions, arguments, counts));
     }
+    drop(progress);
     let mut built = Vec::new();
     for (name, bin, module, functions, arguments, (n, c)) in outputs {
         let callbacks = match c {
@@ -439,16 +469,15 @@ pub fn run(args: &BuildArgs) -> Result<Vec<(String, PathBuf)>> {
             c => format!(" and {c} callbacks"),
         };
         term::status("Finished", format!("`{name}` with {n} debug region{}{callbacks}", if n == 1 { "" } else { "s" }));
-        for p in [&bin, &module, &functions, &arguments] {
-            if args.print_paths {
+        // `cargo rdb record`/`replay` keep stdout for the program and print no paths.
+        if args.print_paths {
+            for p in [&bin, &module, &functions, &arguments] {
                 println!("{}", p.display());
-            } else {
-                eprintln!("{:>12} {}", "", p.display());
             }
         }
         built.push((name, bin));
     }
-    Ok(built)
+    Ok(Built { binaries: built, suspects })
 }
 
 fn lock_stamp(shadow: &Path) -> PathBuf {

@@ -1,8 +1,11 @@
 //! Running cargo: metadata, builds with JSON messages, rustflags.
 
+use crate::progress;
 use anyhow::{bail, Context, Result};
+use cargo_metadata::diagnostic::Diagnostic;
 use cargo_metadata::Message;
 use std::ffi::OsString;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -74,7 +77,9 @@ pub struct Artefact {
 }
 
 /// Runs `cargo build` with `--message-format=json-render-diagnostics`
-/// (cargo prints compiler messages itself) and returns the artefacts.
+/// (cargo prints compiler messages itself) and returns the artefacts. While a progress line
+/// is drawn (see [`progress`]) cargo runs quietly and its compiler messages are printed above
+/// the line instead.
 pub fn build(
     cwd: &Path,
     args: &[OsString],
@@ -82,9 +87,43 @@ pub fn build(
     env: &[(&str, OsString)],
     quiet: bool,
 ) -> Result<Vec<Artefact>> {
+    run_build(cwd, args, flags, env, quiet, None)
+}
+
+/// [`build`], also returning rustc's diagnostics (printed as cargo would print them).
+pub fn build_collecting(
+    cwd: &Path,
+    args: &[OsString],
+    flags: &RustFlags,
+    env: &[(&str, OsString)],
+    quiet: bool,
+) -> Result<(Vec<Artefact>, Vec<Diagnostic>)> {
+    let mut diagnostics = Vec::new();
+    let artefacts = run_build(cwd, args, flags, env, quiet, Some(&mut diagnostics))?;
+    Ok((artefacts, diagnostics))
+}
+
+fn run_build(
+    cwd: &Path,
+    args: &[OsString],
+    flags: &RustFlags,
+    env: &[(&str, OsString)],
+    quiet: bool,
+    mut diagnostics: Option<&mut Vec<Diagnostic>>,
+) -> Result<Vec<Artefact>> {
+    let progress = progress::active();
+    // Compiler messages come back as JSON when we keep them or print them above the
+    // progress line; cargo renders them as it would on its own (in colour on a terminal).
+    let format = if !progress && diagnostics.is_none() {
+        "--message-format=json-render-diagnostics"
+    } else if std::io::stderr().is_terminal() {
+        "--message-format=json-diagnostic-rendered-ansi"
+    } else {
+        "--message-format=json"
+    };
     let mut cmd = Command::new(cargo_path());
-    cmd.current_dir(cwd).arg("build").arg("--message-format=json-render-diagnostics").args(args);
-    if quiet {
+    cmd.current_dir(cwd).arg("build").arg(format).args(args);
+    if quiet || progress {
         cmd.arg("--quiet");
     }
     flags.apply(&mut cmd);
@@ -96,13 +135,25 @@ pub fn build(
     let stdout = child.stdout.take().expect("piped");
     let mut artefacts = Vec::new();
     for message in Message::parse_stream(std::io::BufReader::new(stdout)) {
-        if let Message::CompilerArtifact(a) = message.context("reading cargo's JSON messages")? {
-            artefacts.push(Artefact {
-                target_name: a.target.name.clone(),
-                kinds: a.target.kind.iter().map(|k| k.to_string()).collect(),
-                files: a.filenames.iter().map(|f| f.clone().into_std_path_buf()).collect(),
-                executable: a.executable.map(|e| e.into_std_path_buf()),
-            });
+        match message.context("reading cargo's JSON messages")? {
+            Message::CompilerArtifact(a) => {
+                progress::crate_done(&a.target.name);
+                artefacts.push(Artefact {
+                    target_name: a.target.name.clone(),
+                    kinds: a.target.kind.iter().map(|k| k.to_string()).collect(),
+                    files: a.filenames.iter().map(|f| f.clone().into_std_path_buf()).collect(),
+                    executable: a.executable.map(|e| e.into_std_path_buf()),
+                });
+            }
+            Message::CompilerMessage(m) => {
+                if let Some(rendered) = &m.message.rendered {
+                    progress::print(rendered);
+                }
+                if let Some(d) = diagnostics.as_deref_mut() {
+                    d.push(m.message);
+                }
+            }
+            _ => {}
         }
     }
     let status = child.wait()?;

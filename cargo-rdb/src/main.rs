@@ -41,9 +41,12 @@ mod build;
 mod cargo;
 mod debug_package;
 mod opts;
+mod progress;
 mod session;
 mod shadow;
 mod term;
+mod twin;
+mod why;
 mod wrapper;
 
 use clap::Parser;

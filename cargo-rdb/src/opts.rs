@@ -7,9 +7,25 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(bin_name = "cargo", version, styles = clap::builder::Styles::plain())]
 pub enum Cargo {
-    /// Replay debugging: build with debug regions, record, replay.
+    /// Replay debugging for Rust: replay a recorded run with debug code added since
+    ///
+    /// Record the run with the bug once from a plain build (`rdb record`); then write debug
+    /// code in the source between `rdb_begin!();` and `rdb_end!();` (crate `rdb-macros`;
+    /// imports, helpers and state only it uses are `#[debug_only]`) and replay the exact
+    /// recorded run with that code running at its places. The program built from the source
+    /// without the debug code must be the recorded program byte for byte: when it is not,
+    /// `cargo rdb replay` says what differs.
+    #[command(version, display_name = "cargo-rdb", after_help = EXAMPLES)]
     Rdb(Rdb),
 }
+
+const EXAMPLES: &str = "\
+Examples:
+  cargo build && rdb record -- target/debug/app ARGS   record the run with the bug, once
+  cargo rdb replay                   add regions to the source, then rebuild and replay the
+                                     latest recording with them
+  cargo rdb replay app-0 --release   a trace of a release build (`rdb ls` lists traces)
+  cargo rdb build                    only build: target/rdb/<profile>/<bin> and its debug files";
 
 #[derive(Args, Debug)]
 pub struct Rdb {
@@ -19,14 +35,23 @@ pub struct Rdb {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Build main binaries (identical to a plain build without debug regions),
-    /// debug modules and descriptors into target/rdb/<profile>/.
+    /// Build the program and its debug regions into target/rdb/<profile>/
+    ///
+    /// Writes, per binary: `<bin>` (byte-identical to a plain `cargo build` of the source
+    /// without debug code), `<bin>.rdb.so` (the debug module) and the descriptors
+    /// `<bin>.rdb-functions.json`, `<bin>.rdb-arguments.json`; prints their paths. Never
+    /// writes outside target/rdb/.
     Build(BuildArgs),
-    /// Build (as `cargo rdb build`), then record a run of the main binary
-    /// (identical to a plain build) with `rdb record`.
+    /// Build, then record a run of the program with `rdb record`
+    ///
+    /// The program recorded is the one built from the source without debug code (the same as a
+    /// plain `cargo build`), so the trace can be replayed with regions later.
     Record(RecordArgs),
-    /// Build (as `cargo rdb build`), then replay a trace with the debug
-    /// regions running (`rdb replay TRACE --debug target/rdb/<profile>/<bin>`).
+    /// Build, then replay a trace with the debug regions running
+    ///
+    /// Builds as `cargo rdb build` (use the profile the program was recorded with), checks the
+    /// program is the recorded one (or says what differs), then runs `rdb replay TRACE --debug
+    /// target/rdb/<profile>/<bin>`; exits with its status (see `rdb replay --help`).
     Replay(ReplayArgs),
 }
 
@@ -37,14 +62,15 @@ pub struct RecordArgs {
     /// Trace directory to create (default: `rdb record`'s default).
     #[arg(short = 'o', long, value_name = "DIR")]
     pub output: Option<PathBuf>,
-    /// Arguments for the program.
-    #[arg(last = true)]
+    /// Arguments for the program (after `--`).
+    #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<std::ffi::OsString>,
 }
 
 #[derive(Args, Debug, Clone)]
 pub struct ReplayArgs {
-    /// Trace directory (default: the latest recording).
+    /// Trace directory, trace name in the trace root (`rdb ls`), or packed trace (default: the
+    /// latest recording).
     pub trace: Option<PathBuf>,
     #[command(flatten)]
     pub build: BuildArgs,
@@ -79,7 +105,7 @@ pub struct BuildArgs {
     /// Path to Cargo.toml.
     #[arg(long, value_name = "PATH")]
     pub manifest_path: Option<PathBuf>,
-    /// Do not print cargo log messages.
+    /// Do not print cargo's or cargo rdb's status messages (warnings and errors still print).
     #[arg(short, long)]
     pub quiet: bool,
     /// Use verbose output.

@@ -21,6 +21,10 @@
 //! generated from these types (`cargo test -p rdb-descriptors` checks it is
 //! current; `RDB_BLESS=1` rewrites it). The prose is `descriptors/FORMAT.md`.
 
+pub mod build;
+
+pub use build::{CargoBuild, DebugLevel, ProgramBuild, SectionDigest};
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -389,6 +393,12 @@ pub enum Location {
     Indirect { pointer: Box<Location>, offset: i64 },
     /// The value is a constant known at compile time (little-endian bytes, hex).
     Implicit { bytes: String },
+    /// The value is not stored anywhere but is `register + offset`, computed
+    /// (`DW_OP_bregN offset, DW_OP_stack_value`): an index or counter the
+    /// optimizer derives from another one (in an unrolled loop, each copy's
+    /// `i` is the induction register plus that copy's offset). The value's
+    /// `size` low bytes of the 64-bit sum, little-endian.
+    Computed { register: Register, offset: i64 },
     /// The compiler kept no location for the variable here.
     OptimizedOut,
 }

@@ -55,12 +55,16 @@ pub struct ServerArgs {
     pub checkpoint_interval: u64,
 }
 
-fn replay_options(trace: Option<PathBuf>, no_pin: bool) -> Result<ReplayOptions> {
-    Ok(ReplayOptions {
-        trace_dir: traces::resolve(trace)?,
+/// The replay of the trace named on the command line; the resolved trace must outlive it (a
+/// packed trace is unpacked into a directory that goes away with it).
+fn replay_options(trace: Option<PathBuf>, no_pin: bool) -> Result<(ReplayOptions, traces::Resolved)> {
+    let resolved = traces::resolve(trace)?;
+    let opts = ReplayOptions {
+        trace_dir: resolved.dir.clone(),
         pin_cpu: !no_pin && std::env::var_os("RDB_NO_PIN").is_none(),
         echo_output: true,
-    })
+    };
+    Ok((opts, resolved))
 }
 
 /// The regions of `--debug BINARY`, or none.
@@ -99,7 +103,7 @@ fn finish(ended: Ended) -> i32 {
 }
 
 pub fn run(a: Args) -> Result<i32> {
-    let opts = replay_options(a.trace, a.no_pin)?;
+    let (opts, _trace) = replay_options(a.trace, a.no_pin)?;
     let session = prepare(&opts, observer(&opts, a.debug.as_ref())?, a.pid, a.goto, a.checkpoint_interval)?;
     let exe = session.image().map(|i| i.exe).context("the debugged process runs no executable")?;
     let listener = TcpListener::bind("127.0.0.1:0").context("listening for gdb")?;
@@ -146,7 +150,7 @@ fn accept_from(listener: &TcpListener, child: &mut std::process::Child) -> Resul
 
 /// `rdb replay --gdbserver [HOST:]PORT`.
 pub fn serve_replay(a: ServerArgs) -> Result<i32> {
-    let opts = replay_options(a.trace, a.no_pin)?;
+    let (opts, _trace) = replay_options(a.trace, a.no_pin)?;
     let session = prepare(&opts, observer(&opts, a.debug.as_ref())?, a.pid, a.goto, a.checkpoint_interval)?;
     let listen = if a.listen.contains(':') { a.listen.clone() } else { format!("127.0.0.1:{}", a.listen) };
     let listener = TcpListener::bind(&listen).with_context(|| format!("listening on {listen}"))?;

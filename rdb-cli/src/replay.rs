@@ -7,24 +7,39 @@ use std::time::Duration;
 
 use rdb_debugger::{replay_with_regions, DebugError, DebugReplayOptions};
 use rdb_host::HostOptions;
+use rdb_runtime::trace::Trace;
 use rdb_runtime::{replay, NoObserver, ReplayOptions};
 
+use crate::progress::Progress;
 use crate::traces;
 
-/// Re-run a recorded execution exactly (its stdout/stderr output is shown again).
+/// Replay a recorded run exactly, showing its output again
+///
+/// The program runs again, every system call answered as it was when recording, so it takes
+/// the same path with the same data. What it wrote to the standard output and error of `rdb
+/// record` is shown again (not what it sent to /dev/null or to files; replay writes no files).
+/// With --debug, debug code added to the source since runs at its places (see `cargo rdb
+/// replay` for Rust, `rdb-clang` for C).
+///
+/// Exit status: 0 the replay completed; 1 an error (a bad trace, a file that changed since
+/// the recording, a binary that is not the recorded one: each said); 3 the replay diverged
+/// from the recording (with a report); 4 the trace was cut short (replayed to its end); 5
+/// with --debug, some region calls did not complete (each reported).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Trace directory (default: the latest recording).
+    /// Trace directory, trace name in the trace root (`rdb ls`), or packed trace (`rdb pack`;
+    /// unpacked into a private temporary directory first) (default: the latest recording).
     trace: Option<PathBuf>,
-    /// Do not pin the replayer and the program to one CPU.
+    /// Do not pin the replayer and the program to one CPU (pinning makes replay faster).
     #[arg(long)]
     no_pin: bool,
-    /// Do not re-emit the recorded output.
+    /// Do not show the recorded output again.
     #[arg(long, short)]
     quiet: bool,
-    /// Run the debug regions of this rebuilt binary (from `cargo rdb build` or `rdb-clang`; its
-    /// `.rdb.so` and descriptor files sit beside it). It must be byte-identical to the recorded
-    /// executable.
+    /// Run the debug regions of BINARY: the program rebuilt with them by `cargo rdb build`
+    /// (target/rdb/<profile>/<name>) or `rdb-clang`, its `.rdb.so` and descriptor files beside
+    /// it. It must be byte-identical to the recorded program; when it is not, rdb says what
+    /// differs.
     #[arg(long, value_name = "BINARY")]
     debug: Option<PathBuf>,
     /// With --debug: seconds one region call may run before it is stopped and reported.
@@ -58,9 +73,11 @@ pub fn run(a: Args) -> Result<i32> {
             checkpoint_interval: a.checkpoint_interval,
         });
     }
-    let dir = traces::resolve(a.trace)?;
+    let resolved = traces::resolve(a.trace)?;
+    let total = Trace::peek(&resolved.dir).ok().and_then(|(_, s)| s).map(|s| s.events);
+    let _progress = Progress::start("replayed", total);
     let opts = ReplayOptions {
-        trace_dir: dir,
+        trace_dir: resolved.dir.clone(),
         pin_cpu: !a.no_pin && std::env::var_os("RDB_NO_PIN").is_none(),
         echo_output: !a.quiet,
     };
@@ -74,35 +91,20 @@ pub fn run(a: Args) -> Result<i32> {
     Ok(0)
 }
 
-/// Exit code of a replay that completed but some region calls did not (each was reported).
-pub const EXIT_REGION_PROBLEMS: i32 = 5;
-
 fn replay_debug(replay: ReplayOptions, binary: PathBuf, timeout: f64) -> Result<i32> {
-    let host = HostOptions {
-        timeout: Duration::try_from_secs_f64(timeout).map_err(|e| anyhow::anyhow!("--region-timeout: {e}"))?,
-        ..HostOptions::default()
-    };
-    let out = match replay_with_regions(DebugReplayOptions { replay, binary, host }) {
+    let host = HostOptions { timeout: region_timeout(timeout)?, ..HostOptions::default() };
+    let trace_dir = replay.trace_dir.clone();
+    let out = match replay_with_regions(DebugReplayOptions { replay, binary: binary.clone(), host }) {
         Ok(out) => out,
+        Err(e @ DebugError::BinaryMismatch { .. }) => return Err(crate::why::explain_mismatch(e, &trace_dir, &binary)),
         // Keep the engine's error as is so its exit code (divergence, ends early) applies.
         Err(DebugError::Replay(e)) => return Err(e.into()),
         Err(e) => return Err(e.into()),
     };
-    for (region, why) in &out.regions_without_location {
-        eprintln!("rdb: warning: region {region} cannot run: {why}");
-    }
-    for region in &out.regions_never_hit {
-        eprintln!("rdb: note: region {region} was never reached in this replay");
-    }
-    for callback in &out.callbacks_never_called {
-        eprintln!("rdb: note: callback {callback} was never called in this replay");
-    }
-    if out.problems > 0 {
-        eprintln!(
-            "rdb: {} of {} debug calls (regions and callbacks) did not complete cleanly (see the warnings above)",
-            out.problems, out.calls
-        );
-        return Ok(EXIT_REGION_PROBLEMS);
-    }
-    Ok(0)
+    Ok(out.report.print("replay"))
+}
+
+/// `--region-timeout SECS` as a duration.
+pub fn region_timeout(secs: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(secs).map_err(|e| anyhow::anyhow!("--region-timeout: {e}"))
 }

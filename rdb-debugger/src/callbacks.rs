@@ -371,7 +371,7 @@ impl Callbacks {
         }
         let mut out: Vec<u64> = self.actions.keys().map(|a| a.wrapping_add(image.load_bias)).collect();
         if !self.symbols.is_empty() {
-            let exe = image.exe.to_string_lossy().into_owned();
+            let exe = image.file.to_string_lossy().into_owned();
             self.search(image.tid, &[(exe, image.load_bias)]);
             out.append(&mut self.requested);
         }

@@ -18,18 +18,27 @@
 //!    memory, panic, crash, timeout) on stderr with the region and its source
 //!    location, and carries on: the program's replay is never affected.
 //!
+//! The region logic itself — which addresses run which regions, running them in the host,
+//! counting, the end-of-run report — is [`Regions`], shared with [`run_on_target`], which
+//! drives any target implementing the tracee layer's `Control` (a GDB stub through
+//! `rdb-remote`: `rdb attach --remote`) with the same regions, checks and report.
+//!
 //! The module's event callbacks (`callbacks`) run beside the regions, with the same host.
 
 mod callbacks;
 
-use std::collections::{BTreeMap, HashMap};
+mod attach;
+mod regions;
+
+pub use attach::{run_on_target, AttachOptions, AttachOutcome};
+pub use regions::{RegionReport, Regions, EXIT_REGION_PROBLEMS};
+
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use rdb_descriptors::FunctionDescriptors;
-use rdb_host::{DebugHost, HostError, HostOptions};
-use rdb_runtime::{
-    BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, ReplayOutcome, SyscallStop, TraceReader,
-};
+use rdb_host::{HostError, HostOptions};
+use rdb_runtime::{BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, ReplayOutcome, SyscallStop, Trace};
 
 /// What to replay, and with which regions.
 #[derive(Debug)]
@@ -44,19 +53,7 @@ pub struct DebugReplayOptions {
 #[derive(Debug)]
 pub struct DebugReplayOutcome {
     pub replay: ReplayOutcome,
-    /// Debug function calls made.
-    pub calls: u64,
-    /// Calls that did not complete cleanly (each was reported on stderr).
-    pub problems: u64,
-    /// Regions whose code location was never reached.
-    pub regions_never_hit: Vec<u32>,
-    /// Regions that have no code location in the binary, with the reason
-    /// the descriptors give.
-    pub regions_without_location: Vec<(u32, String)>,
-    /// Event callback calls made (also counted in `calls`, their problems in `problems`).
-    pub callback_calls: u64,
-    /// Callbacks never called in this replay (`` `name` (file:line:col) `` each).
-    pub callbacks_never_called: Vec<String>,
+    pub report: RegionReport,
 }
 
 /// Why a replay with regions could not run.
@@ -76,6 +73,19 @@ pub enum DebugError {
          run `cargo rdb build` again"
     )]
     StaleDescriptors { descriptors: PathBuf, binary: PathBuf, expected: String, actual: String },
+    #[error(
+        "{binary} is not the executable the stub runs ({exe}): its hash is {actual}, the running one's is {expected}.\n\
+         Only code inside rdb_begin!/rdb_end! regions and #[debug_only] items may differ; rebuild the running \
+         program's source, plus regions, with `cargo rdb build` (or `rdb-clang`), or name the right file with --exe"
+    )]
+    NotTheRunningExecutable { binary: PathBuf, exe: PathBuf, expected: String, actual: String },
+    #[error(
+        "the program the stub runs is not {binary}: its loaded code differs at {address:#x}.\n\
+         Only code inside rdb_begin!/rdb_end! regions and #[debug_only] items may differ from the running program"
+    )]
+    CodeDiffers { binary: PathBuf, address: u64 },
+    #[error("the target failed {what} (after {calls} region calls)")]
+    Target { what: String, calls: u64, source: std::io::Error },
     #[error("cannot read {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
@@ -106,7 +116,8 @@ fn blake3_file(path: &Path) -> Result<String, DebugError> {
 /// same bytes as the recorded executable, descriptors written for it.
 /// Returns the binary's hash and its function descriptors.
 pub fn check_binary(trace_dir: &Path, binary: &Path) -> Result<(String, FunctionDescriptors), DebugError> {
-    let header = TraceReader::open(trace_dir)?.header;
+    // The header only: the replay that follows checks the whole trace.
+    let (header, _) = Trace::peek(trace_dir)?;
     let actual = blake3_file(binary)?;
     if actual != header.program_blake3 {
         return Err(DebugError::BinaryMismatch {
@@ -116,25 +127,31 @@ pub fn check_binary(trace_dir: &Path, binary: &Path) -> Result<(String, Function
             actual,
         });
     }
+    let functions = check_descriptors(binary, &actual)?;
+    Ok((actual, functions))
+}
+
+/// The function descriptors beside `binary`, refused unless written for it (hash `hash`).
+fn check_descriptors(binary: &Path, hash: &str) -> Result<FunctionDescriptors, DebugError> {
     let paths = rdb_descriptors::artefact_paths(binary);
     let functions = rdb_descriptors::load_functions(&paths.functions)?;
-    if functions.binary.blake3 != actual {
+    if functions.binary.blake3 != hash {
         return Err(DebugError::StaleDescriptors {
             descriptors: paths.functions,
             binary: binary.to_path_buf(),
             expected: functions.binary.blake3,
-            actual,
+            actual: hash.to_string(),
         });
     }
-    Ok((actual, functions))
+    Ok(functions)
 }
 
 /// Replays the trace, running the binary's debug regions at their locations.
 /// See the crate docs.
 pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcome, DebugError> {
-    let mut regions = RegionObserver::new(&opts.replay, &opts.binary, opts.host)?;
-    let replay = rdb_runtime::replay(&opts.replay, &mut regions)?;
-    Ok(regions.outcome(replay))
+    let mut observer = RegionObserver::new(&opts.replay, &opts.binary, opts.host)?;
+    let replay = rdb_runtime::replay(&opts.replay, &mut observer)?;
+    Ok(DebugReplayOutcome { replay, report: observer.report() })
 }
 
 impl RegionObserver {
@@ -144,81 +161,58 @@ impl RegionObserver {
     /// regions too).
     pub fn new(replay: &ReplayOptions, binary: &Path, host: HostOptions) -> Result<RegionObserver, DebugError> {
         let (hash, functions) = check_binary(&replay.trace_dir, binary)?;
-        let regions_without_location = functions
-            .functions
-            .iter()
-            .filter(|f| f.locations.is_empty())
-            .map(|f| (f.region, f.note.clone().unwrap_or_else(|| "no code location".to_string())))
-            .collect();
-        let mut host_options = host;
-        if replay.pin_cpu && host_options.cpu.is_none() {
-            // One thread of the replay runs at a time (replayer or program): they share one CPU,
-            // where each hand-over is a cheap same-CPU wake-up. The replayer pins itself to the
-            // CPU it runs on; pin first so the host can be placed relative to it. When another
-            // CPU is allowed, the host gets it, else it shares the replay's CPU. Either way both
-            // sides busy-wait for each other (yielding the CPU, so sharing one costs nothing): a
-            // call then needs no wake-up.
-            let cpu = rdb_tracee::this_process::current_cpu();
-            let other = other_allowed_cpu(cpu);
-            if rdb_tracee::this_process::pin_to_cpu(cpu).is_ok() {
-                // Sharing the CPU with the replayer and the program, which run with the TSC
-                // disabled, the host does so too (see `HostOptions::tsc_disabled`).
-                host_options.cpu = Some(other.unwrap_or(cpu));
-                host_options.tsc_disabled = other.is_none();
-                if host_options.spin.is_zero() {
-                    host_options.spin = HOST_SPIN;
-                }
-            }
-        }
-        let host = DebugHost::for_binary(binary, host_options)?;
-        let locations = host.code_locations();
-        let callbacks = callbacks::Callbacks::new(&host);
-        Ok(RegionObserver {
-            callbacks,
-            host,
-            locations,
-            binary_hash: hash,
-            matches: HashMap::new(),
-            calls: 0,
-            problems: 0,
-            hit: Default::default(),
-            regions_without_location,
-        })
+        let host_options = placed_host(replay, host);
+        let regions = Regions::start(binary, &functions, host_options)?;
+        let callbacks = callbacks::Callbacks::new(regions.host());
+        Ok(RegionObserver { regions, callbacks, binary_hash: hash, matches: HashMap::new() })
     }
 
-    /// What the regions did in a replay that ended with `replay`.
-    pub fn outcome(&self, replay: ReplayOutcome) -> DebugReplayOutcome {
-        let mut never: Vec<u32> = self.locations.values().flatten().copied().collect();
-        never.sort_unstable();
-        never.dedup();
-        never.retain(|r| !self.hit.contains(r));
-        DebugReplayOutcome {
-            replay,
-            calls: self.calls + self.callbacks.calls,
-            problems: self.problems + self.callbacks.problems,
-            regions_never_hit: never,
-            regions_without_location: self.regions_without_location.clone(),
-            callback_calls: self.callbacks.calls,
-            callbacks_never_called: self.callbacks.never_called(),
-        }
+    /// What the regions and event callbacks did so far (the end-of-run report).
+    pub fn report(&self) -> RegionReport {
+        let mut report = self.regions.report();
+        report.calls += self.callbacks.calls;
+        report.problems += self.callbacks.problems;
+        report.callback_calls = self.callbacks.calls;
+        report.callbacks_never_called = self.callbacks.never_called();
+        report
     }
 }
 
-/// Breaks at region locations and calls the debug host there: the one place regions are run
-/// during a replay (plain or driven by a debugger).
+/// Where the debug host runs next to a replay pinned to a CPU.
+fn placed_host(replay: &ReplayOptions, host: HostOptions) -> HostOptions {
+    let mut host_options = host;
+    if replay.pin_cpu && host_options.cpu.is_none() {
+        // One thread of the replay runs at a time (replayer or program): they share one CPU,
+        // where each hand-over is a cheap same-CPU wake-up. The replayer pins itself to the
+        // CPU it runs on; pin first so the host can be placed relative to it. When another
+        // CPU is allowed, the host gets it, else it shares the replay's CPU. Either way both
+        // sides busy-wait for each other (yielding the CPU, so sharing one costs nothing): a
+        // call then needs no wake-up.
+        let cpu = rdb_tracee::this_process::current_cpu();
+        let other = other_allowed_cpu(cpu);
+        if rdb_tracee::this_process::pin_to_cpu(cpu).is_ok() {
+            // Sharing the CPU with the replayer and the program, which run with the TSC
+            // disabled, the host does so too (see `HostOptions::tsc_disabled`).
+            host_options.cpu = Some(other.unwrap_or(cpu));
+            host_options.tsc_disabled = other.is_none();
+            if host_options.spin.is_zero() {
+                host_options.spin = HOST_SPIN;
+            }
+        }
+    }
+    host_options
+}
+
+/// Breaks at region locations in every process running the region binary, and runs the
+/// regions there: the one place regions are run during a replay (plain or driven by a
+/// debugger).
 pub struct RegionObserver {
-    host: DebugHost,
+    regions: Regions,
     /// The module's event callbacks, run beside the regions.
     callbacks: callbacks::Callbacks,
-    /// Module-relative code address -> regions to run there.
-    locations: BTreeMap<u64, Vec<u32>>,
     binary_hash: String,
     /// Executable path -> whether it is the region binary (by hash).
     matches: HashMap<PathBuf, bool>,
-    calls: u64,
-    problems: u64,
-    hit: std::collections::BTreeSet<u32>,
-    regions_without_location: Vec<(u32, String)>,
 }
 
 impl RegionObserver {
@@ -234,10 +228,10 @@ impl RegionObserver {
 
 impl ReplayObserver for RegionObserver {
     fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
-        if !self.runs_region_binary(&image.exe) {
+        if !self.runs_region_binary(&image.file) {
             return Vec::new();
         }
-        let mut addresses: Vec<u64> = self.locations.keys().map(|a| a.wrapping_add(image.load_bias)).collect();
+        let mut addresses = self.regions.breakpoints(image.load_bias);
         addresses.extend(self.callbacks.on_exec(image));
         addresses.sort_unstable();
         addresses.dedup();
@@ -245,38 +239,15 @@ impl ReplayObserver for RegionObserver {
     }
 
     fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
-        let address = stop.addr.wrapping_sub(stop.image.load_bias);
-        let Some(regions) = self.locations.get(&address).cloned() else {
-            self.callbacks.on_breakpoint(&mut self.host, stop);
-            self.callbacks.collect_watch_requests(&mut self.host, stop.image.tid, stop);
-            return Ok(());
-        };
-        callbacks::flush_program_output();
-        for region in regions {
-            self.calls += 1;
-            self.hit.insert(region);
-            match self.host.invoke(region, address, stop) {
-                Ok(call) if call.is_clean() => {}
-                Ok(call) => {
-                    self.problems += 1;
-                    eprintln!("rdb: warning: {call}");
-                }
-                Err(e) => {
-                    self.problems += 1;
-                    eprintln!("rdb: warning: region {region} could not run: {e}");
-                }
-            }
-        }
-        self.callbacks.on_breakpoint(&mut self.host, stop);
-        self.callbacks.collect_watch_requests(&mut self.host, stop.image.tid, stop);
-        // The program runs next: what the host mirrored is stale from now on.
-        self.host.invalidate();
+        self.regions.run_at(stop.addr, stop);
+        self.callbacks.on_breakpoint(self.regions.host_mut(), stop);
+        self.callbacks.collect_watch_requests(self.regions.host_mut(), stop.image.tid, stop);
         Ok(())
     }
 
     fn on_watchpoint(&mut self, stop: &BreakpointStop<'_>, slots: u8) -> Result<(), String> {
-        self.callbacks.on_watchpoint(&mut self.host, stop, slots);
-        self.callbacks.collect_watch_requests(&mut self.host, stop.image.tid, stop);
+        self.callbacks.on_watchpoint(self.regions.host_mut(), stop, slots);
+        self.callbacks.collect_watch_requests(self.regions.host_mut(), stop.image.tid, stop);
         Ok(())
     }
 
@@ -293,7 +264,7 @@ impl ReplayObserver for RegionObserver {
     }
 
     fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
-        if self.runs_region_binary(&parent.exe) {
+        if self.runs_region_binary(&parent.file) {
             self.callbacks.on_fork(parent, child);
         }
     }
@@ -303,9 +274,9 @@ impl ReplayObserver for RegionObserver {
     }
 
     fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
-        if self.runs_region_binary(&stop.image.exe) {
-            self.callbacks.on_syscall(&mut self.host, stop);
-            self.callbacks.collect_watch_requests(&mut self.host, stop.image.tid, stop);
+        if self.runs_region_binary(&stop.image.file) {
+            self.callbacks.on_syscall(self.regions.host_mut(), stop);
+            self.callbacks.collect_watch_requests(self.regions.host_mut(), stop.image.tid, stop);
         }
         Ok(())
     }

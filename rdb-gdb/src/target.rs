@@ -656,13 +656,40 @@ fn path(bytes: &[u8]) -> &std::path::Path {
     std::path::Path::new(std::ffi::OsStr::from_bytes(bytes))
 }
 
+impl ReplayTarget<'_> {
+    /// The file a client names, read on this machine. `/proc/PID/...` of the debugged process,
+    /// as a client names it (pid 1, gdbstub's default process id, or its recorded id; gdb's
+    /// `info proc mappings`, `rdb attach --remote` reading the mappings), is that file of the
+    /// process replaying it; any other `/proc` entry of a process (`self`, other ids) is not
+    /// the program's, since ids on this machine are not the recorded ones: refused (ENOENT).
+    fn host_path(&self, filename: &[u8]) -> Result<std::path::PathBuf, HostIoError<ServeError>> {
+        let named = path(filename);
+        let Ok(rest) = named.strip_prefix("/proc") else { return Ok(named.to_path_buf()) };
+        let mut parts = rest.components();
+        let Some(first) = parts.next().and_then(|c| c.as_os_str().to_str()) else { return Ok(named.to_path_buf()) };
+        let id: Option<u64> = first.parse().ok();
+        if id.is_none() && first != "self" && first != "thread-self" {
+            // `/proc/cpuinfo` and the like: this machine's.
+            return Ok(named.to_path_buf());
+        }
+        let debugged = self.session.focus().map(|t| t.0 as u64);
+        let image = self.session.image();
+        match (id, image) {
+            (Some(id), Some(image)) if id == 1 || Some(id) == debugged => {
+                Ok(std::path::Path::new("/proc").join(image.pid.0.to_string()).join(parts.as_path()))
+            }
+            _ => Err(HostIoError::Errno(HostIoErrno::ENOENT)),
+        }
+    }
+}
+
 impl HostIoOpen for ReplayTarget<'_> {
     fn open(&mut self, filename: &[u8], flags: HostIoOpenFlags, _mode: HostIoOpenMode) -> HostIoResult<u32, Self> {
         // gdb reads the program's files; nothing is written through rdb.
         if flags.bits() & 0x3 != 0 {
             return Err(HostIoError::Errno(HostIoErrno::EACCES));
         }
-        let file = File::open(path(filename))?;
+        let file = File::open(self.host_path(filename)?)?;
         let fd = self.next_fd;
         self.next_fd += 1;
         self.files.insert(fd, file);
@@ -708,7 +735,7 @@ impl HostIoFstat for ReplayTarget<'_> {
 
 impl HostIoReadlink for ReplayTarget<'_> {
     fn readlink(&mut self, filename: &[u8], buf: &mut [u8]) -> HostIoResult<usize, Self> {
-        let target = std::fs::read_link(path(filename))?;
+        let target = std::fs::read_link(self.host_path(filename)?)?;
         let bytes = target.as_os_str().as_bytes();
         let n = bytes.len().min(buf.len());
         buf[..n].copy_from_slice(&bytes[..n]);

@@ -88,6 +88,9 @@ pub fn compute(
                 ArgValue::Bytes(fit(bytes, size).map_err(unavailable)?)
             }
             Location::Implicit { bytes } => ArgValue::Bytes(decode_hex(bytes).map_err(unavailable)?),
+            Location::Computed { register, offset } => {
+                ArgValue::Bytes(computed(tracee, register, *offset, size).map_err(unavailable)?)
+            }
             Location::Pieces { pieces } => {
                 let mut value = Vec::with_capacity(size as usize);
                 for piece in pieces {
@@ -137,11 +140,23 @@ fn piece_bytes(tracee: &dyn Target, location: &Location, size: u64) -> Result<Ve
             let bytes = decode_hex(bytes).map_err(PieceError::Unavailable)?;
             fit(bytes, size).map_err(PieceError::Unavailable)
         }
+        Location::Computed { register, offset } => {
+            computed(tracee, register, *offset, size).map_err(PieceError::Unavailable)
+        }
         Location::OptimizedOut => Err(PieceError::Unavailable("partly optimized out at this location".into())),
         Location::Pieces { .. } => {
             Err(PieceError::Unavailable("described by nested pieces (malformed descriptor)".into()))
         }
     }
+}
+
+/// `register + offset` as the `size` low bytes of the sum (a `computed` location).
+fn computed(tracee: &dyn Target, register: &Register, offset: i64, size: u64) -> Result<Vec<u8>, String> {
+    if size > 8 {
+        return Err(format!("a computed value of {size} bytes (at most 8 fit a register)"));
+    }
+    let value = register_u64(tracee, register)?.wrapping_add(offset as u64);
+    Ok(value.to_le_bytes()[..size as usize].to_vec())
 }
 
 /// The program address of a memory-resident location (`stack`, `symbol`,
@@ -294,6 +309,7 @@ mod tests {
                 },
             ),
             arg(4, 2, Location::Implicit { bytes: "ff01".into() }),
+            arg(5, 8, Location::Computed { register: Register::x86_64(6), offset: -3 }),
         ];
         let refs: Vec<&ArgumentDescriptor> = args.iter().rev().collect();
         let values = compute(7, 0x40, &refs, &fake, &loc()).unwrap();
@@ -305,6 +321,7 @@ mod tests {
                 ArgValue::Address(0x1000_2000),
                 ArgValue::Bytes(vec![0x88, 0x77, 1, 2, 3, 4]),
                 ArgValue::Bytes(vec![0xff, 0x01]),
+                ArgValue::Bytes((0x7000u64 - 3).to_le_bytes().to_vec()),
             ]
         );
     }

@@ -536,7 +536,18 @@ impl DebugHost {
                     let _ = send(fd, &reply);
                 }
                 Some(protocol::MAPS_REQUEST) => {
-                    let ranges = current_ranges(tracee).unwrap_or_default();
+                    r.u32();
+                    let addr = r.u64().unwrap_or(0);
+                    let mut ranges = current_ranges(tracee).unwrap_or_default();
+                    if addr != 0 && !ranges.iter().any(|m| m.start <= addr && addr < m.end) {
+                        // A target that cannot list every mapping may find this one by probing.
+                        if let Ok(Some(m)) = tracee.mapping_at(addr) {
+                            if mirrored(&m) && ranges.len() < protocol::MAX_RANGES {
+                                ranges.push(spec(&m));
+                                ranges.sort_by_key(|r| r.start);
+                            }
+                        }
+                    }
                     let mut w = Writer::new(protocol::MAPS);
                     w.ranges(&ranges);
                     let _ = send(fd, &w.0);

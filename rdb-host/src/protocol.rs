@@ -33,6 +33,7 @@ pub const INIT_ERROR: u32 = 102;
 /// Host -> replayer: please read program memory. Layout: tag u32, pad u32, addr u64, len u64.
 pub const PAGE_REQUEST: u32 = 103;
 /// Host -> replayer: please send the program's mappings (an address was not mirrored).
+/// Layout: tag u32, pad u32, the address u64.
 pub const MAPS_REQUEST: u32 = 104;
 /// Host -> replayer: the debug function returned (or could not run). Layout:
 /// tag u32, status u32 (`STATUS_*`), write count u32, writes u64..., panic

@@ -2,7 +2,7 @@
 //! out-of-line copies, monomorphised copies and inlined copies) and, in each,
 //! the address of the anchor statement.
 
-use crate::index::{same_file, DieRef, Index};
+use crate::index::{same_file, DieRef, Index, Row};
 use rdb_descriptors::SourceLocation;
 
 /// One copy of the enclosing function's code.
@@ -267,17 +267,34 @@ fn in_ranges(ranges: &[gimli::Range], address: u64) -> bool {
     ranges.iter().any(|r| r.begin <= address && address < r.end)
 }
 
-/// The address where the anchor statement begins in `instance`: the lowest
-/// `is_stmt` row of the anchor line whose column is at or after the anchor's
-/// column (rustc and clang put a statement's sub-expressions, which run
-/// first, at later columns than the statement's own start, so the exact
-/// column is often *not* the first instruction). Without rows on that line,
-/// the nearest following line with code.
-pub fn code_address(
+/// The addresses where the anchor statement begins in `instance`: in each
+/// copy of the statement's code, the lowest `is_stmt` row of the anchor line
+/// whose column is at or after the anchor's column (rustc and clang put a
+/// statement's sub-expressions, which run first, at later columns than the
+/// statement's own start, so the exact column is often *not* the first
+/// instruction). Without rows on that line, the nearest following line with
+/// code (one address).
+///
+/// Copies: an optimizer that unrolls a loop or duplicates a tail leaves
+/// several copies of the statement's code in one function, with no DWARF
+/// entity of their own (unlike inlined copies). Walking the function's own
+/// rows in address order (rows of callees inlined into it are neutral),
+/// a new copy starts at a row of the anchor line when
+/// - its (line, column) is the one the current copy started with, other
+///   columns came in between, and no row of
+///   a later line came in between (the statement's code starts over: an
+///   unrolled iteration; a later line in between is the same statement
+///   going on, e.g. a loop's body before its back edge), or
+/// - an `is_stmt` row of an earlier line came in between (code before the
+///   statement ran again: the next iteration, or a duplicated tail).
+///
+/// Rows of one statement's code split by scheduling into several ranges
+/// (other columns, or rows that are not statements) stay one copy.
+pub fn code_addresses(
     index: &Index<'_>,
     instance: &Instance,
     anchor: &SourceLocation,
-) -> Result<Option<CodeAddress>, gimli::Error> {
+) -> Result<Vec<CodeAddress>, gimli::Error> {
     let lines = index.lines(instance.unit)?;
     let files: Vec<usize> =
         lines.files.iter().enumerate().filter(|(_, f)| same_file(f, &anchor.file)).map(|(i, _)| i).collect();
@@ -290,21 +307,179 @@ pub fn code_address(
         // of each inlined copy): they count.
         .filter(|r| in_ranges(&instance.ranges, r.address))
         .collect();
-    let Some(line) = rows.iter().map(|r| r.line).min() else { return Ok(None) };
+    let Some(line) = rows.iter().map(|r| r.line).min() else { return Ok(Vec::new()) };
     let on_line: Vec<_> = rows.iter().filter(|r| r.line == line).collect();
     let after_column: Vec<_> = if line == anchor.line {
         on_line.iter().filter(|r| r.column == 0 || r.column >= anchor.column).copied().collect()
     } else {
         on_line.clone()
     };
-    let pool = if after_column.is_empty() { &on_line } else { &after_column };
-    let statements: Vec<_> = pool.iter().filter(|r| r.is_stmt).collect();
-    let address = if statements.is_empty() {
-        pool.iter().map(|r| r.address).min()
-    } else {
-        statements.iter().map(|r| r.address).min()
+    let pool: Vec<&Row> = if after_column.is_empty() { &on_line } else { &after_column }.iter().map(|r| **r).collect();
+    let first = |copy: &[&Row]| -> Option<u64> {
+        let statements: Vec<_> = copy.iter().filter(|r| r.is_stmt).collect();
+        if statements.is_empty() {
+            copy.iter().map(|r| r.address).min()
+        } else {
+            statements.iter().map(|r| r.address).min()
+        }
     };
-    Ok(address.map(|address| CodeAddress { address, fallback_line: (line != anchor.line).then_some(line) }))
+    if line != anchor.line {
+        return Ok(first(&pool)
+            .map(|address| vec![CodeAddress { address, fallback_line: Some(line) }])
+            .unwrap_or_default());
+    }
+    // The function's own rows, in address order (callees inlined into it excluded).
+    let inlined = nested_inlined_ranges(index, instance)?;
+    let mut own: Vec<&Row> = lines
+        .rows
+        .iter()
+        .filter(|r| in_ranges(&instance.ranges, r.address) && !in_ranges(&inlined, r.address))
+        .collect();
+    own.sort_by_key(|r| r.address);
+    let in_pool = |r: &Row| pool.iter().any(|p| std::ptr::eq(*p, r));
+    struct Copy<'r> {
+        rows: Vec<&'r Row>,
+        /// (line, column) of its rows, in order.
+        keys: Vec<(u32, u32)>,
+        /// Started because its first key came again (not after earlier lines).
+        by_repeat: bool,
+    }
+    let mut copies: Vec<Copy<'_>> = Vec::new();
+    let mut later_line_seen = false;
+    let mut restart = true;
+    // The first of the line-0 rows just before the current row, if any:
+    // code jumped to there runs into this row.
+    let mut zeros_from: Option<u64> = None;
+    for row in own {
+        if row.line == 0 {
+            zeros_from.get_or_insert(row.address);
+            continue;
+        }
+        let block_start = zeros_from.take().unwrap_or(row.address);
+        if in_pool(row) {
+            let key = (row.line, row.column);
+            let keys = copies.last().map(|c| c.keys.as_slice()).unwrap_or_default();
+            // The same key again right after itself is one piece of code
+            // (rows differing only in scope, e.g. a macro's expansion).
+            let repeat = keys.first() == Some(&key) && keys.last() != Some(&key) && !later_line_seen;
+            // Code the current copy branches to is that copy going on (an
+            // overflow check's continuation or panic path at opt-level 0),
+            // not a new copy: a copy is entered by falling into it, or from
+            // elsewhere.
+            let continues = |copy: &Copy<'_>| {
+                copy.rows.first().is_some_and(|first| {
+                    branches_into(index.binary, first.address, block_start, block_start, row.address)
+                })
+            };
+            if (restart || repeat) && !copies.last().is_some_and(continues) {
+                copies.push(Copy { rows: Vec::new(), keys: Vec::new(), by_repeat: !restart });
+                later_line_seen = false;
+                restart = false;
+            }
+            let copy = copies.last_mut().expect("a copy");
+            copy.keys.push(key);
+            copy.rows.push(row);
+        } else if row.line != 0 && files.contains(&row.file) {
+            if row.line > anchor.line {
+                later_line_seen = true;
+            } else if row.line < anchor.line && row.is_stmt {
+                restart = true;
+            }
+        }
+    }
+    // A copy started by a repeated key is one only if the statement's code
+    // really starts over: its keys are those of the copy before (an unrolled
+    // iteration). Otherwise the statement's code only came back to a column
+    // (`if (k % 2)` at opt-level 0: the condition's column, the division's,
+    // the condition's again at the jump).
+    let mut merged: Vec<Copy<'_>> = Vec::new();
+    for copy in copies {
+        match merged.last_mut() {
+            Some(previous) if copy.by_repeat && copy.keys != previous.keys => {
+                previous.rows.extend(copy.rows);
+                previous.keys.extend(copy.keys);
+            }
+            _ => merged.push(copy),
+        }
+    }
+    let copies: Vec<Vec<&Row>> = merged.into_iter().map(|c| c.rows).collect();
+    // Rows of the line only inside inlined callees (call-site rows).
+    if copies.is_empty() {
+        return Ok(first(&pool).map(|address| vec![CodeAddress { address, fallback_line: None }]).unwrap_or_default());
+    }
+    let mut out: Vec<CodeAddress> =
+        copies.iter().filter_map(|c| first(c)).map(|address| CodeAddress { address, fallback_line: None }).collect();
+    out.sort_by_key(|c| c.address);
+    out.dedup();
+    if out.len() > 1 {
+        // Copies run once per execution of the statement, so they sit in
+        // as many loops as each other: code of the line outside the loop
+        // holding the others (a store the optimizer sank out of the loop)
+        // is not a copy.
+        let frame = match instance.frame_owner {
+            Some(owner) => index.ranges(owner)?,
+            None => instance.ranges.clone(),
+        };
+        let loops = back_edges(index.binary, &frame);
+        let depth = |a: u64| loops.iter().filter(|(t, s)| *t <= a && a <= *s).count();
+        let deepest = out.iter().map(|c| depth(c.address)).max().unwrap_or(0);
+        out.retain(|c| depth(c.address) == deepest);
+    }
+    Ok(out)
+}
+
+/// The loops of the code in `ranges`, as (target, branch) address pairs of
+/// its backward jumps.
+fn back_edges(binary: &crate::loader::Binary, ranges: &[gimli::Range]) -> Vec<(u64, u64)> {
+    use iced_x86::{Decoder, DecoderOptions, FlowControl};
+    let mut out = Vec::new();
+    for range in ranges {
+        let Some(bytes) = binary.code(range.begin, range.end) else { continue };
+        let mut decoder = Decoder::with_ip(64, bytes, range.begin, DecoderOptions::NONE);
+        for instruction in &mut decoder {
+            if matches!(instruction.flow_control(), FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch) {
+                let target = instruction.near_branch_target();
+                if target <= instruction.ip() && ranges.iter().any(|r| r.begin <= target && target < r.end) {
+                    out.push((target, instruction.ip()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether a jump in the code from `from` to `to` (calls excluded)
+/// targets an address in `[begin, end]`.
+fn branches_into(binary: &crate::loader::Binary, from: u64, to: u64, begin: u64, end: u64) -> bool {
+    use iced_x86::{Decoder, DecoderOptions, FlowControl};
+    let Some(bytes) = binary.code(from, to) else { return false };
+    let mut decoder = Decoder::with_ip(64, bytes, from, DecoderOptions::NONE);
+    for instruction in &mut decoder {
+        if matches!(instruction.flow_control(), FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch) {
+            let target = instruction.near_branch_target();
+            if begin <= target && target <= end {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Address ranges of the callees inlined into `instance` (at any depth).
+fn nested_inlined_ranges(index: &Index<'_>, instance: &Instance) -> Result<Vec<gimli::Range>, gimli::Error> {
+    let Some(die) = instance.die else { return Ok(Vec::new()) };
+    let dies = index.dies(die.unit)?;
+    let depth = dies[die.die].depth;
+    let mut out = Vec::new();
+    for (i, d) in dies.iter().enumerate().skip(die.die + 1) {
+        if d.depth <= depth {
+            break;
+        }
+        if d.tag == gimli::DW_TAG_inlined_subroutine {
+            out.extend(index.ranges(DieRef { unit: die.unit, die: i })?);
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -28,8 +28,14 @@ pub enum DebugInfo {
 /// declares a variable or parameter.
 pub fn debug_info(path: &Path) -> Result<DebugInfo, LocateError> {
     let data = std::fs::read(path).map_err(|source| LocateError::Io { path: path.into(), source })?;
+    let file =
+        object::File::parse(&*data).map_err(|e| LocateError::NotElf { path: path.into(), reason: e.to_string() })?;
+    debug_info_in(path, &file)
+}
+
+/// [`debug_info`] of an ELF file already read from `path`.
+pub(crate) fn debug_info_in(path: &Path, file: &object::File<'_>) -> Result<DebugInfo, LocateError> {
     let not_elf = |reason: String| LocateError::NotElf { path: path.into(), reason };
-    let file = object::File::parse(&*data).map_err(|e| not_elf(e.to_string()))?;
     let Some(info) = file.section_by_name(".debug_info").filter(|s| s.size() > 0) else { return Ok(DebugInfo::None) };
     let endian = if file.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
     let load = |section: Option<object::Section<'_, '_>>| -> Result<Vec<u8>, LocateError> {

@@ -310,7 +310,8 @@ fn read_lines(unit: &gimli::Unit<R>, files: Vec<PathBuf>) -> Result<Lines, gimli
         if row.end_sequence() {
             continue;
         }
-        let Some(line) = row.line() else { continue };
+        // Line 0 (code of no source line) is kept: it continues the code before.
+        let line = row.line().map_or(0, |l| l.get());
         let column = match row.column() {
             gimli::ColumnType::LeftEdge => 0,
             gimli::ColumnType::Column(c) => c.get() as u32,
@@ -318,7 +319,7 @@ fn read_lines(unit: &gimli::Unit<R>, files: Vec<PathBuf>) -> Result<Lines, gimli
         rows.push(Row {
             address: row.address(),
             file: row.file_index().wrapping_sub(first) as usize,
-            line: line.get() as u32,
+            line: line as u32,
             column,
             is_stmt: row.is_stmt(),
             prologue_end: row.prologue_end(),

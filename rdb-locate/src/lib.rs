@@ -18,12 +18,18 @@
 //!   (registers + memory); `symbolic` runs it on a symbolic machine to
 //!   obtain descriptor [`Location`]s.
 //! - `types`: type names and sizes.
+//! - [`build`]: what an executable tells about its build, and why a rebuilt
+//!   binary differs from a recorded one.
 //!
 //! # What the descriptors mean, precisely
 //!
 //! **Code location.** For each copy of the enclosing function (the
 //! out-of-line subprogram, each monomorphised copy, each inlined copy, the
-//! closure holding the region) the region runs at the lowest address of an
+//! closure holding the region), and in it for each copy of the anchor
+//! statement's code that an optimizer duplicated without DWARF of its own
+//! (unrolled loops, duplicated tails: see `function::code_addresses` for how
+//! copies are told from one statement's code split in pieces), the region
+//! runs at the lowest address of an
 //! `is_stmt` line-table row of the anchor's file and line, among the rows
 //! whose column is at or after the anchor's column. Not "the row with the
 //! exact column": rustc and clang give a statement's sub-expressions (which
@@ -56,9 +62,10 @@
 //! `stack` (base register + offset; `DW_OP_fbreg` resolves through
 //! `DW_AT_frame_base`, and `DW_OP_call_frame_cfa` through the CFA rule of
 //! `.eh_frame`/`.debug_frame` at that address), `symbol` (+ offset),
-//! `pieces`, `implicit` (constants, `DW_AT_const_value`) and
-//! `optimized_out`. Values the descriptor format cannot express (a register
-//! plus an offset or any other computation marked `DW_OP_stack_value`, a
+//! `pieces`, `implicit` (constants, `DW_AT_const_value`), `computed` (a
+//! register plus a constant, `DW_OP_bregN k; DW_OP_stack_value`) and
+//! `optimized_out`. Values the descriptor format cannot express (any other
+//! computation marked `DW_OP_stack_value`, a
 //! pointer that must be read from memory, `DW_OP_entry_value`, TLS, implicit
 //! pointers) are passed as `optimized_out` with a warning naming the
 //! variable, the region, the address and the reason.
@@ -69,6 +76,7 @@
 //! of the region's file first; the ELF symbol covering it gives
 //! `symbol + offset`.
 
+pub mod build;
 mod calls;
 pub mod eval;
 mod function;
@@ -78,6 +86,7 @@ pub mod loader;
 mod module;
 mod reader;
 mod symbolic;
+mod twin;
 mod types;
 mod variable;
 
@@ -92,6 +101,7 @@ pub use calls::{CallQuery, LocatedCall, WatchedStatic};
 pub use function::matches_function;
 pub use identity::{binary_identity, check_same_code, debug_info, DebugInfo, TwinError};
 pub use module::{patch_entry_ids, region_table, TableEntry};
+pub use twin::{prove_twin, ProvenFunction, TwinLayoutError, TwinMap};
 
 /// What the source side knows about one debug region.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,6 +188,64 @@ pub struct Located {
 }
 
 impl Located {
+    /// Moves descriptors computed from a DWARF twin onto the main binary
+    /// ([`prove_twin`]): each code location becomes the main binary's
+    /// address of the same instruction; a location in a function whose
+    /// code is not proven equal is dropped (with its argument locations)
+    /// and reported, never served. A symbol location in code (a C function
+    /// passed by address) is mapped the same way; data addresses are the
+    /// same in both (the proof requires it).
+    pub fn retarget(&mut self, map: &TwinMap) {
+        if map.identical {
+            return;
+        }
+        let mut dropped: Vec<(u32, u64)> = Vec::new();
+        let mut moved: HashMap<(u32, u64), u64> = HashMap::new();
+        for (function, instantiations) in self.functions.iter_mut().zip(self.instantiations.iter_mut()) {
+            let region = function.region;
+            let mut kept = Vec::new();
+            let mut kept_instantiations = Vec::new();
+            let old = std::mem::take(instantiations);
+            let mut old = old.into_iter();
+            for location in function.locations.drain(..) {
+                let instantiation = old.next().unwrap_or_default();
+                match map.map(location.address) {
+                    Ok((address, symbol, offset)) => {
+                        moved.insert((region, location.address), address);
+                        kept.push(CodeLocation { address, symbol, offset, ..location });
+                        kept_instantiations.push(instantiation);
+                    }
+                    Err(why) => {
+                        self.warnings.push(format!(
+                            "region {region} ({}): its code at {:#x} in `{}` cannot be served: {why}; the region does \
+                             not run there",
+                            show(&function.begin),
+                            location.address,
+                            function.function.name
+                        ));
+                        dropped.push((region, location.address));
+                    }
+                }
+            }
+            if kept.is_empty() && function.note.is_none() {
+                function.note =
+                    Some("no code location is proven identical between the recorded build and its twin".into());
+            }
+            function.locations = kept;
+            *instantiations = kept_instantiations;
+        }
+        for argument in &mut self.arguments {
+            let region = argument.region;
+            argument.locations.retain(|p| !dropped.contains(&(region, p.address)));
+            for placed in &mut argument.locations {
+                if let Some(&address) = moved.get(&(region, placed.address)) {
+                    placed.address = address;
+                }
+                retarget_location(&mut placed.location, map);
+            }
+        }
+    }
+
     /// The two descriptor files' contents for these results.
     pub fn into_descriptors(
         self,
@@ -191,6 +259,21 @@ impl Located {
         let mut arguments = ArgumentDescriptors::new();
         arguments.arguments = self.arguments;
         (functions, arguments)
+    }
+}
+
+fn retarget_location(location: &mut Location, map: &TwinMap) {
+    match location {
+        Location::Symbol { symbol, offset, address } => {
+            if let Ok((main, name, off)) = map.map(*address) {
+                *address = main;
+                *symbol = name;
+                *offset = off as i64;
+            }
+        }
+        Location::Pieces { pieces } => pieces.iter_mut().for_each(|p| retarget_location(&mut p.location, map)),
+        Location::Indirect { pointer, .. } => retarget_location(pointer, map),
+        _ => {}
     }
 }
 
@@ -324,8 +407,8 @@ fn locate_site(
         let instances = function::in_body(index, instances, site.bodies.last())?;
         let mut found = Vec::new();
         for instance in instances {
-            if let Some(code) = function::code_address(index, &instance, &site.anchor)? {
-                found.push((instance, code));
+            for code in function::code_addresses(index, &instance, &site.anchor)? {
+                found.push((instance.clone(), code));
             }
         }
         // Copies with code on the anchor's own line win over copies that only

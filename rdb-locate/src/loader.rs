@@ -21,6 +21,8 @@ pub struct Binary {
     unwind: Unwind,
     /// Whether the ELF file is position-independent (`ET_DYN`).
     pub position_independent: bool,
+    /// Executable sections: (address, bytes).
+    code: Vec<(u64, Vec<u8>)>,
 }
 
 impl Binary {
@@ -56,7 +58,21 @@ impl Binary {
         let symbols = SymbolTable::new(&file);
         let unwind = Unwind::new(&file, endian, section(".eh_frame")?, section(".debug_frame")?);
         let position_independent = matches!(file.kind(), object::ObjectKind::Dynamic);
-        Ok(Binary { path: path.into(), dwarf, symbols, unwind, position_independent })
+        let code = file
+            .sections()
+            .filter(|s| s.kind() == object::SectionKind::Text && s.address() != 0)
+            .filter_map(|s| Some((s.address(), s.data().ok()?.to_vec())))
+            .collect();
+        Ok(Binary { path: path.into(), dwarf, symbols, unwind, position_independent, code })
+    }
+
+    /// The code bytes from `begin` to `end` (within one executable section).
+    pub fn code(&self, begin: u64, end: u64) -> Option<&[u8]> {
+        self.code.iter().find_map(|(start, bytes)| {
+            let from = begin.checked_sub(*start)? as usize;
+            let to = end.checked_sub(*start)? as usize;
+            bytes.get(from..to)
+        })
     }
 
     /// The CFA rule in force at `address`, if the unwind tables cover it.

@@ -17,6 +17,11 @@ use rdb_descriptors::{Location, Piece as DescriptorPiece, Register as Descriptor
 
 const STRIDE_SHIFT: u32 = 36;
 const ORIGINS: [u64; 2] = [1 << 56, 2 << 56];
+/// A third origin that differs from the first in its low bits too: a value
+/// that masks or scales a register (`rdi & 0xffffffff`, `rdi * 10`) would
+/// look constant or decode wrongly from the first two runs alone; a third
+/// run must agree with what they decoded.
+const CHECK_ORIGIN: u64 = (3 << 56) + 0x9_5a5a_5a58;
 
 /// Registers take slots 1..=64; the pointer read by the `k`-th memory read
 /// (`DW_OP_deref`) takes slot `65 + k`.
@@ -98,6 +103,29 @@ fn decode(first: u64, second: u64) -> Option<Symbol> {
     Some(Symbol::Relative { register: (slot - 1) as u16, offset })
 }
 
+/// Whether the check run's results are those the first two runs predict.
+fn agrees(first: &[gimli::Piece<R>], second: &[gimli::Piece<R>], check: &[gimli::Piece<R>]) -> bool {
+    use gimli::Location as G;
+    let predicted = |a: u64, b: u64, c: u64| match decode(a, b) {
+        Some(Symbol::Absolute(v)) => c == v,
+        Some(Symbol::Relative { .. }) => c.wrapping_sub(a) == CHECK_ORIGIN.wrapping_sub(ORIGINS[0]),
+        None => true,
+    };
+    if first.len() != check.len() || second.len() != check.len() {
+        return false;
+    }
+    first.iter().zip(second).zip(check).all(|((a, b), c)| match (&a.location, &b.location, &c.location) {
+        (G::Address { address: a }, G::Address { address: b }, G::Address { address: c }) => predicted(*a, *b, *c),
+        (G::Value { value: a }, G::Value { value: b }, G::Value { value: c }) => {
+            match (a.to_u64(!0), b.to_u64(!0), c.to_u64(!0)) {
+                (Ok(a), Ok(b), Ok(c)) => predicted(a, b, c),
+                _ => false,
+            }
+        }
+        _ => true,
+    })
+}
+
 /// What the caller must supply to finish a location: static addresses become
 /// `symbol + offset` through the ELF symbol table.
 pub trait Symbolizer {
@@ -130,6 +158,11 @@ pub fn describe(
         })?;
         runs.push(pieces);
         reads.push(machine.reads);
+    }
+    let mut check_machine = Symbolic { origin: CHECK_ORIGIN, reads: Vec::new() };
+    let check = evaluate(expression.clone(), frame, &mut check_machine).map_err(|e| e.to_string())?;
+    if !agrees(&runs[0], &runs[1], &check) {
+        return Err("its value is computed from registers in a way a descriptor cannot express".into());
     }
     let reads = Reads(&reads[0], &reads[1]);
     let (first, second) = (&runs[0], &runs[1]);
@@ -185,6 +218,9 @@ fn piece_location(
                         },
                         _ => Err("its value is computed in a way a descriptor cannot express".into()),
                     }
+                }
+                Some(Symbol::Relative { register, offset }) if u64::from(register) + 1 < DEREF_SLOT && size <= 8 => {
+                    Ok(Location::Computed { register: DescriptorRegister::x86_64(register), offset })
                 }
                 Some(Symbol::Relative { register, offset }) => Err(format!(
                     "its value is computed ({} {:+}), which a descriptor cannot express",
@@ -309,9 +345,26 @@ mod tests {
     }
 
     #[test]
+    fn a_masked_or_scaled_register_is_not_a_constant() {
+        // breg5 0; constu 0xffffffff; and; lit10; mul; stack_value (rustc, `let base = w * 10`).
+        let e = describe_bytes(&[0x75, 0x00, 0x10, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x1a, 0x3a, 0x1e, 0x9f], &[0x57], 4);
+        assert!(e.unwrap_err().contains("cannot express"));
+    }
+
+    #[test]
+    fn a_register_plus_a_constant_is_computed() {
+        // rbx + 8 as a value.
+        assert_eq!(
+            describe_bytes(&[0x73, 0x08, 0x9f], &[0x57], 8),
+            Ok(Location::Computed { register: Reg::x86_64(3), offset: 8 })
+        );
+        // Too large for a register's sum.
+        assert!(describe_bytes(&[0x73, 0x08, 0x9f], &[0x57], 16).unwrap_err().contains("rbx +8"));
+    }
+
+    #[test]
     fn what_a_descriptor_cannot_express() {
-        // rbx + 8 as a value, twice rbx, rbx + rsi.
-        assert!(describe_bytes(&[0x73, 0x08, 0x9f], &[0x57], 8).unwrap_err().contains("rbx +8"));
+        // twice rbx, rbx + rsi.
         assert!(describe_bytes(&[0x73, 0x00, 0x32, 0x1e, 0x9f], &[0x57], 8).is_err());
         assert!(describe_bytes(&[0x73, 0x00, 0x74, 0x00, 0x22], &[0x57], 8).is_err());
         // DW_OP_entry_value(DW_OP_reg5), stack_value.

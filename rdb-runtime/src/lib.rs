@@ -5,7 +5,8 @@
 //!   from the trace, checking every syscall. They mirror each other.
 //! - [`syscalls`] is the syscall table (policy + memory effects per number, as data);
 //!   [`effects`] turns it into concrete memory ranges.
-//! - [`trace`] is the on-disk format (versioned header, checksummed zstd chunks of events).
+//! - [`trace`] is the on-disk format and its one codec (versioned header, zstd chunks of events
+//!   bound together by a digest chain, kept files, packs).
 //! - [`process`] holds tracee operations both sides need (syscall injection, initial stack,
 //!   `rdtsc` emulation). Every system call on a tracee goes through the tracee layer,
 //!   `rdb_tracee` (ptrace, `/proc`, memory, the stopped-target traits); the engine itself has
@@ -94,6 +95,7 @@ pub mod record;
 pub mod replay;
 mod reverse;
 pub mod session;
+mod stall;
 pub mod syscalls;
 pub mod trace;
 
@@ -111,7 +113,7 @@ pub use position::{Move, Position};
 pub use record::{record, record_with, RecordOptions, RecordOutcome, Schedule};
 pub use replay::{replay, Divergence, ReplayOptions, ReplayOutcome};
 pub use session::{Resume, Session, SessionStop, ThreadInfo, ThreadView};
-pub use trace::{TraceError, TraceReader};
+pub use trace::{Trace, TraceError};
 
 /// Errors of recording and replaying.
 #[derive(Debug, thiserror::Error)]
@@ -129,8 +131,14 @@ pub enum Error {
     Unsupported { pid: Pid, what: String },
     #[error("thread {tid} ran user code for {secs} s without a syscall at pc {pc:#x}{} while {waiting} other thread(s) waited for their turn: rdb switches threads only at syscalls, so a thread spinning until another one acts never ends under rdb (add a syscall such as sched_yield to the spin loop)", location.as_ref().map(|l| format!(" ({l})")).unwrap_or_default())]
     Spinning { tid: Pid, pc: u64, location: Option<String>, waiting: usize, secs: u64 },
-    #[error("{path} changed since it was recorded (blake3 {recorded} then, {now} now); replay needs the same file")]
-    FileChanged { path: PathBuf, recorded: String, now: String },
+    /// The current hash is never shown: a crafted trace must not make replay an oracle for
+    /// the contents of files.
+    #[error("{path} changed since it was recorded (blake3 {recorded} then); replay needs the same file")]
+    FileChanged { path: PathBuf, recorded: String },
+    #[error("the trace's copy of {path} ({kept}) changed since it was recorded (blake3 {recorded} then): it is a hard link to the original, which was rewritten in place since; record with `--keep-files copy` to be safe from that")]
+    KeptFileChanged { path: PathBuf, kept: PathBuf, recorded: String },
+    #[error("{path} changed since it was recorded (blake3 {recorded} then); the kernel loads it by its path (a script's interpreter or the dynamic loader), so replay needs the same file there: replay on a machine where it is the recorded one")]
+    LoadedFileChanged { path: PathBuf, recorded: String },
     #[error("{path} is needed but cannot be read")]
     FileMissing { path: PathBuf, source: io::Error },
     #[error("{0}")]

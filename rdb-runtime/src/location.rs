@@ -28,11 +28,11 @@ fn symbolize(exe: &Path, probe: u64) -> Option<String> {
 /// executable found on the stack.
 pub fn describe(image: &ProcessImage, pc: u64, sp: u64) -> Option<String> {
     let maps = procfs::maps(image.pid).unwrap_or_default();
-    let exe = image.exe.to_string_lossy();
+    let exe = image.file.to_string_lossy();
     let in_exe = |a: u64| maps.iter().any(|m| m.executable && m.name == exe && m.contains(a));
     let mut parts = Vec::new();
     if in_exe(pc) {
-        parts.push(symbolize(&image.exe, pc - image.load_bias)?);
+        parts.push(symbolize(&image.file, pc - image.load_bias)?);
     } else if let Some(m) = maps.iter().find(|m| m.contains(pc)) {
         let name = if m.name.is_empty() { "anonymous memory".to_string() } else { m.name.clone() };
         parts.push(format!("in {name}"));
@@ -43,7 +43,7 @@ pub fn describe(image: &ProcessImage, pc: u64, sp: u64) -> Option<String> {
     for w in stack[..n].chunks_exact(8) {
         let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
         if v != pc && in_exe(v) {
-            if let Some(s) = symbolize(&image.exe, v - 1 - image.load_bias) {
+            if let Some(s) = symbolize(&image.file, v - 1 - image.load_bias) {
                 parts.push(format!("called from {s}"));
                 seen += 1;
                 if seen == 3 {

@@ -29,8 +29,11 @@ pub struct ProcessImage {
     pub tid: Tid,
     /// Real pid during this replay (of the thread the image is handed with).
     pub pid: Pid,
-    /// Absolute path of the executable.
+    /// Absolute path of the executable, as recorded (what the program was started as).
     pub exe: PathBuf,
+    /// Where the image's bytes are read from: during replay the trace's kept copy of the
+    /// recorded executable (the original may have been rebuilt since), else `exe`.
+    pub file: PathBuf,
     /// Load bias: run-time address minus link-time address (0x555555554000 for a PIE with ASLR
     /// off, 0 for a non-PIE executable).
     pub load_bias: u64,

@@ -31,7 +31,7 @@ use crate::location;
 use crate::observer::ProcessImage;
 use crate::process::{self, FileHashes};
 use crate::syscalls::{self, In, Policy, SyscallDesc, Sysno};
-use crate::trace::{self, Event, Header, MappedFile, Stream, Summary, Tid, TraceWriter};
+use crate::trace::{self, Event, Header, KeepFiles, MappedFile, Stream, Summary, Tid, TraceWriter};
 use crate::Error;
 
 /// What to record.
@@ -44,6 +44,11 @@ pub struct RecordOptions {
     pub trace_dir: PathBuf,
     /// Pin the recorder and the program to one CPU (much cheaper ptrace stops).
     pub pin_cpu: bool,
+    /// Keep the executables and mapped files in the trace (see `trace::files`).
+    pub keep_files: KeepFiles,
+    /// What the executable tells about its build, for the header (`rdb_locate::build::describe`);
+    /// kept only when it describes the file recorded (same hash).
+    pub program_build: Option<rdb_descriptors::ProgramBuild>,
 }
 
 /// How the recorder interleaves the threads of a process (see the crate docs).
@@ -298,6 +303,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
             e
         })
         .collect();
+    let (cpu, cpu_flags) = trace::cpu_identity();
     let header = Header {
         format: trace::FORMAT_NAME.into(),
         version: trace::FORMAT_VERSION,
@@ -308,10 +314,13 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         cwd: cwd.display().to_string(),
         started_unix: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         pinned_cpu: pinned,
-        cpu: trace::cpu_identity(),
+        cpu,
+        cpu_flags,
+        kernel: trace::kernel_release(),
         chaos_seed: schedule.chaos,
+        program_build: opts.program_build.clone().filter(|b| b.blake3 == trace::hex(&exe_hash)),
     };
-    let w = TraceWriter::create(&opts.trace_dir, &header)?;
+    let w = TraceWriter::create(&opts.trace_dir, &header, &opts.keep_files)?;
 
     sys::ignore_terminal_signals();
     let mut cmd = Command::new(&exec_name);
@@ -722,6 +731,17 @@ impl Recorder {
             self.hashes.hash(&image).map_err(|source| Error::FileMissing { path: image.clone(), source })?;
         let (blake3, _) =
             self.hashes.hash(&path).map_err(|source| Error::FileMissing { path: path.clone(), source })?;
+        // The loader the kernel mapped with the image: replay checks it (the kernel loads it by
+        // path); the files themselves are kept with the trace.
+        let interp = trace::files::elf_interpreter(&image).and_then(|p| {
+            let (h, _) = self.hashes.hash(&p).ok()?;
+            Some((p, h))
+        });
+        self.w.keep_file(&path, &blake3);
+        self.w.keep_file(&image, &image_blake3);
+        if let Some((p, h)) = &interp {
+            self.w.keep_file(p, h);
+        }
         let stack_copy = stack.clone();
         self.w.push(&Event::Exec {
             tid: Tid(pid.0 as u32),
@@ -731,12 +751,14 @@ impl Recorder {
             image_blake3,
             sp: regs.rsp,
             stack,
+            interp: interp.map(|(p, h)| (p.into_os_string().into_vec(), h)),
         })?;
         if let Some(p) = self.procs.get_mut(&pid) {
             p.fd_streams.clear();
         }
         let load_bias = process::load_bias(&image, &stack_copy);
-        self.images.insert(pid, ProcessImage { tid: Tid(pid.0 as u32), pid, exe: image, load_bias });
+        self.images
+            .insert(pid, ProcessImage { tid: Tid(pid.0 as u32), pid, file: image.clone(), exe: image, load_bias });
         Ok(())
     }
 
@@ -779,6 +801,10 @@ impl Recorder {
             // The kernel would write the current CPU into rseq areas at any time: make the
             // call fail with ENOSYS (glibc copes) by skipping it.
             ptrace::poke_user(pid, ptrace::ORIG_RAX_OFFSET, u64::MAX).map_err(Error::ptrace(pid, "skipping rseq"))?;
+        }
+        if trace::progress::active() && self.stream_of(pid, desc, args[0]).is_some() {
+            // A progress display on our terminal steps aside before the program writes there.
+            trace::progress::before_output();
         }
         let exec_path = match call {
             Sysno::execve => exec_target(pid, libc::AT_FDCWD as u64, args[0]),
@@ -915,13 +941,12 @@ impl Recorder {
         ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
     }
 
-    /// Bytes a write-family call sent to the recorder's own stdout/stderr.
-    fn output_of(&mut self, pid: Pid, desc: &SyscallDesc, args: &[u64; 6], len: u64) -> Option<(Stream, Vec<u8>)> {
-        let source = desc.reads?;
-        let fd = args[0];
+    /// Which of the recorder's own output streams a write-family call on `fd` reaches.
+    fn stream_of(&mut self, pid: Pid, desc: &SyscallDesc, fd: u64) -> Option<Stream> {
+        desc.reads?;
         let (stdout_id, stderr_id) = (self.stdout_id, self.stderr_id);
         let p = self.procs.get_mut(&pid)?;
-        let stream = *p.fd_streams.entry(fd).or_insert_with(|| {
+        *p.fd_streams.entry(fd).or_insert_with(|| {
             let md = procfs::fd_metadata(pid, fd).ok()?;
             let id = Some((md.dev(), md.ino()));
             if id == stderr_id && (fd == 2 || id != stdout_id) {
@@ -931,8 +956,13 @@ impl Recorder {
             } else {
                 None
             }
-        });
-        let stream = stream?;
+        })
+    }
+
+    /// Bytes a write-family call sent to the recorder's own stdout/stderr.
+    fn output_of(&mut self, pid: Pid, desc: &SyscallDesc, args: &[u64; 6], len: u64) -> Option<(Stream, Vec<u8>)> {
+        let source = desc.reads?;
+        let stream = self.stream_of(pid, desc, args[0])?;
         let mem = pid;
         let mut data = Vec::with_capacity(len as usize);
         let mut ranges = Vec::new();
@@ -985,6 +1015,7 @@ impl Recorder {
         let (blake3, size) =
             self.hashes.hash(&path).map_err(|source| Error::FileMissing { path: path.clone(), source })?;
         self.mapped.insert(bytes.clone(), blake3);
+        self.w.keep_file(&path, &blake3);
         Ok(Some(MappedFile { path: bytes, blake3, size, snapshot: None }))
     }
 

@@ -23,10 +23,10 @@ use rdb_tracee::{debugreg, mem, procfs, this_process as sys, Pid};
 
 use crate::displace::{self, StepOver};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
-use crate::process::{self, FileHashes};
+use crate::process;
 use crate::session::{Debugger, Halt, HaltKind, Resume, Session, SessionStop};
 use crate::syscalls::{self, Mask, Policy, Sysno};
-use crate::trace::{self, event::describe_status, Event, MappedFile, Stream, Tid, TraceReader};
+use crate::trace::{self, event::describe_status, files::ReplayFiles, Event, EventReader, MappedFile, Tid, Trace};
 use crate::Error;
 
 /// What to replay.
@@ -194,7 +194,9 @@ impl Proc {
 
 /// Events read ahead of the current position (needed to see a process's next event).
 pub(crate) struct Events {
-    reader: TraceReader,
+    reader: EventReader,
+    /// Bumped at every event consumed and breakpoint hit (see `stall`).
+    progress: std::sync::Arc<std::sync::atomic::AtomicU64>,
     buf: VecDeque<Event>,
     pub(crate) index: u64,
     exhausted: bool,
@@ -221,6 +223,7 @@ impl Events {
         let ev = self.buf.pop_front().expect("pop after head");
         self.last.insert(ev.tid(), self.index);
         self.index += 1;
+        self.progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(ev)
     }
     /// Go back (or forward) to trace index `index`: the next event is the one there.
@@ -291,8 +294,8 @@ pub(crate) struct Replayer<'o> {
     pub(crate) by_pid: HashMap<Pid, Tid>,
     pub(crate) parked: HashMap<Tid, Stop>,
     early_children: HashSet<Pid>,
-    hashes: FileHashes,
-    file_cache: HashMap<Vec<u8>, Rc<Vec<u8>>>,
+    /// The files the trace names: its kept copies, else the originals, checked.
+    files: ReplayFiles,
     pub(crate) observer: Box<dyn ReplayObserver + 'o>,
     echo: bool,
     pub(crate) root: Tid,
@@ -320,6 +323,8 @@ pub(crate) struct Replayer<'o> {
     pub(crate) marks: Marks,
     /// Checkpoints the replayer takes by itself (see `reverse`).
     pub(crate) auto: crate::reverse::AutoCheckpoints,
+    /// Ends a plain replay that stops making progress (see `stall`).
+    stall: Option<crate::stall::StallWatch>,
 }
 
 /// The high-water mark of a replay that goes back and forth: the recorded output of events
@@ -331,52 +336,77 @@ pub(crate) struct Marks {
     pub(crate) regions: HashMap<Tid, (u64, u64)>,
 }
 
-fn check_file(hashes: &mut FileHashes, path: &Path, want: &[u8; 32]) -> Result<(), Error> {
-    let (now, _) = hashes.hash(path).map_err(|source| Error::FileMissing { path: path.to_path_buf(), source })?;
-    if &now != want {
-        return Err(Error::FileChanged { path: path.to_path_buf(), recorded: trace::hex(want), now: trace::hex(&now) });
-    }
-    Ok(())
-}
-
 /// Replay a trace to its end.
 pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result<ReplayOutcome, Error> {
-    let mut session = Session::start(opts, observer)?;
-    match session.resume(Resume::Continue)? {
-        SessionStop::End => session.finish(),
+    let mut session = Session::start_watched(opts, observer)?;
+    match session.resume(Resume::Continue) {
+        Ok(SessionStop::End) => session.finish(),
         // Nothing is armed and no process is debugged: no other stop can come.
-        other => unreachable!("replay without a debugger stopped: {other:?}"),
+        Ok(other) => unreachable!("replay without a debugger stopped: {other:?}"),
+        Err(e) => Err(session.r.stalled().unwrap_or(e)),
     }
 }
 
 impl<'o> Replayer<'o> {
     /// Open the trace, start the recorded program and set up its first image; the program is
     /// stopped before its first instruction.
-    pub(crate) fn start(opts: &ReplayOptions, observer: Box<dyn ReplayObserver + 'o>) -> Result<Replayer<'o>, Error> {
-        let reader = TraceReader::open(&opts.trace_dir)?;
-        let ends_early = reader.ends_early();
-        let cpu = trace::cpu_identity();
-        if !reader.header.cpu.is_empty() && reader.header.cpu != cpu {
+    ///
+    /// `watch_stalls`: a thread ends the replay when it stops making progress (see `stall`);
+    /// not for a debugger's replay, which stands still while the debugger is halted.
+    pub(crate) fn start(
+        opts: &ReplayOptions,
+        observer: Box<dyn ReplayObserver + 'o>,
+        watch_stalls: bool,
+    ) -> Result<Replayer<'o>, Error> {
+        let trace = Trace::open(&opts.trace_dir)?;
+        let ends_early = trace.ends_early();
+        let differences = trace::machine_differences(trace.header());
+        if !differences.is_empty() {
             eprintln!(
-                "rdb: warning: the trace was recorded on {} and this is {cpu}; cpuid cannot be trapped here, so the replay may diverge",
-                reader.header.cpu
+                "rdb: warning: this machine differs from the one the trace was recorded on:\n  {}\n  cpuid cannot be trapped here and re-executed calls run on this kernel, so the replay may diverge",
+                differences.join("\n  ")
             );
         }
-        let mut ev = Events { reader, buf: VecDeque::new(), index: 0, exhausted: false, last: HashMap::new() };
+        let mut files = ReplayFiles::new(&trace);
+        let recorded = match trace.summary() {
+            Some(s) => std::time::Duration::from_millis(s.duration_ms),
+            None => std::fs::metadata(trace.path().join(trace::EVENTS_FILE))
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(std::time::Duration::ZERO, |t| {
+                    t.saturating_sub(std::time::Duration::from_secs(trace.header().started_unix))
+                }),
+        };
+        // Spawned before this thread disables its TSC (the watch thread only sleeps).
+        let stall = watch_stalls.then(|| crate::stall::StallWatch::start(recorded));
+        let progress = stall.as_ref().map_or_else(Default::default, |s| s.progress.clone());
+        let mut ev = Events {
+            reader: trace.events()?,
+            progress,
+            buf: VecDeque::new(),
+            index: 0,
+            exhausted: false,
+            last: HashMap::new(),
+        };
         let Some(Event::Start { tid, exe, argv, envp, .. }) = ev.head()?.cloned() else {
+            if ends_early {
+                // Cut short before its first complete chunk: nothing to replay.
+                return Err(Error::EndsEarly { events: 0 });
+            }
             return Err(trace::TraceError::Corrupt {
-                path: opts.trace_dir.clone(),
+                path: trace.path().join(trace::EVENTS_FILE),
                 offset: 0,
                 why: "the trace does not begin with a start event".into(),
             }
             .into());
         };
         ev.pop()?;
-        let exe = PathBuf::from(OsStr::from_bytes(&exe));
-        let mut hashes = FileHashes::default();
-        if let Some(Event::Exec { blake3, image, image_blake3, .. }) = ev.head()?.cloned() {
-            check_file(&mut hashes, &exe, &blake3)?;
-            check_file(&mut hashes, Path::new(OsStr::from_bytes(&image)), &image_blake3)?;
+        let mut exe = PathBuf::from(OsStr::from_bytes(&exe));
+        if let Some(Event::Exec { blake3, .. }) = ev.head()? {
+            // Run the trace's copy of the executable (see `apply_exec`).
+            let blake3 = *blake3;
+            exe = files.get(&exe, &blake3)?.path.clone();
         }
         if opts.pin_cpu {
             let _ = sys::pin_to_cpu(sys::current_cpu());
@@ -418,8 +448,7 @@ impl<'o> Replayer<'o> {
             by_pid: HashMap::new(),
             parked: HashMap::new(),
             early_children: HashSet::new(),
-            hashes,
-            file_cache: HashMap::new(),
+            files,
             observer,
             echo: opts.echo_output,
             root: tid,
@@ -436,6 +465,7 @@ impl<'o> Replayer<'o> {
             interrupted: HashSet::new(),
             marks: Marks::default(),
             auto: Default::default(),
+            stall,
         };
         r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
         r.by_pid.insert(pid, tid);
@@ -475,6 +505,27 @@ impl<'o> Replayer<'o> {
         self.by_pid.clear();
         self.parked.clear();
         let _ = std::io::stdout().flush();
+    }
+
+    /// The divergence to report when the stall watch ended the replay (see `stall`).
+    pub(crate) fn stalled(&mut self) -> Option<Error> {
+        if !self.stall.as_ref().is_some_and(|s| s.fired()) {
+            return None;
+        }
+        let limit = self.stall.as_ref().map_or(0, |s| s.limit.as_secs());
+        let expected = self.head_desc().unwrap_or_default();
+        let tid = self.ev.buf.front().map_or(self.root, |e| e.tid());
+        Some(Error::Divergence(Box::new(Divergence {
+            index: self.ev.index,
+            tid,
+            pid: Pid(-1),
+            expected,
+            actual: format!(
+                "no progress for {limit} s: the program ran without reaching this event (it spins in user code on data the trace gave it: a damaged or crafted trace?) and was stopped"
+            ),
+            pc: 0,
+            location: None,
+        })))
     }
 
     /// Raw wait status of the root process, once it exited.
@@ -921,7 +972,13 @@ impl Replayer<'_> {
             let a: Vec<String> = args[..n].iter().map(|a| format!("{a:#x}")).collect();
             format!("{}({})", syscalls::name(nr), a.join(", "))
         };
-        let (index, head) = self.ev.next_of_indexed(tid)?.map(|(i, e)| (i, e.clone())).expect("checked by run");
+        let Some((index, head)) = self.ev.next_of_indexed(tid)?.map(|(i, e)| (i, e.clone())) else {
+            return Err(self.divergence(
+                tid,
+                "no further event of this thread".into(),
+                format!("syscall {}", actual()),
+            ));
+        };
         let policy = syscalls::policy(nr);
         let call = Sysno::new(nr as usize);
         if self.observer.wants_syscall(nr, false) {
@@ -997,14 +1054,17 @@ impl Replayer<'_> {
                     Policy::ReExecute | Policy::AddressSpace | Policy::NewProcess => Mode::ReExecuted,
                 }
             }
-            Event::Exec { exe, .. } if policy == Policy::Exec => {
-                // Run the recorded executable by its absolute path (the program may have named
-                // it relative to a cwd this replay does not share). The path goes below the
-                // stack pointer: the old image is about to be replaced anyway.
+            Event::Exec { exe, blake3, .. } if policy == Policy::Exec => {
+                // Run the trace's copy of the recorded executable (or the original, checked) by
+                // its absolute path (the program may have named it relative to a cwd this replay
+                // does not share). The path goes below the stack pointer: the old image is about
+                // to be replaced anyway.
+                let recorded = PathBuf::from(OsStr::from_bytes(exe));
+                let exe = self.files.get(&recorded, blake3)?.path.as_os_str().as_bytes().to_vec();
                 let is_execve = call == Some(Sysno::execve);
                 let name_arg = args[call.map_or(0, syscalls::exec_path_arg)];
                 let given = mem::read_cstring(pid, name_arg).unwrap_or_default();
-                if given != *exe {
+                if given != exe {
                     // Just below the red zone: mapped even on the small stacks posix_spawn
                     // gives its CLONE_VM child, and unused by anyone (the image goes away).
                     let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
@@ -1082,7 +1142,8 @@ impl Replayer<'_> {
             }
             self.apply_exec(tid)?;
         }
-        let ev = self.ev.head()?.cloned().expect("head checked");
+        // A recording killed right after an exec ends with the exec: the replay ends there.
+        let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
         let Event::Syscall { nr: rnr, args: rargs, ret, writes, output, .. } = &ev else {
             return Err(self.divergence(tid, ev.describe(), format!("end of syscall {}", syscalls::name(nr))));
         };
@@ -1120,10 +1181,7 @@ impl Replayer<'_> {
         if self.echo && self.ev.index >= self.marks.echoed {
             self.marks.echoed = self.ev.index + 1;
             if let Some((stream, bytes)) = output {
-                let _ = match stream {
-                    Stream::Stdout => std::io::stdout().write_all(bytes),
-                    Stream::Stderr => std::io::stderr().write_all(bytes),
-                };
+                trace::progress::emit(*stream, bytes);
             }
         }
         // The program sees the recorded result (pids, fds, ...). `orig_rax` is restored so a
@@ -1199,25 +1257,21 @@ impl Replayer<'_> {
     /// checking it is the one that was recorded.
     fn fill_mapping(&mut self, tid: Tid, f: &MappedFile, addr: u64, len: u64, offset: u64) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
-        let data: Rc<Vec<u8>> = match &f.snapshot {
-            Some(s) => {
-                let n = s.len().min(len as usize);
-                return mem::write(pid, addr, &s[..n]).map_err(Error::ptrace(pid, "filling a mapping"));
-            }
-            None => match self.file_cache.get(&f.path) {
-                Some(d) => d.clone(),
-                None => {
-                    let path = PathBuf::from(OsStr::from_bytes(&f.path));
-                    check_file(&mut self.hashes, &path, &f.blake3)?;
-                    let d = Rc::new(std::fs::read(&path).map_err(|source| Error::FileMissing { path, source })?);
-                    self.file_cache.insert(f.path.clone(), d.clone());
-                    d
-                }
-            },
-        };
-        let start = (offset as usize).min(data.len());
-        let end = start.saturating_add(len as usize).min(data.len());
-        mem::write(pid, addr, &data[start..end]).map_err(Error::ptrace(pid, "filling a mapping"))
+        if let Some(s) = &f.snapshot {
+            let n = s.len().min(len as usize);
+            return mem::write(pid, addr, &s[..n]).map_err(Error::ptrace(pid, "filling a mapping"));
+        }
+        // The mapped range only, read from the trace's copy (or the checked original).
+        use std::os::unix::fs::FileExt;
+        let recorded = PathBuf::from(OsStr::from_bytes(&f.path));
+        let file = self.files.get(&recorded, &f.blake3)?;
+        let start = offset.min(file.size);
+        let end = start.saturating_add(len).min(file.size);
+        let mut data = vec![0u8; (end - start) as usize];
+        file.file
+            .read_exact_at(&mut data, start)
+            .map_err(|source| Error::FileMissing { path: file.path.clone(), source })?;
+        mem::write(pid, addr, &data).map_err(Error::ptrace(pid, "filling a mapping"))
     }
 
     /// Set up a freshly exec'ed image exactly as recorded: initial stack (argv, envp, auxv,
@@ -1225,17 +1279,30 @@ impl Replayer<'_> {
     fn apply_exec(&mut self, tid: Tid) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
         let ev = self.ev.head()?.cloned();
-        let Some(Event::Exec { exe, blake3, image, image_blake3, sp, stack, .. }) = ev else {
+        let Some(Event::Exec { exe, blake3, image, image_blake3, sp, stack, interp, .. }) = ev else {
             let desc = self.head_desc()?;
             return Err(self.divergence(tid, desc, "exec".into()));
         };
-        let path = PathBuf::from(OsStr::from_bytes(&exe));
-        check_file(&mut self.hashes, &path, &blake3)?;
+        // What ran was the trace's copy of the executable (or the checked original). A script's
+        // interpreter and an executable's dynamic loader are loaded by the kernel from their
+        // paths: those must be the recorded files.
+        let ran = self.files.get(Path::new(OsStr::from_bytes(&exe)), &blake3)?;
+        let (ran, kept) = (ran.path.clone(), ran.kept);
         let exe = PathBuf::from(OsStr::from_bytes(&image));
-        check_file(&mut self.hashes, &exe, &image_blake3)?;
+        let loaded = if image_blake3 == blake3 && kept {
+            ran
+        } else {
+            if image_blake3 != blake3 {
+                self.files.check_in_place(&exe, &image_blake3)?;
+            }
+            exe.clone()
+        };
+        if let Some((path, hash)) = &interp {
+            self.files.check_in_place(Path::new(OsStr::from_bytes(path)), hash)?;
+        }
         let now = procfs::exe(pid).unwrap_or_default();
-        if now != exe {
-            return Err(self.divergence(tid, format!("exec {}", exe.display()), format!("exec {}", now.display())));
+        if now != loaded {
+            return Err(self.divergence(tid, format!("exec {}", loaded.display()), format!("exec {}", now.display())));
         }
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
         let top = procfs::stack_top(pid).map_err(Error::ptrace(pid, "finding the stack"))?;
@@ -1251,7 +1318,7 @@ impl Replayer<'_> {
         let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         regs.rsp = sp;
         ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the stack pointer"))?;
-        let image = ProcessImage { tid, pid, load_bias: process::load_bias(&exe, &stack), exe };
+        let image = ProcessImage { tid, pid, load_bias: process::load_bias(&loaded, &stack), exe, file: loaded };
         let auxv = procfs::auxv_offset_in_stack(&stack).map_or(Vec::new(), |at| auxv_bytes(&stack[at..]));
         let p = self.proc_mut(tid);
         p.image = Some(image);
@@ -1279,7 +1346,7 @@ impl Replayer<'_> {
         let mut slots = if single_step {
             displace::Slots::default()
         } else {
-            displace::Slots::for_image(&image.exe, image.load_bias)
+            displace::Slots::for_image(&image.file, image.load_bias)
         };
         for addr in bps {
             self.plant(tid, addr, Some(&mut slots), single_step).map_err(Error::Observer)?.region = true;
@@ -1408,7 +1475,13 @@ impl Replayer<'_> {
         let mapped_file = file.map(|f| PathBuf::from(OsStr::from_bytes(&f.path)));
         let p = self.proc(tid);
         let (pid, process) = (p.pid, p.group);
-        let image = p.image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
+        let image = p.image.clone().unwrap_or(ProcessImage {
+            tid,
+            pid,
+            exe: PathBuf::new(),
+            file: PathBuf::new(),
+            load_bias: 0,
+        });
         let stop = crate::observer::SyscallStop {
             tid,
             pid,
@@ -1445,8 +1518,13 @@ impl Replayer<'_> {
     /// Call the observer at a breakpoint it asked for.
     fn call_observer(&mut self, tid: Tid, addr: u64, regs: &ptrace::Regs) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
-        let image =
-            self.proc(tid).image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
+        let image = self.proc(tid).image.clone().unwrap_or(ProcessImage {
+            tid,
+            pid,
+            exe: PathBuf::new(),
+            file: PathBuf::new(),
+            load_bias: 0,
+        });
         let stop = BreakpointStop { tid, pid, addr, regs: *regs, image: &image };
         self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
         self.plant_requested(tid)?;
@@ -1459,6 +1537,7 @@ impl Replayer<'_> {
     fn hit_breakpoint(&mut self, tid: Tid, addr: u64, mut regs: ptrace::Regs) -> Result<Option<Stop>, Error> {
         regs.rip = addr;
         self.hits += 1;
+        self.ev.progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let bp = self.proc(tid).breakpoints.borrow()[&addr].clone();
         if bp.region {
             self.region_arrival(tid, addr, &regs)?;
@@ -1596,8 +1675,13 @@ impl Replayer<'_> {
         if hits & mine == 0 {
             return Ok(false);
         }
-        let image =
-            self.proc(tid).image.clone().unwrap_or(ProcessImage { tid, pid, exe: PathBuf::new(), load_bias: 0 });
+        let image = self.proc(tid).image.clone().unwrap_or(ProcessImage {
+            tid,
+            pid,
+            exe: PathBuf::new(),
+            file: PathBuf::new(),
+            load_bias: 0,
+        });
         let stop = BreakpointStop { tid, pid, addr: regs.rip, regs: *regs, image: &image };
         self.observer.on_watchpoint(&stop, hits & mine).map_err(Error::Observer)?;
         self.plant_requested(tid)?;
@@ -1703,7 +1787,7 @@ impl Replayer<'_> {
 
     fn on_fork(&mut self, tid: Tid, child_pid: Pid) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
-        let ev = self.ev.head()?.cloned().expect("head checked");
+        let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
         let Event::NewProcess { child, flags, .. } = ev else {
             return Err(self.divergence(tid, ev.describe(), "a new process".into()));
         };
@@ -1811,7 +1895,7 @@ impl Replayer<'_> {
 
     fn on_signal(&mut self, tid: Tid, sig: i32, tsc: Option<(usize, bool)>) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
-        let ev = self.ev.head()?.cloned().expect("head checked");
+        let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
         match (&ev, tsc) {
             (Event::Rdtsc { rax, rdx, rcx, .. }, Some((len, _))) => {
                 let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
@@ -1850,7 +1934,8 @@ impl Replayer<'_> {
     }
 
     fn on_gone(&mut self, tid: Tid, status: i32) -> Result<(), Error> {
-        let ev = self.ev.head()?.cloned().expect("head checked");
+        // The end of a cut-short trace: nothing more to check.
+        let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
         match ev {
             Event::Exit { status: rstatus, .. } if rstatus == status => {
                 self.ev.pop()?;

@@ -296,6 +296,7 @@ impl Session<'_> {
     pub fn reverse_continue(&mut self) -> Result<SessionStop, Error> {
         // `None`: from the end of the debugged process.
         let mut upto = self.position()?;
+        let start = upto.clone();
         loop {
             let id = match &upto {
                 Some(p) => self.checkpoint_for(p, Some(p)),
@@ -315,13 +316,15 @@ impl Session<'_> {
                 eprintln!("rdb-debug: reverse-continue from checkpoint {id} ({from:?}) to {upto:?}: {seen:?}");
             }
             scanned?;
-            // The point itself counts when a watched access led to it: going back undoes it.
+            // The point itself counts when a watched access led to it: going back undoes it. A
+            // later scan ends at the checkpoint the scan before started from: a breakpoint hit
+            // there (a checkpoint taken where a search saw one) is earlier, so it counts.
             let user_watch = |p: &Position| match p {
                 Position::InStretch { moves, .. } => matches!(moves.last(),
                     Some(Move::Watch { watch, .. }) if watch.kind != rdb_tracee::WatchKind::Execute),
                 Position::Before { .. } => false,
             };
-            if let Some(last) = seen.into_iter().rev().find(|p| Some(p) != upto.as_ref() || user_watch(p)) {
+            if let Some(last) = seen.into_iter().rev().find(|p| Some(p) != start.as_ref() || user_watch(p)) {
                 return self.halt_at_found(&last);
             }
             if Some(id) == self.history.origin || from.is_none() {

@@ -408,8 +408,25 @@ pub struct Session<'o> {
 impl<'o> Session<'o> {
     /// Start replaying `opts.trace_dir`: halted before the program's first instruction.
     pub fn start(opts: &ReplayOptions, observer: impl ReplayObserver + 'o) -> Result<Session<'o>, Error> {
+        Self::start_inner(opts, Box::new(observer), false)
+    }
+
+    /// [`Session::start`] for a replay that runs to its end on its own: one that stops making
+    /// progress is ended (see `stall`).
+    pub(crate) fn start_watched(
+        opts: &ReplayOptions,
+        observer: impl ReplayObserver + 'o,
+    ) -> Result<Session<'o>, Error> {
+        Self::start_inner(opts, Box::new(observer), true)
+    }
+
+    fn start_inner(
+        opts: &ReplayOptions,
+        observer: Box<dyn ReplayObserver + 'o>,
+        watch_stalls: bool,
+    ) -> Result<Session<'o>, Error> {
         Ok(Session {
-            r: Replayer::start(opts, Box::new(observer))?,
+            r: Replayer::start(opts, observer, watch_stalls)?,
             opts: opts.clone(),
             user_breakpoints: Default::default(),
             checkpoints: Default::default(),
@@ -431,7 +448,7 @@ impl<'o> Session<'o> {
         self.r.kill_all();
         // The old replayer gives the TSC back before the new one takes it.
         drop(self.r.tsc.take());
-        self.r = Replayer::start(&self.opts, observer)?;
+        self.r = Replayer::start(&self.opts, observer, false)?;
         self.r.dbg.focus = focus;
         // Output shown and regions run stay so (see `Marks`).
         self.r.marks = marks;

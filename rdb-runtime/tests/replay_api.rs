@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use common::{compile_c, symbol};
 
-use rdb_runtime::trace::{Event, TraceReader, TraceWriter};
-use rdb_runtime::{record, replay, BreakpointStop, Error, ProcessImage, RecordOptions, ReplayObserver, ReplayOptions};
+use rdb_runtime::trace::{Event, Trace, TraceWriter};
+use rdb_runtime::{record, replay, BreakpointStop, Error, ProcessImage, ReplayObserver, ReplayOptions};
 
 struct Watch {
     exe: PathBuf,
@@ -47,13 +47,7 @@ fn breakpoints_and_divergence_reports() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = compile_c(tmp.path(), "replay_api", "replay_api", &["-O1", "-g", "-fPIE", "-pie"], &[]);
     let trace = tmp.path().join("trace");
-    let rec = record(&RecordOptions {
-        program: exe.clone().into_os_string(),
-        args: vec![],
-        trace_dir: trace.clone(),
-        pin_cpu: false,
-    })
-    .unwrap();
+    let rec = record(&common::record_options(&trace, &exe, &[])).unwrap();
     assert_eq!(rec.exit_status, 0);
     // The recorder ran this thread with the TSC disabled; the caller gets it back enabled.
     assert!(!rdb_runtime::sys::tsc_disabled());
@@ -75,9 +69,10 @@ fn breakpoints_and_divergence_reports() {
     assert_eq!(plain.events, out.events);
 
     // Divergence: doctor the trace so the recorded `write` went to fd 5.
-    let mut r = TraceReader::open(&trace).unwrap();
+    let t = Trace::open(&trace).unwrap();
+    let mut r = t.events().unwrap();
     let doctored = tmp.path().join("doctored");
-    let mut w = TraceWriter::create(&doctored, &r.header).unwrap();
+    let mut w = TraceWriter::create(&doctored, t.header(), &Default::default()).unwrap();
     let mut target_index = None;
     let mut i = 0u64;
     while let Some(mut ev) = r.next_event().unwrap() {
@@ -90,7 +85,7 @@ fn breakpoints_and_divergence_reports() {
         w.push(&ev).unwrap();
         i += 1;
     }
-    w.finish(r.summary.clone().unwrap()).unwrap();
+    w.finish(t.summary().cloned().unwrap()).unwrap();
     match replay(&opts(&doctored), &mut rdb_runtime::NoObserver) {
         Err(Error::Divergence(d)) => {
             assert_eq!(Some(d.index), target_index);

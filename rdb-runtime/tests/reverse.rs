@@ -1,6 +1,7 @@
 //! Going back on a real two-thread program: after every reverse-continue and reverse-step the
 //! registers and memory equal those of the same point reached forwards; a reverse watchpoint
-//! stops where the value was still the old one; the start of history is reported as such.
+//! stops where the value was still the old one; the start of history is reported as such; a
+//! checkpoint at a breakpoint hit does not hide that hit from reverse-continue.
 //!
 //! One test function on purpose: the engine waits for "any child".
 
@@ -9,9 +10,9 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{compile_c, symbol};
+use common::{compile_c, record_options, symbol};
 
-use rdb_runtime::{record, NoObserver, RecordOptions, ReplayOptions, Resume, Session, SessionStop};
+use rdb_runtime::{record, NoObserver, ReplayOptions, Resume, Session, SessionStop};
 use rdb_tracee::{Memory, Regs, Target, WatchKind, Watchpoint};
 
 fn opts(trace: &Path) -> ReplayOptions {
@@ -39,16 +40,12 @@ fn going_back_gives_the_state_of_going_forwards() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = compile_c(tmp.path(), "session", "session", &["-O1", "-g", "-fPIE", "-pie"], &["-lpthread"]);
     let trace = tmp.path().join("trace");
-    let rec = record(&RecordOptions {
-        program: exe.clone().into_os_string(),
-        args: vec![],
-        trace_dir: trace.clone(),
-        pin_cpu: false,
-    })
-    .unwrap();
+    let rec = record(&record_options(&trace, exe.clone(), &[])).unwrap();
     assert_eq!(rec.exit_status, 0);
 
-    for interval in [None, Some(Duration::from_millis(1))] {
+    // Checkpoints: only at the start, automatic ones, or one at every breakpoint hit (where a
+    // backward scan starts halted at a hit it must not miss).
+    for (interval, at_hits) in [(None, false), (Some(Duration::from_millis(1)), false), (None, true)] {
         let mut observer = NoObserver;
         let mut s = Session::start(&opts(&trace), &mut observer).unwrap();
         let root = s.root();
@@ -75,6 +72,9 @@ fn going_back_gives_the_state_of_going_forwards() {
         s.set_breakpoint(bump).unwrap();
         for _ in 0..=last {
             s.resume(Resume::Continue).unwrap();
+            if at_hits {
+                s.checkpoint().unwrap();
+            }
         }
         for i in (0..last).rev() {
             let stop = s.reverse_continue().unwrap();

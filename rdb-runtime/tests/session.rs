@@ -8,9 +8,9 @@ mod common;
 
 use std::path::Path;
 
-use common::{compile_c, symbol};
+use common::{compile_c, record_options, symbol};
 
-use rdb_runtime::{record, replay, NoObserver, RecordOptions, ReplayOptions, Resume, Session, SessionStop};
+use rdb_runtime::{record, replay, NoObserver, ReplayOptions, Resume, Session, SessionStop};
 use rdb_tracee::{Memory, Target, WatchKind, Watchpoint};
 
 fn opts(trace: &Path) -> ReplayOptions {
@@ -28,13 +28,7 @@ fn a_debugger_halts_steps_watches_and_the_replay_stays_exact() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = compile_c(tmp.path(), "session", "session", &["-O1", "-g", "-fPIE", "-pie"], &["-lpthread"]);
     let trace = tmp.path().join("trace");
-    let rec = record(&RecordOptions {
-        program: exe.clone().into_os_string(),
-        args: vec![],
-        trace_dir: trace.clone(),
-        pin_cpu: false,
-    })
-    .unwrap();
+    let rec = record(&record_options(&trace, exe.clone(), &[])).unwrap();
     assert_eq!(rec.exit_status, 0);
     let plain = replay(&opts(&trace), &mut NoObserver).unwrap();
 

@@ -84,13 +84,7 @@ fn a_breakpoint_at_every_instruction_leaves_the_replay_exact() {
     for opt in ["-O0", "-O2"] {
         let exe = compile_c(dir.path(), "step_over", &format!("prog{opt}"), &[opt, "-g", "-fPIE", "-pie"], &[]);
         let trace = dir.path().join(format!("trace{opt}"));
-        let rec = record(&RecordOptions {
-            program: exe.clone().into_os_string(),
-            args: vec![],
-            trace_dir: trace.clone(),
-            pin_cpu: true,
-        })
-        .unwrap();
+        let rec = record(&RecordOptions { pin_cpu: true, ..common::record_options(&trace, &exe, &[]) }).unwrap();
         let at = instructions(&exe);
         let mut runs = Vec::new();
         for mode in ["displace", "displace", "single-step"] {

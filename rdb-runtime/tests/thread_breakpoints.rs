@@ -9,10 +9,8 @@ use std::path::PathBuf;
 use common::{compile_c, symbol};
 
 use rdb_runtime::trace::event::Tid;
-use rdb_runtime::trace::{Event, TraceReader};
-use rdb_runtime::{
-    record_with, replay, BreakpointStop, ProcessImage, RecordOptions, ReplayObserver, ReplayOptions, Schedule,
-};
+use rdb_runtime::trace::{Event, Trace};
+use rdb_runtime::{record_with, replay, BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, Schedule};
 
 /// Debug-side state shared by all threads' hits: every hit's thread, argument and the value of
 /// `counter` then, plus the lost updates it detects (a hit seeing a value already seen).
@@ -45,14 +43,14 @@ fn breakpoints_in_every_thread_follow_the_recorded_schedule() {
     let exe = compile_c(tmp.path(), "thread_breakpoints", "thr", &["-O1", "-g", "-fPIE", "-pie"], &["-lpthread"]);
     let trace = tmp.path().join("trace");
     let schedule = Schedule { chaos: Some(5), ..Schedule::default() };
-    let opts =
-        RecordOptions { program: exe.clone().into_os_string(), args: vec![], trace_dir: trace.clone(), pin_cpu: false };
+    let opts = common::record_options(&trace, &exe, &[]);
     let rec = record_with(&opts, &schedule).unwrap();
     assert_eq!(rec.exit_status, 0);
 
     let mut threads = Vec::new();
-    let mut r = TraceReader::open(&trace).unwrap();
-    assert_eq!(r.header.chaos_seed, Some(5));
+    let t = Trace::open(&trace).unwrap();
+    assert_eq!(t.header().chaos_seed, Some(5));
+    let mut r = t.events().unwrap();
     while let Some(ev) = r.next_event().unwrap() {
         if let Event::NewProcess { child, flags, .. } = ev {
             assert!(flags & libc::CLONE_THREAD as u64 != 0);

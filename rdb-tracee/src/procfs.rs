@@ -126,6 +126,17 @@ pub fn threads(pid: Pid) -> io::Result<Vec<Pid>> {
     Ok(out)
 }
 
+/// The children of every thread of `pid` (`/proc/PID/task/*/children`): the processes it forked
+/// that are still there, adopted orphans included when it is a subreaper.
+pub fn children(pid: Pid) -> io::Result<Vec<Pid>> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{}/task", pid.0))?.flatten() {
+        let Ok(list) = std::fs::read_to_string(task.path().join("children")) else { continue };
+        out.extend(list.split_whitespace().filter_map(|p| p.parse().ok()).map(Pid));
+    }
+    Ok(out)
+}
+
 /// End address of the `[stack]` mapping.
 pub fn stack_top(pid: Pid) -> io::Result<u64> {
     maps(pid)?

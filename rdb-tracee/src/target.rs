@@ -69,6 +69,12 @@ pub trait Target: Memory {
     fn mappings(&self) -> io::Result<Vec<Mapping>> {
         procfs::maps(self.pid())
     }
+    /// The mapping holding `addr`, `None` if nothing is mapped there. The default looks it up
+    /// in [`Target::mappings`]; a target that cannot list every mapping (a GDB stub without
+    /// file access) finds it by probing which memory around `addr` is readable.
+    fn mapping_at(&self, addr: u64) -> io::Result<Option<Mapping>> {
+        Ok(self.mappings()?.into_iter().find(|m| m.contains(addr)))
+    }
 }
 
 /// Why a controlled thread stopped.

@@ -14,8 +14,8 @@
 //! Before comparing, what differs from one recording to the next is normalised: recorded
 //! thread and process ids (`Thread 1.4242` becomes `Thread 1.T1`, in order of appearance),
 //! addresses of libraries and stacks (`0x7ff...`), the repository's path (`<repo>`) and the
-//! scratch directory's (`<scratch>`); the
-//! program's own addresses stay (ASLR is off and the program is built the same way each time).
+//! scratch directory's (`<scratch>`), and the padding of `info threads` columns (as wide as
+//! the longest id); the program's own addresses stay (ASLR is off and the program is built the same way each time).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -77,7 +77,10 @@ impl GdbScript {
         let argv = case.program(dir)?;
         let trace = dir.join("trace");
         let mut record = rdb_timed(self.timeout, &["record", "-o", trace.to_str().unwrap(), "--"]);
-        record.args(&argv).current_dir(dir);
+        // The dynamic loader searches every directory of LD_LIBRARY_PATH (cargo's test runner sets
+        // one, longer under `cargo test --workspace`): each search is a recorded syscall, so the
+        // event numbers `monitor when` prints would depend on how the test was started.
+        record.args(&argv).current_dir(dir).env_remove("LD_LIBRARY_PATH");
         let rec = output(&mut record);
         if !text(&rec.stderr).contains("rdb: recorded") {
             return Err(format!("recording failed:\n{}", describe(&rec)));
@@ -147,9 +150,14 @@ pub fn normalise(s: &str) -> String {
                 let next = ids.len() + 1;
                 let n = *ids.entry(after[..digits].to_string()).or_insert(next);
                 out.push_str(&format!("Thread 1.T{n}"));
-                rest = &after[digits..];
+                rest = pad(&mut out, &after[digits..]);
                 continue;
             }
+        }
+        if let Some(after) = rest.strip_prefix("Target Id") {
+            out.push_str("Target Id");
+            rest = pad(&mut out, after);
+            continue;
         }
         if let Some(after) = rest.strip_prefix("process ") {
             let digits = after.chars().take_while(|c| c.is_ascii_digit()).count();
@@ -172,6 +180,16 @@ pub fn normalise(s: &str) -> String {
         rest = &rest[c.len_utf8()..];
     }
     out
+}
+
+/// A column's padding (two spaces or more, as wide as the longest thread id) as four spaces.
+fn pad<'a>(out: &mut String, rest: &'a str) -> &'a str {
+    let spaces = rest.chars().take_while(|c| *c == ' ').count();
+    if spaces < 2 {
+        return rest;
+    }
+    out.push_str("    ");
+    &rest[spaces..]
 }
 
 /// The lines that differ, marked `-` (expected) and `+` (got).
@@ -200,10 +218,10 @@ mod tests {
 
     #[test]
     fn recorded_ids_and_stack_addresses_are_normalised() {
-        let s = "[Switching to Thread 1.4242]\n* 1 Thread 1.4242 main\n  2 Thread 1.4243 f at 0x7ffff7dd1234\n[Inferior 1 (process 4242) exited normally]\nrip 0x555555555149 0x00007ffff7fcb060\n";
+        let s = "[Switching to Thread 1.4242]\n  Id   Target Id         Frame \n* 1 Thread 1.4242   main\n  2 Thread 1.4243 f at 0x7ffff7dd1234\n[Inferior 1 (process 4242) exited normally]\nrip 0x555555555149 0x00007ffff7fcb060\n";
         assert_eq!(
             normalise(s),
-            "[Switching to Thread 1.T1]\n* 1 Thread 1.T1 main\n  2 Thread 1.T2 f at 0x7f...\n[Inferior 1 (process P) exited normally]\nrip 0x555555555149 0x7f...\n"
+            "[Switching to Thread 1.T1]\n  Id   Target Id    Frame \n* 1 Thread 1.T1    main\n  2 Thread 1.T2 f at 0x7f...\n[Inferior 1 (process P) exited normally]\nrip 0x555555555149 0x7f...\n"
         );
     }
 }

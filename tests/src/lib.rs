@@ -299,6 +299,17 @@ impl SampleApp {
         self.overlay("rdb");
     }
 
+    /// Removes the `[profile.release]` table of the project's manifest: a
+    /// release build then uses cargo's default profile (no debug information).
+    pub fn default_release_profile(&self) {
+        let manifest = self.dir.join("Cargo.toml");
+        let mut doc: toml_edit::DocumentMut = std::fs::read_to_string(&manifest).unwrap().parse().unwrap();
+        if let Some(profiles) = doc.get_mut("profile").and_then(|p| p.as_table_mut()) {
+            profiles.remove("release");
+        }
+        std::fs::write(&manifest, doc.to_string()).unwrap();
+    }
+
     /// Overlays the files of the project's directory `name` (an instrumented variant).
     pub fn overlay(&self, name: &str) {
         copy_tree(&self.source.join(name), &self.dir, &[]);

@@ -468,9 +468,13 @@ fn request_part(fd: i32, dst: &mut [u8], start: u64) -> bool {
         && got as u64 == len
 }
 
-/// Asks the replayer for the program's current mappings and applies them.
-fn refresh_maps(st: &mut Mirror) -> bool {
-    if sys::send(st.fd, &protocol::MAPS_REQUEST.to_le_bytes()).is_err() {
+/// Asks the replayer for the program's current mappings, naming the address debug code
+/// touched (a target that cannot list its mappings probes around it), and applies them.
+fn refresh_maps(st: &mut Mirror, addr: u64) -> bool {
+    let mut req = [0u8; 16];
+    req[0..4].copy_from_slice(&protocol::MAPS_REQUEST.to_le_bytes());
+    req[8..16].copy_from_slice(&addr.to_le_bytes());
+    if sys::send(st.fd, &req).is_err() {
         return false;
     }
     let n = match sys::recv(st.fd, &mut st.maps_buf) {
@@ -537,7 +541,7 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
     let write = error_code & 2 != 0;
     let fetch = error_code & 0x10 != 0;
     let mut index = st.find(addr);
-    if index.is_none() && refresh_maps(st) {
+    if index.is_none() && refresh_maps(st, addr) {
         index = st.find(addr);
         if index.is_some() {
             // Newly mirrored: retry the access, which faults again the way

@@ -55,8 +55,18 @@ pub enum Event {
     /// A process image was replaced (initial start included): the file `execve` opened (as an
     /// absolute path) and its hash, the executable the kernel loaded (differs for `#!` scripts:
     /// the interpreter) and its hash, and the initial stack from `sp` to the top of the stack
-    /// mapping (argv, envp, auxv as the program saw them, vDSO entry already removed).
-    Exec { tid: Tid, exe: Vec<u8>, blake3: [u8; 32], image: Vec<u8>, image_blake3: [u8; 32], sp: u64, stack: Vec<u8> },
+    /// mapping (argv, envp, auxv as the program saw them, vDSO entry already removed), and the
+    /// program interpreter (dynamic loader) the kernel loaded with the image, with its hash.
+    Exec {
+        tid: Tid,
+        exe: Vec<u8>,
+        blake3: [u8; 32],
+        image: Vec<u8>,
+        image_blake3: [u8; 32],
+        sp: u64,
+        stack: Vec<u8>,
+        interp: Option<(Vec<u8>, [u8; 32])>,
+    },
     /// A completed syscall.
     Syscall {
         tid: Tid,
@@ -220,7 +230,7 @@ pub fn encode(ev: &Event, out: &mut Vec<u8>) {
             envp.iter().for_each(|e| put_bytes(out, e));
             put_bytes(out, cwd);
         }
-        Event::Exec { tid, exe, blake3, image, image_blake3, sp, stack } => {
+        Event::Exec { tid, exe, blake3, image, image_blake3, sp, stack, interp } => {
             out.push(TAG_EXEC);
             put_u32(out, tid.0);
             put_bytes(out, exe);
@@ -229,6 +239,14 @@ pub fn encode(ev: &Event, out: &mut Vec<u8>) {
             out.extend_from_slice(image_blake3);
             put_u64(out, *sp);
             put_bytes(out, stack);
+            match interp {
+                None => out.push(0),
+                Some((path, hash)) => {
+                    out.push(1);
+                    put_bytes(out, path);
+                    out.extend_from_slice(hash);
+                }
+            }
         }
         Event::Syscall { tid, nr, args, ret, writes, output, file } => {
             out.push(TAG_SYSCALL);
@@ -390,6 +408,7 @@ impl<'a> Decoder<'a> {
                 image_blake3: self.hash()?,
                 sp: self.u64()?,
                 stack: self.bytes()?,
+                interp: if self.flag()? { Some((self.bytes()?, self.hash()?)) } else { None },
             },
             TAG_SYSCALL => {
                 let nr = self.u64()?;
@@ -458,6 +477,7 @@ mod tests {
                 image_blake3: [3; 32],
                 sp: 0x7ff0,
                 stack: vec![1, 2, 3],
+                interp: Some((b"/lib64/ld-linux-x86-64.so.2".to_vec(), [4; 32])),
             },
             Event::Syscall {
                 tid: Tid(7),

@@ -1,46 +1,61 @@
-//! The trace directory.
+//! The trace: one codec, used by the recorder, the replayer, `rdb info`/`ls`/`pack`,
+//! `cargo rdb` and the fuzzer.
 //!
 //! ```text
-//! TRACE/
-//!   rdb-trace.json   header: format name + version (checked on open), program, argv, exe hash
-//!   events           append-only stream of chunks (below)
-//!   summary.json     written when recording finished; absent => the trace was cut short
+//! TRACE/                 mode 0700; every file 0600, created exclusively
+//!   rdb-trace.json       header: format name + version (checked on open), program, argv, …
+//!   events               chunks of encoded events (see `chunk`), bound to the header by a digest chain
+//!   summary.json         written when recording finished; its blake3 is in the stream's end chunk
+//!   files/<blake3>       kept executables and mapped files (see `files`)
 //! ```
 //!
-//! A chunk is a 20-byte header — magic `RDBC`, compressed length, uncompressed length,
-//! CRC-32 of the compressed bytes, event count (all `u32` little-endian) — followed by a zstd
-//! frame holding encoded [`Event`]s (see [`event`]). A chunk is written with one `write` and
-//! only complete chunks count: a recorder killed mid-chunk leaves a trace that replays up to its
-//! last complete chunk. A checksum mismatch anywhere is corruption and the trace is refused.
-//!
-//! Stability: `FORMAT_VERSION` changes whenever the encoding changes; readers refuse other
-//! versions rather than guess.
+//! API: [`Trace::open`] checks everything (format, version, every chunk's header, checksum and
+//! chain digest, every event's encoding, the summary against the stream) reading one chunk at
+//! a time, then gives [`Trace::header`], [`Trace::summary`], [`Trace::events`] (a streaming
+//! reader that checks again as it goes) and [`Trace::kept_file`]. [`Trace::peek`] reads only
+//! the header and summary (for listings). [`TraceWriter`] writes one. [`pack`] makes and
+//! unpacks single-file archives; [`root`] resolves a trace named on a command line. The format
+//! and its stability policy are documented in `rdb-runtime/src/trace/FORMAT.md`.
 
+mod chunk;
 pub mod event;
+pub mod files;
+pub mod fuzz;
+pub mod pack;
+pub mod progress;
+mod reader;
+pub mod root;
+pub mod safe_fs;
+mod writer;
 
-use std::fs::{self, File};
-use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
+use std::fs;
+use std::io;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use chunk::Digest;
 pub use event::{Event, MappedFile, MemWrite, Stream, Tid};
+pub use files::{KeepFiles, KeepMode, KeptFile};
+pub use reader::{EventReader, Trace, TraceState};
+pub use writer::TraceWriter;
 
 /// Name stored in the header's `format` field.
 pub const FORMAT_NAME: &str = "rdb-trace";
-/// Version of the directory layout and event encoding.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the directory layout, the framing and the event encoding (see FORMAT.md).
+pub const FORMAT_VERSION: u32 = 2;
 
-const HEADER_FILE: &str = "rdb-trace.json";
-const EVENTS_FILE: &str = "events";
-const SUMMARY_FILE: &str = "summary.json";
-const CHUNK_MAGIC: &[u8; 4] = b"RDBC";
-const CHUNK_HEADER: usize = 20;
-/// Largest uncompressed chunk a reader accepts (a writer never goes near it).
-const MAX_CHUNK: usize = 64 << 20;
-/// The writer closes a chunk at this many uncompressed bytes...
-const CHUNK_TARGET: usize = 256 << 10;
-/// ...or when it has been open this long, so a killed recorder loses little.
+/// The header file.
+pub const HEADER_FILE: &str = "rdb-trace.json";
+/// The event stream.
+pub const EVENTS_FILE: &str = "events";
+/// The summary, written when the recording finished.
+pub const SUMMARY_FILE: &str = "summary.json";
+/// Kept files.
+pub const FILES_DIR: &str = "files";
+/// Largest header or summary file a reader accepts.
+const MAX_JSON: u64 = 64 << 20;
+/// The writer closes a chunk when it has been open this long, so a killed recorder loses little.
 const CHUNK_MAX_AGE_NS: u64 = 500_000_000;
 
 /// Trace header (`rdb-trace.json`).
@@ -65,13 +80,25 @@ pub struct Header {
     /// without CPUID faulting, so replay on another CPU model may diverge.
     #[serde(default)]
     pub cpu: String,
+    /// The CPU's feature flags (`/proc/cpuinfo`), to say which differ on another machine.
+    #[serde(default)]
+    pub cpu_flags: Vec<String>,
+    /// Kernel release (`uname -r`) of the recording machine.
+    #[serde(default)]
+    pub kernel: String,
     /// Seed of the randomised thread schedule (`rdb record --chaos`), if one was used.
     #[serde(default)]
     pub chaos_seed: Option<u64>,
+    /// What the executable tells about its build (compilers, build directory, debug
+    /// information, section digests, Cargo project), so that a rebuilt binary that differs
+    /// can be explained; absent when the recorder was not given it or it is not an ELF file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_build: Option<rdb_descriptors::ProgramBuild>,
 }
 
-/// This machine's CPU model and a hash of its feature flags (from `/proc/cpuinfo`).
-pub fn cpu_identity() -> String {
+/// This machine's CPU: model and a hash of its feature flags (from `/proc/cpuinfo`), and the
+/// flags themselves.
+pub fn cpu_identity() -> (String, Vec<String>) {
     let info = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let field = |name: &str| {
         info.lines()
@@ -80,8 +107,45 @@ pub fn cpu_identity() -> String {
             .map(|(_, v)| v.trim().to_string())
             .unwrap_or_default()
     };
-    let flags = blake3::hash(field("flags").as_bytes()).to_hex();
-    format!("{} (flags {})", field("model name"), &flags.as_str()[..16])
+    let flags = field("flags");
+    let digest = blake3::hash(flags.as_bytes()).to_hex();
+    let id = format!("{} (flags {})", field("model name"), &digest.as_str()[..16]);
+    (id, flags.split_whitespace().map(str::to_string).collect())
+}
+
+/// This machine's kernel release.
+pub fn kernel_release() -> String {
+    fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
+/// What differs between the machine a trace was recorded on and this one, one line per
+/// difference (empty when nothing that matters does).
+pub fn machine_differences(h: &Header) -> Vec<String> {
+    let mut out = Vec::new();
+    let (cpu, flags) = cpu_identity();
+    if !h.cpu.is_empty() && h.cpu != cpu {
+        let model = |s: &str| s.rsplit_once(" (flags").map_or(s.to_string(), |(m, _)| m.to_string());
+        if model(&h.cpu) != model(&cpu) {
+            out.push(format!("CPU model: recorded on {}, this is {}", model(&h.cpu), model(&cpu)));
+        }
+        let missing: Vec<&str> =
+            h.cpu_flags.iter().filter(|f| !flags.contains(f)).map(String::as_str).take(12).collect();
+        let extra: Vec<&str> = flags.iter().filter(|f| !h.cpu_flags.contains(f)).map(String::as_str).take(12).collect();
+        if !missing.is_empty() {
+            out.push(format!("CPU features the recording machine had and this one lacks: {}", missing.join(" ")));
+        }
+        if !extra.is_empty() {
+            out.push(format!("CPU features this machine has and the recording machine lacked: {}", extra.join(" ")));
+        }
+        if missing.is_empty() && extra.is_empty() && model(&h.cpu) == model(&cpu) {
+            out.push(format!("CPU feature flags differ: recorded {}, this is {}", h.cpu, cpu));
+        }
+    }
+    let kernel = kernel_release();
+    if !h.kernel.is_empty() && h.kernel != kernel {
+        out.push(format!("kernel: recorded on {}, this is {}", h.kernel, kernel));
+    }
+    out
 }
 
 /// Written when recording finished (`summary.json`).
@@ -93,380 +157,38 @@ pub struct Summary {
     pub syscalls: u64,
     pub processes: u64,
     pub chunks: u64,
+    /// Size of the event file.
     pub event_bytes: u64,
     pub duration_ms: u64,
     /// Distinct files mapped by the recorded processes, with their blake3.
     pub mapped_files: Vec<(String, String)>,
+    /// Files kept in `files/`.
+    #[serde(default)]
+    pub kept_files: Vec<KeptFile>,
 }
 
-/// Trace errors (opening, reading, writing).
+/// Trace errors (opening, reading, writing). Every variant names the file concerned.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TraceError {
     #[error("{path}: not an rdb trace directory ({why})")]
     NotATrace { path: PathBuf, why: String },
-    #[error("{path}: trace format version {found} is not supported (this rdb reads version {FORMAT_VERSION})")]
+    #[error("{path}: trace format version {found} is not supported (this rdb reads version {FORMAT_VERSION}; record again with this rdb)")]
     Version { path: PathBuf, found: u32 },
-    #[error("{path}: trace is corrupt at byte {offset} of the event stream: {why}")]
+    #[error("corrupt trace: {path}: {why} (at byte {offset})")]
     Corrupt { path: PathBuf, offset: u64, why: String },
     #[error("cannot use {path}")]
     Io { path: PathBuf, source: io::Error },
+    /// No trace was named and there is none to default to.
+    #[error("{why}")]
+    NoTrace { why: String },
 }
 
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> TraceError + '_ {
-    move |source| TraceError::Io { path: path.to_path_buf(), source }
-}
-
-/// Appends events to a new trace directory.
-pub struct TraceWriter {
-    dir: PathBuf,
-    events: File,
-    buf: Vec<u8>,
-    buf_events: u32,
-    /// When the open chunk got its first event (coarse monotonic ns: see `sys`; the recorder
-    /// thread cannot read the vDSO's exact clock).
-    opened_ns: u64,
-    pub chunks: u64,
-    pub events_written: u64,
-    pub bytes_written: u64,
-}
-
-impl TraceWriter {
-    /// Create `dir` (must not exist or be empty) and write the header.
-    pub fn create(dir: &Path, header: &Header) -> Result<Self, TraceError> {
-        if dir.exists() && fs::read_dir(dir).map_err(io_err(dir))?.next().is_some() {
-            return Err(TraceError::Io {
-                path: dir.to_path_buf(),
-                source: io::Error::new(io::ErrorKind::AlreadyExists, "directory exists and is not empty"),
-            });
-        }
-        fs::create_dir_all(dir).map_err(io_err(dir))?;
-        let hp = dir.join(HEADER_FILE);
-        let json = serde_json::to_vec_pretty(header).expect("header serializes");
-        fs::write(&hp, json).map_err(io_err(&hp))?;
-        let ep = dir.join(EVENTS_FILE);
-        let events = File::create(&ep).map_err(io_err(&ep))?;
-        Ok(TraceWriter {
-            dir: dir.to_path_buf(),
-            events,
-            buf: Vec::with_capacity(CHUNK_TARGET + 4096),
-            buf_events: 0,
-            opened_ns: crate::sys::monotonic_coarse_ns(),
-            chunks: 0,
-            events_written: 0,
-            bytes_written: 0,
-        })
+impl TraceError {
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> TraceError {
+        let path = path.into();
+        move |source| TraceError::Io { path, source }
     }
-
-    /// The trace directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// Append one event (buffered; see the module docs for when chunks are closed).
-    pub fn push(&mut self, ev: &Event) -> Result<(), TraceError> {
-        if self.buf_events == 0 {
-            self.opened_ns = crate::sys::monotonic_coarse_ns();
-        }
-        event::encode(ev, &mut self.buf);
-        self.buf_events += 1;
-        self.events_written += 1;
-        if self.buf.len() >= CHUNK_TARGET
-            || crate::sys::monotonic_coarse_ns().saturating_sub(self.opened_ns) >= CHUNK_MAX_AGE_NS
-        {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Close the current chunk and write it out.
-    pub fn flush(&mut self) -> Result<(), TraceError> {
-        if self.buf_events == 0 {
-            return Ok(());
-        }
-        let payload = zstd::bulk::compress(&self.buf, 1).map_err(io_err(&self.dir))?;
-        let mut chunk = Vec::with_capacity(CHUNK_HEADER + payload.len());
-        chunk.extend_from_slice(CHUNK_MAGIC);
-        chunk.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        chunk.extend_from_slice(&(self.buf.len() as u32).to_le_bytes());
-        chunk.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        chunk.extend_from_slice(&self.buf_events.to_le_bytes());
-        chunk.extend_from_slice(&payload);
-        self.events.write_all(&chunk).map_err(io_err(&self.dir))?;
-        self.bytes_written += chunk.len() as u64;
-        self.chunks += 1;
-        self.buf.clear();
-        self.buf_events = 0;
-        Ok(())
-    }
-
-    /// Flush and write the summary: the trace is complete.
-    pub fn finish(mut self, mut summary: Summary) -> Result<PathBuf, TraceError> {
-        self.flush()?;
-        self.events.sync_all().map_err(io_err(&self.dir))?;
-        summary.events = self.events_written;
-        summary.chunks = self.chunks;
-        summary.event_bytes = self.bytes_written;
-        let sp = self.dir.join(SUMMARY_FILE);
-        let json = serde_json::to_vec_pretty(&summary).expect("summary serializes");
-        fs::write(&sp, json).map_err(io_err(&sp))?;
-        Ok(self.dir)
-    }
-}
-
-/// Where a chunk sits in the event file.
-#[derive(Debug, Clone, Copy)]
-struct ChunkRef {
-    offset: u64,
-    len: u32,
-    raw_len: u32,
-    events: u32,
-}
-
-/// An opened, integrity-checked trace.
-pub struct TraceReader {
-    pub dir: PathBuf,
-    pub header: Header,
-    /// `None` when the recording was cut short.
-    pub summary: Option<Summary>,
-    /// True when the event file ends inside a chunk (recorder killed mid-write).
-    pub torn_tail: bool,
-    events_path: PathBuf,
-    chunks: Vec<ChunkRef>,
-    next_chunk: usize,
-    current: Vec<u8>,
-    current_pos: usize,
-    current_left: u32,
-}
-
-impl TraceReader {
-    /// Open `dir`: check the header (format and version) and every chunk's checksum.
-    pub fn open(dir: &Path) -> Result<Self, TraceError> {
-        let hp = dir.join(HEADER_FILE);
-        let not_trace = |why: String| TraceError::NotATrace { path: dir.to_path_buf(), why };
-        if !dir.is_dir() {
-            return Err(not_trace("no such directory".into()));
-        }
-        let raw = fs::read(&hp).map_err(|e| not_trace(format!("cannot read {HEADER_FILE}: {e}")))?;
-        let value: serde_json::Value =
-            serde_json::from_slice(&raw).map_err(|e| not_trace(format!("{HEADER_FILE} is not JSON: {e}")))?;
-        if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
-            return Err(not_trace(format!("{HEADER_FILE} does not say format \"{FORMAT_NAME}\"")));
-        }
-        let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
-        if version != FORMAT_VERSION {
-            return Err(TraceError::Version { path: dir.to_path_buf(), found: version });
-        }
-        let header: Header =
-            serde_json::from_value(value).map_err(|e| not_trace(format!("{HEADER_FILE} is malformed: {e}")))?;
-        let sp = dir.join(SUMMARY_FILE);
-        let summary = match fs::read(&sp) {
-            Ok(raw) => Some(serde_json::from_slice(&raw).map_err(|e| TraceError::Corrupt {
-                path: dir.to_path_buf(),
-                offset: 0,
-                why: format!("{SUMMARY_FILE} is malformed: {e}"),
-            })?),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(TraceError::Io { path: sp, source: e }),
-        };
-        let events_path = dir.join(EVENTS_FILE);
-        let mut f = File::open(&events_path).map_err(|e| not_trace(format!("cannot open {EVENTS_FILE}: {e}")))?;
-        let (chunks, torn_tail) = scan_chunks(&mut f, dir)?;
-        Ok(TraceReader {
-            dir: dir.to_path_buf(),
-            header,
-            summary,
-            torn_tail,
-            events_path,
-            chunks,
-            next_chunk: 0,
-            current: Vec::new(),
-            current_pos: 0,
-            current_left: 0,
-        })
-    }
-
-    /// True when the recording did not finish (no summary, or a torn last chunk).
-    pub fn ends_early(&self) -> bool {
-        self.summary.is_none() || self.torn_tail
-    }
-
-    /// Number of complete chunks.
-    pub fn chunk_count(&self) -> usize {
-        self.chunks.len()
-    }
-
-    /// Number of events in the complete chunks.
-    pub fn event_count(&self) -> u64 {
-        self.chunks.iter().map(|c| c.events as u64).sum()
-    }
-
-    /// Size of the event file's complete chunks in bytes.
-    pub fn event_bytes(&self) -> u64 {
-        self.chunks.iter().map(|c| c.len as u64 + CHUNK_HEADER as u64).sum()
-    }
-
-    /// The next event, or `None` after the last complete chunk.
-    pub fn next_event(&mut self) -> Result<Option<Event>, TraceError> {
-        while self.current_left == 0 {
-            if self.next_chunk >= self.chunks.len() {
-                return Ok(None);
-            }
-            let c = self.chunks[self.next_chunk];
-            self.next_chunk += 1;
-            self.current = self.load_chunk(c)?;
-            self.current_pos = 0;
-            self.current_left = c.events;
-        }
-        let mut d = event::Decoder::new(&self.current[self.current_pos..]);
-        let offset = self.chunks[self.next_chunk - 1].offset;
-        let ev =
-            d.next_event().map_err(|e| TraceError::Corrupt { path: self.dir.clone(), offset, why: e.to_string() })?;
-        self.current_pos += d.position();
-        self.current_left -= 1;
-        Ok(Some(ev))
-    }
-
-    /// Position the reader so that its next event is the one at trace index `event` (0-based;
-    /// past the last event, the reader is at the end). Loads and decodes the chunk holding it.
-    pub fn seek(&mut self, event: u64) -> Result<(), TraceError> {
-        let mut first = 0u64;
-        for (i, c) in self.chunks.iter().copied().enumerate() {
-            if event < first + c.events as u64 {
-                self.current = self.load_chunk(c)?;
-                self.next_chunk = i + 1;
-                self.current_pos = 0;
-                self.current_left = c.events;
-                for _ in first..event {
-                    self.next_event()?;
-                }
-                return Ok(());
-            }
-            first += c.events as u64;
-        }
-        self.next_chunk = self.chunks.len();
-        self.current_left = 0;
-        Ok(())
-    }
-
-    fn load_chunk(&self, c: ChunkRef) -> Result<Vec<u8>, TraceError> {
-        use std::os::unix::fs::FileExt;
-        let f = File::open(&self.events_path).map_err(io_err(&self.events_path))?;
-        let mut payload = vec![0u8; c.len as usize];
-        f.read_exact_at(&mut payload, c.offset + CHUNK_HEADER as u64).map_err(io_err(&self.events_path))?;
-        let corrupt = |why: String| TraceError::Corrupt { path: self.dir.clone(), offset: c.offset, why };
-        if crc32fast::hash(&payload) != read_u32(&header_bytes(&f, c.offset)?, 12) {
-            return Err(corrupt("chunk checksum mismatch".into()));
-        }
-        let raw = zstd::bulk::decompress(&payload, c.raw_len as usize)
-            .map_err(|e| corrupt(format!("chunk does not decompress: {e}")))?;
-        if raw.len() != c.raw_len as usize {
-            return Err(corrupt("chunk has the wrong uncompressed length".into()));
-        }
-        Ok(raw)
-    }
-}
-
-fn header_bytes(f: &File, offset: u64) -> Result<[u8; CHUNK_HEADER], TraceError> {
-    use std::os::unix::fs::FileExt;
-    let mut h = [0u8; CHUNK_HEADER];
-    f.read_exact_at(&mut h, offset).map_err(|source| TraceError::Io { path: PathBuf::from(EVENTS_FILE), source })?;
-    Ok(h)
-}
-
-fn read_u32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-
-/// Walk the chunk headers, checking magic, sizes and checksums. A chunk cut off by the end of
-/// the file ends the scan (`torn = true`); anything else malformed is corruption.
-fn scan_chunks(f: &mut File, dir: &Path) -> Result<(Vec<ChunkRef>, bool), TraceError> {
-    let mut data = Vec::new();
-    f.read_to_end(&mut data).map_err(io_err(dir))?;
-    let mut chunks = Vec::new();
-    let mut pos = 0usize;
-    let corrupt = |offset: usize, why: &str| TraceError::Corrupt {
-        path: dir.to_path_buf(),
-        offset: offset as u64,
-        why: why.to_string(),
-    };
-    while pos < data.len() {
-        let rest = &data[pos..];
-        if rest.len() < CHUNK_HEADER {
-            if CHUNK_MAGIC.starts_with(&rest[..rest.len().min(4)]) {
-                return Ok((chunks, true));
-            }
-            return Err(corrupt(pos, "bad chunk magic"));
-        }
-        if &rest[..4] != CHUNK_MAGIC {
-            return Err(corrupt(pos, "bad chunk magic"));
-        }
-        let len = read_u32(rest, 4);
-        let raw_len = read_u32(rest, 8);
-        let crc = read_u32(rest, 12);
-        let events = read_u32(rest, 16);
-        if raw_len as usize > MAX_CHUNK || len as usize > MAX_CHUNK {
-            return Err(corrupt(pos, "chunk larger than any writer produces"));
-        }
-        if rest.len() < CHUNK_HEADER + len as usize {
-            return Ok((chunks, true));
-        }
-        let payload = &rest[CHUNK_HEADER..CHUNK_HEADER + len as usize];
-        if crc32fast::hash(payload) != crc {
-            return Err(corrupt(pos, "chunk checksum mismatch"));
-        }
-        chunks.push(ChunkRef { offset: pos as u64, len, raw_len, events });
-        pos += CHUNK_HEADER + len as usize;
-    }
-    Ok((chunks, false))
-}
-
-/// Decode a whole event file image (used by the fuzz target and tests): every complete chunk
-/// is checked and decoded. Never panics on any input.
-pub fn decode_event_file(data: &[u8]) -> Result<Vec<Event>, String> {
-    let mut out = Vec::new();
-    let mut pos = 0usize;
-    while pos + CHUNK_HEADER <= data.len() {
-        let rest = &data[pos..];
-        if &rest[..4] != CHUNK_MAGIC {
-            return Err("bad magic".into());
-        }
-        let len = read_u32(rest, 4) as usize;
-        let raw_len = read_u32(rest, 8) as usize;
-        let crc = read_u32(rest, 12);
-        let events = read_u32(rest, 16);
-        if raw_len > MAX_CHUNK || rest.len() < CHUNK_HEADER + len {
-            return Err("bad length".into());
-        }
-        let payload = &rest[CHUNK_HEADER..CHUNK_HEADER + len];
-        if crc32fast::hash(payload) != crc {
-            return Err("checksum".into());
-        }
-        let raw = zstd::bulk::decompress(payload, raw_len).map_err(|e| e.to_string())?;
-        let mut d = event::Decoder::new(&raw);
-        for _ in 0..events {
-            out.push(d.next_event().map_err(|e| e.to_string())?);
-        }
-        pos += CHUNK_HEADER + len;
-    }
-    Ok(out)
-}
-
-/// Encode events into one chunk image (tests, fuzz seeds).
-pub fn encode_chunk(events: &[Event]) -> Vec<u8> {
-    let mut raw = Vec::new();
-    for e in events {
-        event::encode(e, &mut raw);
-    }
-    let payload = zstd::bulk::compress(&raw, 1).expect("in-memory compression");
-    let mut chunk = Vec::new();
-    chunk.extend_from_slice(CHUNK_MAGIC);
-    chunk.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    chunk.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-    chunk.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    chunk.extend_from_slice(&(events.len() as u32).to_le_bytes());
-    chunk.extend_from_slice(&payload);
-    chunk
 }
 
 /// Hex of a blake3 hash.
@@ -474,123 +196,65 @@ pub fn hex(hash: &[u8; 32]) -> String {
     hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The hash named by 64 hex digits.
+pub fn unhex(s: &str) -> Option<[u8; 32]> {
+    if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn header() -> Header {
+    fn header_of(cpu: String, cpu_flags: Vec<String>, kernel: String) -> Header {
         Header {
             format: FORMAT_NAME.into(),
             version: FORMAT_VERSION,
             rdb_version: "test".into(),
             program: "/bin/true".into(),
-            argv: vec!["true".into()],
-            program_blake3: "00".into(),
+            argv: vec![],
+            program_blake3: String::new(),
             cwd: "/".into(),
             started_unix: 0,
             pinned_cpu: None,
-            cpu: String::new(),
+            cpu,
+            cpu_flags,
+            kernel,
             chaos_seed: None,
-        }
-    }
-
-    fn ev(i: u32) -> Event {
-        Event::Exit { tid: Tid(i), status: 0 }
-    }
-
-    fn write_trace(dir: &Path, n: u32, per_chunk: u32) {
-        let mut w = TraceWriter::create(dir, &header()).unwrap();
-        for i in 0..n {
-            w.push(&ev(i)).unwrap();
-            if (i + 1) % per_chunk == 0 {
-                w.flush().unwrap();
-            }
-        }
-        w.finish(Summary::default()).unwrap();
-    }
-
-    #[test]
-    fn seeking_reads_on_from_any_event() {
-        let t = tempfile::tempdir().unwrap();
-        let dir = t.path().join("tr");
-        write_trace(&dir, 100, 7);
-        let mut r = TraceReader::open(&dir).unwrap();
-        for at in [0u32, 1, 6, 7, 8, 50, 98, 99] {
-            r.seek(at as u64).unwrap();
-            let rest: Vec<Event> = std::iter::from_fn(|| r.next_event().unwrap()).collect();
-            assert_eq!(rest, (at..100).map(ev).collect::<Vec<_>>(), "from {at}");
-        }
-        r.seek(100).unwrap();
-        assert_eq!(r.next_event().unwrap(), None);
-        r.seek(1000).unwrap();
-        assert_eq!(r.next_event().unwrap(), None);
-    }
-
-    #[test]
-    fn written_events_read_back_in_order() {
-        let t = tempfile::tempdir().unwrap();
-        let dir = t.path().join("tr");
-        write_trace(&dir, 100, 7);
-        let mut r = TraceReader::open(&dir).unwrap();
-        assert!(!r.ends_early());
-        for i in 0..100 {
-            assert_eq!(r.next_event().unwrap(), Some(ev(i)));
-        }
-        assert_eq!(r.next_event().unwrap(), None);
-    }
-
-    #[test]
-    fn torn_tail_reads_up_to_last_complete_chunk() {
-        let t = tempfile::tempdir().unwrap();
-        let dir = t.path().join("tr");
-        write_trace(&dir, 20, 10);
-        fs::remove_file(dir.join(SUMMARY_FILE)).unwrap();
-        let ep = dir.join(EVENTS_FILE);
-        let len = fs::metadata(&ep).unwrap().len();
-        let f = File::options().write(true).open(&ep).unwrap();
-        f.set_len(len - 3).unwrap();
-        let mut r = TraceReader::open(&dir).unwrap();
-        assert!(r.ends_early() && r.torn_tail);
-        let mut n = 0;
-        while r.next_event().unwrap().is_some() {
-            n += 1;
-        }
-        assert_eq!(n, 10);
-    }
-
-    #[test]
-    fn flipped_byte_is_corruption() {
-        let t = tempfile::tempdir().unwrap();
-        let dir = t.path().join("tr");
-        write_trace(&dir, 20, 10);
-        let ep = dir.join(EVENTS_FILE);
-        let mut data = fs::read(&ep).unwrap();
-        let mid = data.len() / 2;
-        data[mid] ^= 0x40;
-        fs::write(&ep, data).unwrap();
-        match TraceReader::open(&dir) {
-            Err(TraceError::Corrupt { .. }) => {}
-            other => panic!("expected corruption, got {:?}", other.map(|_| ())),
+            program_build: None,
         }
     }
 
     #[test]
-    fn foreign_and_future_directories_are_refused() {
-        let t = tempfile::tempdir().unwrap();
-        assert!(matches!(TraceReader::open(t.path()), Err(TraceError::NotATrace { .. })));
-        let dir = t.path().join("tr");
-        write_trace(&dir, 1, 1);
-        let hp = dir.join(HEADER_FILE);
-        let text = fs::read_to_string(&hp).unwrap().replace("\"version\": 1", "\"version\": 99");
-        fs::write(&hp, text).unwrap();
-        assert!(matches!(TraceReader::open(&dir), Err(TraceError::Version { found: 99, .. })));
+    fn the_same_machine_has_no_differences_and_another_one_is_described() {
+        let (cpu, flags) = cpu_identity();
+        assert!(machine_differences(&header_of(cpu.clone(), flags.clone(), kernel_release())).is_empty());
+        let mut other_flags = flags.clone();
+        other_flags.retain(|f| f != "sse2");
+        other_flags.push("avx512_imaginary".into());
+        let other = header_of("Other CPU 9000 (flags 0123456789abcdef)".into(), other_flags, "1.2.3".into());
+        let d = machine_differences(&other).join("\n");
+        assert!(d.contains("CPU model: recorded on Other CPU 9000"), "{d}");
+        assert!(d.contains("lacks: avx512_imaginary"), "{d}");
+        assert!(d.contains("kernel: recorded on 1.2.3"), "{d}");
+        if flags.iter().any(|f| f == "sse2") {
+            assert!(d.contains("this machine has and the recording machine lacked: sse2"), "{d}");
+        }
     }
 
     #[test]
-    fn event_file_decoder_accepts_encoded_chunks() {
-        let evs: Vec<Event> = (0..5).map(ev).collect();
-        let img = encode_chunk(&evs);
-        assert_eq!(decode_event_file(&img).unwrap(), evs);
-        assert!(decode_event_file(&img[..img.len() - 1]).is_err() || img.len() <= CHUNK_HEADER);
+    fn hashes_round_trip_through_hex() {
+        let h = *blake3::hash(b"x").as_bytes();
+        assert_eq!(unhex(&hex(&h)), Some(h));
+        assert_eq!(unhex("zz"), None);
+        assert_eq!(unhex(&"g".repeat(64)), None);
+        assert_eq!(unhex(&"+1".repeat(32)), None);
+        assert_eq!(unhex(&hex(&h).to_uppercase()), None);
     }
 }

@@ -1,7 +1,13 @@
 //! Helpers shared by the engine's integration tests: building a C test program of
-//! `tests/programs/`, finding its symbols (both from the workspace's one test-helper crate).
+//! `tests/programs/`, finding its symbols (both from the workspace's one test-helper crate), and
+//! the options of a recording made through the library API.
 
+#![allow(dead_code)] // not every test binary uses every helper
+
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+
+use rdb_runtime::RecordOptions;
 
 /// Builds `tests/programs/<program>.c` into `dir/<name>` with clang-14 and `flags` (followed by
 /// the source, the output and `libs`).
@@ -11,7 +17,19 @@ pub fn compile_c(dir: &Path, program: &str, name: &str, flags: &[&str], libs: &[
 }
 
 /// Link-time address of a symbol.
-#[allow(dead_code)] // not every test binary looks symbols up
 pub fn symbol(exe: &Path, name: &str) -> u64 {
     rdb_tests::symbol(exe, name).0
+}
+
+/// Options recording `program ARGS` into `trace`: unpinned, files kept as `rdb record` keeps
+/// them by default.
+pub fn record_options(trace: &Path, program: impl Into<OsString>, args: &[OsString]) -> RecordOptions {
+    RecordOptions {
+        program: program.into(),
+        args: args.to_vec(),
+        trace_dir: trace.to_path_buf(),
+        pin_cpu: false,
+        keep_files: Default::default(),
+        program_build: None,
+    }
 }

@@ -1,12 +1,27 @@
 //! `cargo rdb build` of an instrumented sample app produces a main binary
 //! byte-identical to a plain `cargo build` of the plain app at the same path
-//! (dev and release), plus the debug module and descriptors.
+//! (dev and release), plus the debug module and descriptors. Release builds
+//! with cargo's default profile (no debug information) take their
+//! descriptors from a twin build proven to have the same code.
 
 use rdb_tests::{assert_success, hash_file, run_cargo, run_cargo_rdb, scratch, tree_snapshot, SampleApp};
 
-fn identity(app: &str, release: bool) {
+#[derive(Clone, Copy, PartialEq)]
+enum Profile {
+    Dev,
+    /// The app's own release profile (`debug = "full"`).
+    ReleaseWithDebugInfo,
+    /// cargo's default release profile.
+    ReleaseDefault,
+}
+
+fn identity(app: &str, profile: Profile) {
+    let release = profile != Profile::Dev;
     let tmp = scratch("build");
     let sample = SampleApp::plain(app, tmp.path());
+    if profile == Profile::ReleaseDefault {
+        sample.default_release_profile();
+    }
     let profile_dir = if release { "release" } else { "debug" };
     let mut args = vec!["build"];
     if release {
@@ -16,6 +31,9 @@ fn identity(app: &str, release: bool) {
     let plain = hash_file(&sample.dir.join("target").join(profile_dir).join(app));
 
     sample.instrument();
+    if profile == Profile::ReleaseDefault {
+        sample.default_release_profile();
+    }
     // Plain cargo also builds the instrumented source (markers expand to nothing).
     assert_success("plain cargo build of the instrumented source", &run_cargo(&sample.dir, &args));
     let before = tree_snapshot(&sample.dir);
@@ -27,6 +45,18 @@ fn identity(app: &str, release: bool) {
     let bin = out_dir.join(app);
     assert_eq!(hash_file(&bin), plain, "main binary differs from the plain build ({app}, {profile_dir})");
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if profile == Profile::ReleaseDefault {
+        // The twin's code was proven, function by function; at most a few
+        // functions differ (LLVM allocates registers differently there).
+        let proved = stderr.lines().find(|l| l.contains("Proved")).unwrap_or_else(|| panic!("no proof:\n{stderr}"));
+        let numbers: Vec<usize> = proved.split([' ', ':']).filter_map(|w| w.parse().ok()).collect();
+        if let [same, total, ..] = numbers[..] {
+            assert!(same * 100 >= total * 99, "{proved}");
+        } else {
+            assert!(proved.contains("identical"), "{proved}");
+        }
+    }
     for suffix in ["", ".rdb.so", ".rdb-functions.json", ".rdb-arguments.json"] {
         let p = out_dir.join(format!("{app}{suffix}"));
         assert!(p.is_file(), "{} missing", p.display());
@@ -51,23 +81,35 @@ fn identity(app: &str, release: bool) {
 }
 
 pub fn minibc_dev() {
-    identity("minibc", false);
+    identity("minibc", Profile::Dev);
 }
 
 pub fn minibc_release() {
-    identity("minibc", true);
+    identity("minibc", Profile::ReleaseWithDebugInfo);
+}
+
+pub fn minibc_release_default_profile() {
+    identity("minibc", Profile::ReleaseDefault);
 }
 
 pub fn jobq_dev() {
-    identity("jobq", false);
+    identity("jobq", Profile::Dev);
 }
 
 pub fn jobq_release() {
-    identity("jobq", true);
+    identity("jobq", Profile::ReleaseWithDebugInfo);
+}
+
+pub fn jobq_release_default_profile() {
+    identity("jobq", Profile::ReleaseDefault);
+}
+
+pub fn race_release_default_profile() {
+    identity("race", Profile::ReleaseDefault);
 }
 
 pub fn race_dev() {
-    identity("race", false);
+    identity("race", Profile::Dev);
 }
 
 /// A second build with no change rewrites nothing in the shadows and keeps

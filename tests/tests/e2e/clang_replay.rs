@@ -107,3 +107,37 @@ pub fn lua_region_in_the_hot_loop_runs_on_replay() {
         "rdb: 100000 Lua calls, this one with 1 arguments\nrdb: 200000 Lua calls, this one with 1 arguments\n200000\n"
     );
 }
+
+/// Replays `inlined_unrolled.c` built by rdb-clang with `opt` and returns
+/// (values the region printed, hits the replay reported as not run).
+fn inlined_unrolled_hits(opt: &str, calls: usize) -> (Vec<usize>, usize) {
+    let tmp = scratch("c");
+    let dir = tmp.path();
+    std::fs::copy(program("support/inlined_unrolled.c"), dir.join("copies.c")).unwrap();
+    rdb_clang_in(dir, &[opt, "-g", "copies.c", "-o", "copies"]);
+    let n = calls.to_string();
+    let recorded = record(dir, &["./copies", &n]);
+    assert_eq!(text(&recorded.stdout), format!("last {}\n", (calls - 1) * (calls - 1)));
+    let replay = rdb_in(dir, &["replay", "trace", "--debug", "./copies"]);
+    let out = text(&replay.stdout);
+    let stderr = text(&replay.stderr);
+    assert!(matches!(replay.status.code(), Some(0 | 5)), "{opt}: {out}\n{stderr}");
+    let ran: Vec<usize> = out.lines().filter_map(|l| l.strip_prefix("rdb: add ")).map(|v| v.parse().unwrap()).collect();
+    let not_run = stderr.lines().filter(|l| l.contains("could not run")).count();
+    (ran, not_run)
+}
+
+/// clang -O2 inlines `add` into `main` and unrolls the loop eight times,
+/// with a remainder loop: nine copies of the region's statement in one
+/// function, no DWARF entity for eight of them. Each copy runs the region:
+/// as many hits as at -O0, each with its own value: `v` is not stored in
+/// the unrolled copies but computed (the induction register plus the
+/// copy's offset), which the `computed` location class expresses.
+pub fn every_inlined_and_unrolled_copy_runs_the_region() {
+    let calls = 13;
+    let (o0, o0_not_run) = inlined_unrolled_hits("-O0", calls);
+    assert_eq!(o0, (0..calls).collect::<Vec<_>>());
+    assert_eq!(o0_not_run, 0);
+    let (o2, o2_not_run) = inlined_unrolled_hits("-O2", calls);
+    assert_eq!((o2, o2_not_run), (o0, 0));
+}

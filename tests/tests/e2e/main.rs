@@ -8,27 +8,35 @@
 //!   fault (reported, not hidden; flipping it to `identical` is a one-line change).
 //! - `gdb::NAME`: each gdb script of `tests/gdb/` run by real gdb through `rdb gdb` over a
 //!   recording of the program it names, against the session expected beside it.
+//! - `crafted::NAME`: each script of `tests/crafted/` damages a copy of a good trace, and
+//!   `rdb replay` must refuse it as the script's `# expect-` lines say (`crafted.rs`).
 //! - `ui::NAME`: each malformed source of `tests/ui/` against the diagnostics in the `.stderr`
 //!   file beside it (`RDB_BLESS=1` rewrites them).
 //! - `MODULE::NAME`: scenarios that are more than one program and its output (changed binaries,
-//!   killed recorders, Ctrl-C, builds, replay debugging), one function each, in the modules
-//!   below.
+//!   killed recorders, kept files and packs, private traces, Ctrl-C, builds, replay debugging),
+//!   one function each, in the modules below.
 //!
 //! rdb's binaries are built once per run (`rdb_tests::tools`, cargo's own up-to-date check) and
 //! every command runs under `timeout`. Run one case with `cargo test -p rdb-tests --test e2e --
 //! corpus::ls`, list them with `-- --list`.
 
+mod binary_differs;
 mod build_dlopen;
 mod build_identity;
 mod build_interrupt;
 mod build_workspace;
 mod callbacks;
 mod clang_replay;
+mod cli;
+mod crafted;
+mod kept_files;
 mod record_replay;
 mod regions_in_generic_closure_async;
+mod remote;
 mod replay_debug;
 mod sample_apps_replay;
 mod threads;
+mod trace_privacy;
 mod ui;
 mod ui_accepted;
 
@@ -40,6 +48,19 @@ macro_rules! scenarios {
         vec![$(Trial::test(concat!(stringify!($module), "::", stringify!($test)), || {
             $module::$test();
             Ok(())
+        })),+]
+    };
+}
+
+/// Trials for scenarios that need what a machine may lack (rr needs performance counters):
+/// each returns `Err(why)` when it cannot run here and is reported as ignored, with why.
+macro_rules! scenarios_where_possible {
+    ($module:ident: $($test:ident),+ $(,)?) => {
+        vec![$(Trial::ignorable_test(concat!(stringify!($module), "::", stringify!($test)), || {
+            match $module::$test() {
+                Ok(()) => Ok(Completion::Completed),
+                Err(why) => Ok(Completion::ignored_with(why)),
+            }
         })),+]
     };
 }
@@ -93,6 +114,7 @@ fn main() {
     trials.extend(cases("programs"));
     trials.extend(gdb_scripts());
     trials.extend(cases("corpus"));
+    trials.extend(crafted::trials());
     trials.extend(ui::trials());
     trials.extend(ui_accepted::trials());
     trials.extend(scenarios!(ui: cargo_rdb_build_reports_and_writes_nothing));
@@ -100,8 +122,11 @@ fn main() {
     trials.extend(scenarios!(build_identity:
         minibc_dev,
         minibc_release,
+        minibc_release_default_profile,
         jobq_dev,
         jobq_release,
+        jobq_release_default_profile,
+        race_release_default_profile,
         race_dev,
         rebuild_without_change_is_identical,
         user_rustflags_are_kept,
@@ -121,6 +146,7 @@ fn main() {
         rust_read_callbacks_see_every_access_with_a_backtrace,
     ));
     trials.extend(scenarios!(clang_replay:
+        every_inlined_and_unrolled_copy_runs_the_region,
         list_region_shows_the_lost_tail_on_replay,
         minibc_regions_explain_the_recorded_crash,
         lua_region_in_the_hot_loop_runs_on_replay,
@@ -149,10 +175,48 @@ fn main() {
         regions_in_generics_closures_and_async_replay_in_a_dev_build,
         regions_in_generics_closures_and_async_replay_in_a_release_build,
     ));
+    trials.extend(scenarios!(remote:
+        minibc_regions_under_gdbserver_and_qemu_print_what_the_replay_prints,
+        c_minibc_regions_under_gdbserver_print_what_the_replay_prints,
+        regions_stop_each_thread_in_turn_under_gdbserver_and_qemu,
+        race_region_runs_in_its_threads_under_gdbserver,
+        a_stub_killed_mid_run_is_reported_within_seconds,
+        a_binary_that_is_not_the_running_one_is_refused,
+        regions_run_on_rdbs_own_gdb_server,
+    ));
+    trials.extend(scenarios_where_possible!(remote: regions_run_on_an_rr_replay));
     trials.extend(scenarios!(sample_apps_replay: sample_apps_replay_exactly, rayon_and_crossbeam_replay_exactly));
     trials.extend(scenarios!(threads:
         racy_recordings_replay_to_their_own_outcome,
         the_chaos_seed_is_stored_in_the_trace,
     ));
-    libtest_mimic::run(&args, trials).exit();
+    trials.extend(scenarios!(binary_differs:
+        a_use_only_debug_code_needs_is_named_with_its_line_and_the_fix,
+        a_profile_changed_after_recording_says_to_record_again,
+        another_directory_and_other_locked_versions_are_named,
+        the_first_differing_function_of_a_c_program_is_named,
+        cargo_rdb_replay_of_a_missing_trace_fails_before_building,
+    ));
+    trials.extend(scenarios!(cli:
+        versions_and_help_say_what_each_tool_is,
+        cargo_rdb_build_shows_progress_on_a_terminal_only,
+        the_demo_reaches_its_punchline_in_under_30_lines,
+    ));
+    trials.extend(scenarios!(kept_files:
+        rebuilt_or_deleted_program_and_library_still_replay_from_the_trace,
+        packed_trace_replays_after_the_trace_and_the_originals_are_gone,
+        damaged_pack_is_refused,
+        traces_of_one_program_in_the_trace_root_share_its_kept_files,
+        a_changed_file_is_named_without_revealing_its_current_hash,
+    ));
+    trials.extend(scenarios!(trace_privacy:
+        traces_are_private_to_their_owner,
+        output_directory_of_another_user_is_refused,
+        output_directory_writable_by_others_is_refused,
+        planted_symlinks_are_never_followed,
+        unwritable_trace_root_fails_at_once_with_a_message,
+    ));
+    let conclusion = libtest_mimic::run(&args, trials);
+    crafted::cleanup();
+    conclusion.exit();
 }

@@ -76,8 +76,9 @@ pub fn a_trace_from_another_binary_is_refused() {
     let out = run_cargo_rdb(&app.dir, &["replay", trace.to_str().unwrap()]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(EXIT_ERROR), "{err}");
-    assert!(err.contains("is not the executable the trace was recorded from"), "{err}");
-    assert!(err.contains("Only code inside rdb_begin!/rdb_end! regions"), "{err}");
+    assert!(err.contains("is not the program the trace recorded"), "{err}");
+    assert!(err.contains("the first difference is in section"), "{err}");
+    assert!(err.contains("only code inside rdb_begin!/rdb_end! regions"), "{err}");
     assert!(out.stdout.is_empty(), "nothing may be replayed: {}", text(&out.stdout));
 }
 

@@ -1,0 +1,40 @@
+//! A recording killed right after an exec ends with that exec's event. Replaying such a trace
+//! once panicked (`head checked`, exit 101); it must end cleanly as a cut-short trace. The
+//! cuts are made deterministically: the events of a real recording of
+//! `programs/fork_exec_loop.sh` are copied into a new trace up to each exec in turn, and the
+//! copy is left unfinished, as a killed recorder leaves it.
+
+mod common;
+
+use std::path::Path;
+
+use rdb_runtime::trace::{Event, Trace, TraceWriter};
+use rdb_runtime::{record, replay, Error, ReplayOptions};
+
+#[test]
+fn replay_of_a_trace_cut_right_after_an_exec_ends_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/fork_exec_loop.sh");
+    let trace = tmp.path().join("trace");
+    let rec = record(&common::record_options(&trace, "/bin/sh", &[script.into_os_string()])).unwrap();
+    assert_eq!(rec.exit_status, 0);
+    let t = Trace::open(&trace).unwrap();
+    let events: Vec<Event> = t.events().unwrap().collect::<Result<_, _>>().unwrap();
+    let execs: Vec<usize> =
+        events.iter().enumerate().filter(|(_, e)| matches!(e, Event::Exec { .. })).map(|(i, _)| i).collect();
+    assert!(execs.len() >= 5, "the script execs sh, three true and echo: {} execs", execs.len());
+    for (n, &k) in execs.iter().enumerate() {
+        let cut = tmp.path().join(format!("cut-{n}"));
+        let mut w = TraceWriter::create(&cut, t.header(), &Default::default()).unwrap();
+        for e in &events[..=k] {
+            w.push(e).unwrap();
+        }
+        w.flush().unwrap();
+        drop(w); // never finished: cut short
+        let opts = ReplayOptions { trace_dir: cut, pin_cpu: false, echo_output: false };
+        match replay(&opts, &mut rdb_runtime::NoObserver) {
+            Err(Error::EndsEarly { events }) => assert_eq!(events, k as u64 + 1, "cut after exec #{n}"),
+            other => panic!("cut after exec #{n} (event {k}): {:?}", other.map(|o| o.events)),
+        }
+    }
+}
