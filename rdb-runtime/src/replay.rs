@@ -1342,7 +1342,10 @@ impl Replayer<'_> {
         // Slots for displaced instructions (see `displace`), in the executable segments' tails.
         // RDB_SINGLE_STEP=1: step over every breakpoint the classic way (a check on `displace`).
         let single_step = std::env::var_os("RDB_SINGLE_STEP").is_some_and(|v| v == "1");
-        let key = (Rc::as_ptr(&self.procs[&tid].breakpoints) as usize, image.exe.clone());
+        // Keyed by the file mapped (the trace's kept copy of the executable, as `/proc/PID/maps`
+        // names it), so that breakpoints planted later in the same object take the next slots.
+        let mapped = std::fs::canonicalize(&image.file).unwrap_or_else(|_| image.file.clone());
+        let key = (Rc::as_ptr(&self.procs[&tid].breakpoints) as usize, mapped);
         let mut slots = if single_step {
             displace::Slots::default()
         } else {
