@@ -9,6 +9,8 @@ command -v llvm-config-14 >/dev/null || need+=(llvm-14-dev)
 [ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v gdb >/dev/null || need+=(gdb)
+# gdb on replays (tests/gdb/): backtraces through libc have its symbols and lines.
+dpkg -s libc6-dbg >/dev/null 2>&1 || need+=(libc6-dbg)
 # rdb attach --remote is tested against gdbserver and QEMU user mode; rr is run to learn
 # whether it can record here (it needs performance counters: the test says why it skips).
 command -v gdbserver >/dev/null || need+=(gdbserver)

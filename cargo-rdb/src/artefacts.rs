@@ -1,13 +1,21 @@
 //! The files `cargo rdb build` leaves in `target/rdb/<profile>/`.
 
 use anyhow::{Context, Result};
-use rdb_descriptors::{Language, SourceLocation};
-use rdb_extract::{LineCol, NestKind, Region};
+use rdb_descriptors::{CallbackDescriptor, CallbackEvent, DebugEntry, Language, SourceLocation, SyscallName};
+use rdb_extract::{CallTarget, Callback, CallbackKind, LineCol, NestKind, Region};
 use rdb_locate::{ArgumentSite, Body, BodyKind, RegionSite};
 use std::path::{Path, PathBuf};
 
 fn location(file: &Path, lc: LineCol) -> SourceLocation {
     SourceLocation { file: file.to_path_buf(), line: lc.line, column: lc.column }
+}
+
+/// The event callbacks of a binary and the line maps of its instrumented files (descriptor
+/// inputs besides the regions).
+#[derive(Clone, Copy)]
+pub struct EventInputs<'a> {
+    pub callbacks: &'a [&'a Callback],
+    pub line_maps: &'a [rdb_descriptors::LineMap],
 }
 
 /// Computes the descriptors of the regions compiled into `binary` from its
@@ -25,8 +33,10 @@ pub fn write_descriptors(
     twin: Option<&rdb_locate::TwinMap>,
     toolchain: &str,
     regions: &[&Region],
+    events: &EventInputs<'_>,
     source_root: &Path,
 ) -> Result<(PathBuf, PathBuf, Vec<String>)> {
+    let EventInputs { callbacks, line_maps } = *events;
     let paths = rdb_descriptors::artefact_paths(binary);
     let module_name = paths.debug_module.file_name().expect("has a name").to_string_lossy().into_owned();
     let sites: Vec<RegionSite> = regions
@@ -79,7 +89,11 @@ pub fn write_descriptors(
         .and_then(std::fs::metadata)
         .map(|m| format!("{} {:?}", m.len(), m.modified().ok()))
         .unwrap_or_default();
-    let key = format!("{tool}\n{toolchain}\n{}\n{module_hash}\n{}\n{sites:?}", identity.blake3, dwarf_binary.display());
+    let key = format!(
+        "{tool}\n{toolchain}\n{}\n{module_hash}\n{}\n{sites:?}\n{callbacks:?}\n{line_maps:?}",
+        identity.blake3,
+        dwarf_binary.display()
+    );
     let key_path = binary.with_file_name(format!(".{}.rdb-key", binary.file_name().expect("named").to_string_lossy()));
     if paths.functions.is_file() && paths.arguments.is_file() {
         if let Ok(saved) = std::fs::read_to_string(&key_path) {
@@ -108,7 +122,12 @@ pub fn write_descriptors(
     let patches = dispatch_instantiations(&mut located, &table);
     rdb_locate::patch_entry_ids(&paths.debug_module, &patches)?;
     let warnings = located.warnings.clone();
-    let (functions, arguments) = located.into_descriptors(Language::Rust, toolchain.to_string(), identity, module_name);
+    let (mut functions, mut arguments) =
+        located.into_descriptors(Language::Rust, toolchain.to_string(), identity, module_name);
+    let mut warnings = warnings;
+    functions.callbacks =
+        callback_descriptors(callbacks, dwarf_binary, twin, source_root, &mut arguments, &mut warnings)?;
+    functions.line_maps = line_maps.to_vec();
     rdb_descriptors::store(&paths.functions, &functions)
         .with_context(|| format!("cannot write {}", paths.functions.display()))?;
     rdb_descriptors::store(&paths.arguments, &arguments)
@@ -212,4 +231,148 @@ fn dispatch_instantiations(located: &mut rdb_locate::Located, table: &[rdb_locat
         a.locations.retain(|p| !dropped_args.contains(&(a.region, p.address)));
     }
     patches
+}
+
+/// The descriptors of the callbacks (call callbacks located in `dwarf_binary`, their arguments
+/// added to `arguments`; with a twin, each site mapped onto the binary, or dropped with a
+/// warning where the function's code is not proven the same).
+fn callback_descriptors(
+    callbacks: &[&Callback],
+    dwarf_binary: &Path,
+    twin: Option<&rdb_locate::TwinMap>,
+    source_root: &Path,
+    arguments: &mut rdb_descriptors::ArgumentDescriptors,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<CallbackDescriptor>> {
+    let queries: Vec<rdb_locate::CallQuery> = callbacks
+        .iter()
+        .filter_map(|c| match &c.kind {
+            CallbackKind::Call { target: CallTarget::Path { resolved, .. }, returns } => {
+                Some(rdb_locate::CallQuery { id: c.id, function: resolved.clone(), returns: *returns })
+            }
+            _ => None,
+        })
+        .collect();
+    let mut located = if queries.is_empty() {
+        Vec::new()
+    } else {
+        rdb_locate::locate_calls(dwarf_binary, &queries)
+            .with_context(|| format!("cannot locate the functions callbacks watch in {}", dwarf_binary.display()))?
+    }
+    .into_iter();
+    let statics: Vec<String> = callbacks
+        .iter()
+        .filter_map(|c| match &c.kind {
+            CallbackKind::Access { resolved, .. } => Some(resolved.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut watched = if statics.is_empty() {
+        Vec::new()
+    } else {
+        rdb_locate::locate_statics(dwarf_binary, &statics)
+            .with_context(|| format!("cannot locate the statics callbacks watch in {}", dwarf_binary.display()))?
+    }
+    .into_iter();
+    let mut out = Vec::new();
+    for c in callbacks {
+        let mut path = c.module_path.clone();
+        path.push(c.function.clone());
+        let source = location(&source_root.join(&c.file), c.at);
+        let mut note = None;
+        let event = match &c.kind {
+            CallbackKind::Access { .. } => None,
+            CallbackKind::Syscall { names, when } => Some(CallbackEvent::Syscall {
+                syscalls: names
+                    .iter()
+                    .map(|(name, number)| SyscallName { name: name.clone(), number: *number })
+                    .collect(),
+                when: *when,
+            }),
+            CallbackKind::Call { target: CallTarget::Symbol(symbol), returns } => Some(CallbackEvent::Call {
+                function: symbol.clone(),
+                target: rdb_descriptors::CallTarget::Symbol { symbol: symbol.clone() },
+                returns: *returns,
+            }),
+            CallbackKind::Call { target: CallTarget::Path { written, .. }, returns } => {
+                let found = located.next().expect("one result per query");
+                if let Some(error) = found.error {
+                    anyhow::bail!(
+                        "callback `{}` ({}:{}:{}): {error}",
+                        path.join("::"),
+                        source.file.display(),
+                        source.line,
+                        source.column
+                    );
+                }
+                warnings.extend(found.warnings);
+                let (mut target, mut found_arguments) = (found.target, found.arguments);
+                if let (Some(map), rdb_descriptors::CallTarget::Program { sites, .. }) = (twin, &mut target) {
+                    if !map.identical {
+                        let mut kept = Vec::new();
+                        for (i, site) in std::mem::take(sites).into_iter().enumerate() {
+                            match map.map(site.address).and_then(|a| Ok((a, map.map(site.entry)?.0))) {
+                                Ok(((address, symbol, offset), entry)) => {
+                                    kept.push(i);
+                                    sites.push(rdb_descriptors::CallSite { entry, address, symbol, offset, ..site });
+                                }
+                                Err(why) => warnings.push(format!(
+                                    "callback `{}` ({}:{}): the copy of `{written}` at {:#x} cannot be served: {why}; \
+                                     the callback does not run there",
+                                    path.join("::"),
+                                    source.file.display(),
+                                    source.line,
+                                    site.address
+                                )),
+                            }
+                        }
+                        for a in &mut found_arguments {
+                            let all = std::mem::take(&mut a.locations);
+                            a.locations =
+                                all.into_iter().enumerate().filter(|(i, _)| kept.contains(i)).map(|(_, l)| l).collect();
+                        }
+                    }
+                }
+                if matches!(&target, rdb_descriptors::CallTarget::Program { sites, .. } if sites.is_empty()) {
+                    note = Some(format!("`{written}` has no out-of-line copy in the binary: the callback never runs"));
+                }
+                if !returns && c.params > 0 {
+                    arguments.arguments.extend(found_arguments);
+                }
+                Some(CallbackEvent::Call { function: written.clone(), target, returns: *returns })
+            }
+        };
+        let event = match event {
+            Some(e) => e,
+            None => {
+                let CallbackKind::Access { written, reads, .. } = &c.kind else { unreachable!("only accesses wait") };
+                match watched.next().expect("one result per static") {
+                    Ok(w) => CallbackEvent::Access {
+                        variable: written.clone(),
+                        symbol: w.symbol,
+                        address: w.address,
+                        size: w.size,
+                        type_name: w.type_name,
+                        reads: *reads,
+                    },
+                    Err(why) => anyhow::bail!(
+                        "callback `{}` ({}:{}:{}): {why}",
+                        path.join("::"),
+                        source.file.display(),
+                        source.line,
+                        source.column
+                    ),
+                }
+            }
+        };
+        out.push(CallbackDescriptor {
+            id: c.id,
+            entry: DebugEntry::CallbackTable,
+            function: path.join("::"),
+            source,
+            event,
+            note,
+        });
+    }
+    Ok(out)
 }

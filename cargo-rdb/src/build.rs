@@ -206,7 +206,7 @@ pub fn run(args: &BuildArgs) -> Result<Built> {
     timing(args, "extraction", started);
 
     // 2. Shadow copies.
-    let region_crate = debug_package::write_region_crate(&rdb_dir)?;
+    let (region_crate, api_crate) = debug_package::write_support_crates(&rdb_dir)?;
     let extracted: BTreeMap<&Path, &rdb_extract::ExtractedFile> =
         extraction.files.iter().map(|f| (f.path.as_path(), f)).collect();
     let mut main_files = BTreeMap::new();
@@ -220,9 +220,10 @@ pub fn run(args: &BuildArgs) -> Result<Built> {
             let bad = || format!("cannot read {} as TOML", rel.display());
             let stripped = rdb_extract::strip_manifest(&text).with_context(bad)?;
             let debug = if text.parse::<toml_edit::DocumentMut>().with_context(bad)?.contains_key("package") {
-                // The package's debug code calls `::rdb_region::region`.
-                rdb_extract::add_path_dependency(&stripped, "rdb-region", &region_crate.to_string_lossy())
-                    .with_context(bad)?
+                // The package's debug code calls `::rdb_region::region` and may use `rdb::`.
+                let with = rdb_extract::add_path_dependency(&stripped, "rdb-region", &region_crate.to_string_lossy())
+                    .with_context(bad)?;
+                rdb_extract::add_path_dependency(&with, "rdb-api", &api_crate.to_string_lossy()).with_context(bad)?
             } else {
                 stripped.clone()
             };
@@ -299,7 +300,8 @@ pub fn run(args: &BuildArgs) -> Result<Built> {
     let mut debug_manifests = Vec::new();
     for (pkg, bin) in &bins {
         let pkg_dir = rdb_dir.join("debug-packages").join(&bin.name);
-        let manifest = debug_package::manifest(&root_manifest, &meta, pkg, bin, &shadow_debug, &region_crate)?;
+        let manifest =
+            debug_package::manifest(&root_manifest, &meta, pkg, bin, &shadow_debug, &region_crate, &api_crate)?;
         let mut files = BTreeMap::new();
         files.insert(PathBuf::from("Cargo.toml"), manifest.into_bytes());
         if let Ok(lock) = std::fs::read(ws_root.join("Cargo.lock")) {
@@ -429,19 +431,44 @@ pub fn run(args: &BuildArgs) -> Result<Built> {
             .filter(|r| file_pkg.get(&r.file).is_some_and(|id| closure.contains(id)))
             .filter(|r| region_in_binary(&r.file, &pkg_rel, pkg, bin, &file_pkg))
             .collect();
+        let callbacks: Vec<&rdb_extract::Callback> = extraction
+            .callbacks
+            .iter()
+            .filter(|c| file_pkg.get(&c.file).is_some_and(|id| closure.contains(id)))
+            .filter(|c| region_in_binary(&c.file, &pkg_rel, pkg, bin, &file_pkg))
+            .collect();
         // Descriptors describe the binary as copied (its identity is recorded).
         let dwarf = if dwarf == exe { &out_bin } else { dwarf };
-        let (functions, arguments, warnings) =
-            artefacts::write_descriptors(&out_bin, dwarf, twin.as_ref(), &toolchain, &regions, &ws_root)?;
+        let line_maps: Vec<rdb_descriptors::LineMap> = extraction
+            .files
+            .iter()
+            .filter(|f| f.instrumented && file_pkg.get(&f.path).is_some_and(|id| closure.contains(id)))
+            .map(|f| rdb_descriptors::LineMap { file: ws_root.join(&f.path), lines: f.line_map.clone() })
+            .collect();
+        let (functions, arguments, warnings) = artefacts::write_descriptors(
+            &out_bin,
+            dwarf,
+            twin.as_ref(),
+            &toolchain,
+            &regions,
+            &artefacts::EventInputs { callbacks: &callbacks, line_maps: &line_maps },
+            &ws_root,
+        )?;
         for w in warnings {
             term::warn(format!("`{}`: {w}", bin.name));
         }
-        outputs.push((bin.name.clone(), out_bin, paths.debug_module, functions, arguments, regions.len()));
+        let counts = (regions.len(), callbacks.len());
+        outputs.push((bin.name.clone(), out_bin, paths.debug_module, functions, arguments, counts));
     }
     drop(progress);
     let mut built = Vec::new();
-    for (name, bin, module, functions, arguments, n) in outputs {
-        term::status("Finished", format!("`{name}` with {n} debug region{}", if n == 1 { "" } else { "s" }));
+    for (name, bin, module, functions, arguments, (n, c)) in outputs {
+        let callbacks = match c {
+            0 => String::new(),
+            1 => " and 1 callback".to_string(),
+            c => format!(" and {c} callbacks"),
+        };
+        term::status("Finished", format!("`{name}` with {n} debug region{}{callbacks}", if n == 1 { "" } else { "s" }));
         // `cargo rdb record`/`replay` keep stdout for the program and print no paths.
         if args.print_paths {
             for p in [&bin, &module, &functions, &arguments] {

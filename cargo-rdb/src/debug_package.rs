@@ -4,7 +4,8 @@
 //! generated manifest (its own one-package workspace) whose `cdylib` target's
 //! root is the *debug shadow* copy of the binary's root file, with `P`'s
 //! dependencies (same versions through a copy of the `Cargo.lock`, same
-//! resolved features), `P`'s library when it has one, and `rdb-region`.
+//! resolved features), `P`'s library when it has one, `rdb-region` and the debug-side API
+//! `rdb-api` (which debug code names `rdb`).
 //! The crate keeps the binary's crate name, so type names match the program's.
 
 use anyhow::{Context, Result};
@@ -12,18 +13,28 @@ use cargo_metadata::{DependencyKind, Metadata, Package, Target};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-/// `rdb-region`'s source, embedded so that `cargo rdb` works from an install.
+/// `rdb-region`'s and `rdb-api`'s sources, embedded so that `cargo rdb` works from an install.
 const REGION_LIB: &str = include_str!("../../rdb-region/src/lib.rs");
+const REGION_CALLBACK: &str = include_str!("../../rdb-region/src/callback.rs");
+const API_LIB: &str = include_str!("../../rdb-api/src/lib.rs");
 
-/// Writes `rdb-region` under `dir` (only when changed) and returns its path.
-pub fn write_region_crate(dir: &Path) -> Result<PathBuf> {
-    let root = dir.join("rdb-region");
-    let manifest = "[package]\nname = \"rdb-region\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n[lib]\npath = \"lib.rs\"\n";
+/// Writes `rdb-region` and `rdb-api` under `dir` (only when changed) and returns their paths.
+pub fn write_support_crates(dir: &Path) -> Result<(PathBuf, PathBuf)> {
+    let api = dir.join("rdb-api");
+    let manifest = "[package]\nname = \"rdb-api\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n[lib]\nname = \"rdb\"\npath = \"lib.rs\"\n";
+    let mut files = std::collections::BTreeMap::new();
+    files.insert(PathBuf::from("Cargo.toml"), manifest.as_bytes().to_vec());
+    files.insert(PathBuf::from("lib.rs"), API_LIB.as_bytes().to_vec());
+    crate::shadow::sync(&api, &files)?;
+
+    let region = dir.join("rdb-region");
+    let manifest = "[package]\nname = \"rdb-region\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n[lib]\npath = \"lib.rs\"\n\n[dependencies]\nrdb-api = { path = \"../rdb-api\" }\n";
     let mut files = std::collections::BTreeMap::new();
     files.insert(PathBuf::from("Cargo.toml"), manifest.as_bytes().to_vec());
     files.insert(PathBuf::from("lib.rs"), REGION_LIB.as_bytes().to_vec());
-    crate::shadow::sync(&root, &files)?;
-    Ok(root)
+    files.insert(PathBuf::from("callback.rs"), REGION_CALLBACK.as_bytes().to_vec());
+    crate::shadow::sync(&region, &files)?;
+    Ok((region, api))
 }
 
 fn toml_str(s: &str) -> String {
@@ -38,6 +49,7 @@ pub fn manifest(
     bin: &Target,
     debug_root: &Path,
     region_crate: &Path,
+    api_crate: &Path,
 ) -> Result<String> {
     let ws_root = meta.workspace_root.as_std_path();
     let in_shadow = |p: &Path| -> PathBuf {
@@ -94,8 +106,8 @@ pub fn manifest(
             _ => continue,
         };
         let key = dep.rename.clone().unwrap_or_else(|| dep.name.clone());
-        if key == "rdb-macros" || key == "rdb_macros" {
-            continue;
+        if dep.name == "rdb-macros" || dep.name == "rdb-api" {
+            continue; // rdb's own: the debug module gets rdb-api below
         }
         if dep.kind == DependencyKind::Normal && !resolved_deps.contains(&key.replace('-', "_")) {
             continue; // an optional dependency that is not enabled
@@ -141,8 +153,9 @@ pub fn manifest(
     }
     writeln!(
         sections.entry("dependencies".into()).or_default(),
-        "rdb-region = {{ path = {} }}",
-        toml_str(&region_crate.to_string_lossy())
+        "rdb-region = {{ path = {} }}\nrdb-api = {{ path = {} }}",
+        toml_str(&region_crate.to_string_lossy()),
+        toml_str(&api_crate.to_string_lossy())
     )?;
     for (header, body) in &sections {
         writeln!(m, "[{header}]\n{body}")?;

@@ -10,6 +10,9 @@
 //! - [`ArgumentDescriptors`] (`<bin>.rdb-arguments.json`): for each region and
 //!   argument position, the program variable passed and where it lives at
 //!   each code location.
+//! - [`CallbackDescriptor`]s (in the function descriptor file): the debug-only
+//!   functions to call when an event happens in the program (a system call,
+//!   a call of a function, an access to watched memory).
 //!
 //! Both carry `format` and `version` fields checked on load ([`load_functions`],
 //! [`load_arguments`]). Stability policy: fields are only ever added within a
@@ -31,11 +34,15 @@ pub const FUNCTIONS_FORMAT: &str = "rdb-functions";
 /// Value of the `format` field of an argument descriptor file.
 pub const ARGUMENTS_FORMAT: &str = "rdb-arguments";
 /// The descriptor format version this crate reads and writes.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// Name of the ELF section of a Rust debug module that maps region ids to
 /// debug functions: pairs of little-endian `u64` (region id, function address).
 pub const REGION_TABLE_SECTION: &str = "rdb_regions";
+
+/// Name of the ELF section of a Rust debug module that maps callback ids to
+/// debug functions (same layout as [`REGION_TABLE_SECTION`]).
+pub const CALLBACK_TABLE_SECTION: &str = "rdb_callbacks";
 
 /// `<bin>.rdb-functions.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -56,6 +63,23 @@ pub struct FunctionDescriptors {
     pub debug_module: String,
     /// One entry per debug region.
     pub functions: Vec<FunctionDescriptor>,
+    /// One entry per event callback (version 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callbacks: Vec<CallbackDescriptor>,
+    /// For each source file rdb changed to build the main binary (debug code removed): the
+    /// line of the user's file each line of the binary's source comes from, to report places
+    /// in the program (backtraces) with the user's lines (version 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub line_maps: Vec<LineMap>,
+}
+
+/// Lines of a source file the main binary was built from, mapped to the user's file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LineMap {
+    /// The file, as the DWARF names it (absolute for Rust).
+    pub file: PathBuf,
+    /// Index `i`: the user's line for line `i + 1` of the binary's source.
+    pub lines: Vec<u32>,
 }
 
 /// Identity of a file: where it was and what it contained.
@@ -140,6 +164,124 @@ pub enum DebugEntry {
     Symbol { name: String },
     /// The entry of [`REGION_TABLE_SECTION`] whose id is the region id.
     RegionTable,
+    /// The entry of [`CALLBACK_TABLE_SECTION`] whose id is the callback id.
+    CallbackTable,
+}
+
+/// A debug-only function the replay calls when an event happens in the program.
+///
+/// Its debug function has the regions' calling convention (`argv`); what `argv`
+/// holds depends on [`CallbackEvent`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CallbackDescriptor {
+    /// Callback id, unique within the binary among region and callback ids;
+    /// argument descriptors whose `region` is this id describe its arguments.
+    pub id: u32,
+    /// How to find its debug function in the debug module.
+    pub entry: DebugEntry,
+    /// The callback function as written (`who_writes`, `hooks::who_writes`).
+    pub function: String,
+    /// Where the callback's attribute (or C macro) is written.
+    pub source: SourceLocation,
+    /// What makes the replay call it.
+    pub event: CallbackEvent,
+    /// Human-readable remark (e.g. why it can never be called).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The event a callback is called for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "on", rename_all = "snake_case")]
+pub enum CallbackEvent {
+    /// Any of these system calls, before it runs or after it completed.
+    /// `argv[0]` points to an `rdb_syscall` record (`rdb.h`, `rdb::Syscall`).
+    Syscall { syscalls: Vec<SyscallName>, when: When },
+    /// Each call of a function (`returns` false: once its arguments are in place, `argv[i]`
+    /// pointing to argument `i` as the argument descriptors say), or each return from it
+    /// (`argv[0]` pointing to the returned value).
+    Call { function: String, target: CallTarget, returns: bool },
+    /// Each access to a static of the program, through the x86 debug registers (`reads`
+    /// false: writes only; true: reads and writes). `argv[0]` → the old bytes (`size`),
+    /// `argv[1]` → the new bytes, `argv[2]` → an `rdb_access` record (`rdb.h`, `rdb::Access`).
+    Access { variable: String, symbol: String, address: u64, size: u64, type_name: String, reads: bool },
+}
+
+/// The function a call callback watches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CallTarget {
+    /// A function of the main binary, found in its DWARF: one site per out-of-line copy.
+    Program {
+        /// Its path (`events::vm::Vm::push`, C `insert`).
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        linkage_name: Option<String>,
+        sites: Vec<CallSite>,
+        /// For `returns`: how the value comes back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        return_value: Option<ReturnValue>,
+    },
+    /// A symbol found at run time: in the executable's or a shared library's dynamic symbol
+    /// table (the first object defining it, in load order: the executable, then the libraries
+    /// as they are mapped). Arguments are the System V argument registers at its first
+    /// instruction (`argv[i]` → the 8 bytes of `rdi`, `rsi`, `rdx`, `rcx`, `r8`, `r9`), the
+    /// returned value `rax`.
+    Symbol { symbol: String },
+}
+
+/// One out-of-line copy of a function (module-relative addresses).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CallSite {
+    /// The function's first instruction.
+    pub entry: u64,
+    /// Where its arguments are in place (after the prologue): a call callback runs here.
+    pub address: u64,
+    /// Symbol containing `address`, and the offset into it.
+    pub symbol: String,
+    pub offset: u64,
+    /// `address` is also a branch target inside the function (a loop starts there): the
+    /// callback runs only at the first arrival after the function was entered at `entry`.
+    pub reentered: bool,
+}
+
+/// How a function returns its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReturnValue {
+    pub type_name: String,
+    pub size: u64,
+    pub class: ReturnClass,
+}
+
+/// Where a returned value is, once the function returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReturnClass {
+    /// Nothing (a zero-sized type).
+    None,
+    /// In `rax` (up to 8 bytes).
+    Rax,
+    /// In `rax` then `rdx` (9 to 16 bytes).
+    RaxRdx,
+    /// In `xmm0` (floating point).
+    Xmm0,
+    /// In memory at the address `rax` holds.
+    Memory,
+}
+
+/// A system call by name and x86-64 number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SyscallName {
+    pub name: String,
+    pub number: u64,
+}
+
+/// Before an event (a system call has not run yet) or after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum When {
+    Before,
+    After,
 }
 
 /// A place in a source file. Lines and columns are 1-based; columns count
@@ -316,6 +458,8 @@ impl FunctionDescriptors {
             binary,
             debug_module,
             functions: Vec::new(),
+            callbacks: Vec::new(),
+            line_maps: Vec::new(),
         }
     }
 }

@@ -8,6 +8,7 @@
 //! not the running one), 5 some region calls did not complete.
 
 mod attach;
+mod gdb;
 mod info;
 mod ls;
 mod pack;
@@ -36,6 +37,7 @@ struct Cli {
 enum Cmd {
     Record(record::Args),
     Replay(replay::Args),
+    Gdb(gdb::Args),
     Info(info::Args),
     Ls(ls::Args),
     Pack(pack::Args),
@@ -61,6 +63,7 @@ fn main() {
     let result = match cli.command {
         Cmd::Record(a) => record::run(a),
         Cmd::Replay(a) => replay::run(a),
+        Cmd::Gdb(a) => gdb::run(a),
         Cmd::Info(a) => info::run(a),
         Cmd::Ls(a) => ls::run(a),
         Cmd::Pack(a) => pack::run(a),

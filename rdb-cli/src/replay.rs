@@ -45,9 +45,34 @@ pub struct Args {
     /// With --debug: seconds one region call may run before it is stopped and reported.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     region_timeout: f64,
+    /// Wait for gdb on this port (`[HOST:]PORT`; 127.0.0.1 by default) and let it drive the
+    /// replay (`target extended-remote HOST:PORT`).
+    #[arg(long, value_name = "[HOST:]PORT")]
+    gdbserver: Option<String>,
+    /// With --gdbserver: start at this event index.
+    #[arg(long, value_name = "EVENT", requires = "gdbserver")]
+    goto: Option<u64>,
+    /// With --gdbserver: debug this recorded process (default: the one the recording started).
+    #[arg(long, value_name = "RECORDED-PID", requires = "gdbserver")]
+    pid: Option<u32>,
+    /// With --gdbserver: milliseconds of replay between automatic checkpoints for going back
+    /// (0: none).
+    #[arg(long, value_name = "MS", default_value_t = 50, requires = "gdbserver")]
+    checkpoint_interval: u64,
 }
 
 pub fn run(a: Args) -> Result<i32> {
+    if let Some(listen) = a.gdbserver {
+        return crate::gdb::serve_replay(crate::gdb::ServerArgs {
+            trace: a.trace,
+            listen,
+            debug: a.debug,
+            goto: a.goto,
+            pid: a.pid,
+            no_pin: a.no_pin,
+            checkpoint_interval: a.checkpoint_interval,
+        });
+    }
     let resolved = traces::resolve(a.trace)?;
     let total = Trace::peek(&resolved.dir).ok().and_then(|(_, s)| s).map(|s| s.events);
     let _progress = Progress::start("replayed", total);

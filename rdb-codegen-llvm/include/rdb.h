@@ -19,9 +19,67 @@
  * instrumented compile (which defines __RDB_INSTRUMENT__) they become calls
  * that the rdb LLVM pass outlines into the debug module; the main binary is
  * always compiled from the source with these lines removed.
+ *
+ * Event callbacks, in debug sources (`*.rdb.c`), each macro right before a
+ * function definition:
+ *
+ *     RDB_ON_SYSCALL(write, after) void who_writes(const rdb_syscall *call) { ... }
+ *     RDB_ON_CALL(insert) void inserting(struct list *l, int v) { ... }   (or (void))
+ *     RDB_ON_RETURN(list_len) void counted(long n) { ... }
+ *     RDB_ON_CALL(malloc) void allocating(unsigned long size) { ... }   (a shared library's)
+ *     RDB_ON_WRITE(head) void head_changed(struct node *old, struct node *new) { ... }
+ *     RDB_ON_READ(limit) void limit_read(void) { ... }
+ *
+ * A call callback takes no parameters or the function's, each of the same
+ * size (checked against the program's DWARF when rdb-clang links); a memory
+ * callback takes nothing, (old, new), or (old, new, const rdb_access *).
+ * From any debug code: rdb_watch(&p->next, sizeof p->next) watches program
+ * memory (rdb reports each change), rdb_backtrace() and rdb_location() say
+ * where the program is.
  */
 #ifndef RDB_H
 #define RDB_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+/* A system call, as a syscall callback sees it (the same record as Rust's
+ * `rdb::Syscall`): arguments and result as recorded, the bytes it moved. */
+typedef struct rdb_syscall {
+    uint64_t number;
+    uint64_t args[6];
+    int64_t result;          /* valid in `after` callbacks (flags & 1) */
+    uint32_t flags;          /* 1: completed (after); 2: data cut short */
+    uint32_t thread;         /* recorded thread id */
+    int32_t fd;              /* its file descriptor argument, or -1 */
+    uint32_t process;        /* recorded process id */
+    const char *name;        /* NUL-terminated */
+    uint64_t name_len;
+    const unsigned char *data; /* bytes sent (write, sendto, ...) or received (read, ...) */
+    uint64_t data_len;
+} rdb_syscall;
+
+/* An access to watched memory (Rust's `rdb::Access`). */
+typedef struct rdb_access {
+    uint64_t address;
+    uint64_t len;
+    uint64_t pc;             /* right after the accessing instruction */
+    uint32_t thread;         /* recorded thread id */
+    uint32_t flags;          /* 1: the bytes changed; 2: a system call wrote them */
+    uint64_t syscall;        /* that system call's number */
+} rdb_access;
+
+/* Watch program memory from here on: 0, or -1 when refused (the reason is
+ * printed on stderr). rdb reports each change on its stderr, naming the place
+ * of the call. rdb_watch_access reports reads too. */
+int rdb_watch_at(const void *address, size_t size, int reads, const char *file, int line);
+#define rdb_watch(address, size) rdb_watch_at((address), (size), 0, __FILE__, __LINE__)
+#define rdb_watch_access(address, size) rdb_watch_at((address), (size), 1, __FILE__, __LINE__)
+/* The program's stack where debug code runs, one frame per line
+ * ("#0 function at file:line:column"); valid until the next call. */
+const char *rdb_backtrace(void);
+/* The innermost frame of the program's own code ("function at file:line:column"). */
+const char *rdb_location(void);
 
 #ifdef __RDB_INSTRUMENT__
 void __rdb_begin(int line);
@@ -29,10 +87,20 @@ void __rdb_end(int line);
 #define rdb_begin __rdb_begin(__LINE__);
 #define rdb_end __rdb_end(__LINE__);
 #define RDB_DEBUG_ONLY __attribute__((annotate("rdb_debug_only")))
+#define RDB_ON_SYSCALL(...) __attribute__((used))
+#define RDB_ON_CALL(function) __attribute__((used))
+#define RDB_ON_RETURN(function) __attribute__((used))
+#define RDB_ON_WRITE(variable) __attribute__((used))
+#define RDB_ON_READ(variable) __attribute__((used))
 #else
 #define rdb_begin
 #define rdb_end
 #define RDB_DEBUG_ONLY
+#define RDB_ON_SYSCALL(...)
+#define RDB_ON_CALL(function)
+#define RDB_ON_RETURN(function)
+#define RDB_ON_WRITE(variable)
+#define RDB_ON_READ(variable)
 #endif
 
 #endif /* RDB_H */

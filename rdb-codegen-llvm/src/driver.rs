@@ -435,12 +435,18 @@ impl Run {
         args
     }
 
-    /// Debug sources compile to objects (`-fPIC`) for the debug module.
+    /// Debug sources compile to objects (`-fPIC`) for the debug module, each as a unit that
+    /// adds its event callbacks' entries and records (see `callbacks`).
     fn compile_debug_source(&self, input: &Input, out: &Path) -> Result<(), DriverError> {
+        let source = self.abs(&input.path);
+        let text = std::fs::read_to_string(&source).map_err(io(&source))?;
+        let found = crate::callbacks::scan(&input.path, &text).map_err(DriverError::Diagnostics)?;
+        let unit = self.tmp.path().join(format!("debug-unit-{}.c", input.index));
+        std::fs::write(&unit, crate::callbacks::wrapper_unit(&source, &found)).map_err(io(&unit))?;
         let mut args = self.cmd.compile_flags();
         let inc = self.tmp.path().join("include").display().to_string();
         args.extend(["-D__RDB_INSTRUMENT__=1", "-I", &inc, "-fPIC", "-g", "-c"].map(String::from));
-        args.push(input.path.display().to_string());
+        args.push(unit.display().to_string());
         args.extend(["-o".to_string(), out.display().to_string()]);
         run_clang(&args)
     }
@@ -700,7 +706,22 @@ impl Run {
         }
         let paths = rdb_descriptors::artefact_paths(&prog);
         self.debug_module(&outlined_bc, &paths.debug_module, &program_symbols)?;
-        let warnings = crate::descriptors::write(&prog, &dwarf_binary, &paths, &regions, toolchain())?;
+        let callbacks = crate::callbacks::read_specs(&paths.debug_module).map_err(DriverError::DebugModule)?;
+        // The user's lines of the stripped sources the binary's DWARF describes.
+        let line_maps: Vec<rdb_descriptors::LineMap> = infos
+            .iter()
+            .filter(|info| !info.removed_lines.is_empty())
+            .map(|info| {
+                let total = std::fs::read_to_string(&info.source_abs).map_or(0, |t| t.lines().count() as u32);
+                let kept = total.saturating_sub(info.removed_lines.len() as u32);
+                rdb_descriptors::LineMap {
+                    file: info.source_abs.clone(),
+                    lines: (1..=kept).map(|l| crate::source::instrumented_line(&info.removed_lines, l)).collect(),
+                }
+            })
+            .collect();
+        let warnings =
+            crate::descriptors::write(&prog, &dwarf_binary, &paths, &regions, &callbacks, &line_maps, toolchain())?;
         for w in warnings {
             eprintln!("rdb-clang: warning: {w}");
         }
@@ -753,6 +774,26 @@ impl Run {
             self.compile_debug_source(input, &o)?;
             objects.push(o);
         }
+        // The C side of the debug-side API (`rdb_watch`, `rdb_backtrace`, ...).
+        let api = self.tmp.path().join("rdb_api.c");
+        std::fs::write(&api, crate::RDB_API_C).map_err(io(&api))?;
+        let inc = self.tmp.path().join("include").display().to_string();
+        let api_object = self.tmp.path().join("rdb_api.o");
+        run_clang(
+            &[
+                "-O0",
+                "-g",
+                "-fPIC",
+                "-c",
+                "-I",
+                &inc,
+                &api.display().to_string(),
+                "-o",
+                &api_object.display().to_string(),
+            ]
+            .map(String::from),
+        )?;
+        objects.push(api_object);
         let mut args: Vec<String> = ["-shared", "-fPIC", "-O0", "-g"].map(String::from).to_vec();
         args.extend(bitcode.iter().map(|p| p.display().to_string()));
         args.extend(objects.iter().map(|p| p.display().to_string()));

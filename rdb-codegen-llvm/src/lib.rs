@@ -14,12 +14,15 @@
 //!   ([`pass::outline_file`]).
 //! - [`driver`]: runs the user's command on stripped sources (VFS overlay),
 //!   the DWARF twin, the sidecars, the debug module ([`driver::run`]).
+//! - [`callbacks`]: event callbacks of debug sources (`RDB_ON_SYSCALL`, ...):
+//!   their entries and records in the debug module.
 //! - [`descriptors`]: hands the regions to `rdb-locate` and writes the two
 //!   descriptor files.
 //! - the `rdb-clang` binary (`src/bin/rdb-clang.rs`) only reports errors.
 //!
 //! The marker header is `rdb-codegen-llvm/include/rdb.h` ([`RDB_H`]).
 
+pub mod callbacks;
 pub mod command;
 pub mod descriptors;
 pub mod driver;
@@ -29,3 +32,7 @@ pub mod source;
 /// The text of `rdb.h`, which rdb-clang puts on the include path of its
 /// instrumented compile.
 pub const RDB_H: &str = include_str!("../include/rdb.h");
+
+/// The C side of the debug-side API (`rdb_watch`, `rdb_backtrace`, ...), compiled into every
+/// debug module.
+pub const RDB_API_C: &str = include_str!("../include/rdb_api.c");

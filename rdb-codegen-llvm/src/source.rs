@@ -116,6 +116,15 @@ struct Token {
     pos: Pos,
 }
 
+/// The tokens of C source as text with their positions (preprocessor lines left out).
+pub(crate) fn tokens_of(file: &Path, text: &str) -> Result<Vec<(String, Pos)>, Diagnostic> {
+    Ok(tokenize(file, text)?
+        .into_iter()
+        .filter(|t| t.kind != Kind::Directive)
+        .map(|t| (text[t.start..t.end].to_string(), t.pos))
+        .collect())
+}
+
 /// Splits C source into tokens. Unterminated comments and literals are
 /// reported; everything else is accepted (clang reports real syntax errors).
 fn tokenize(file: &Path, text: &str) -> Result<Vec<Token>, Diagnostic> {
@@ -322,6 +331,14 @@ pub fn analyse(file: &Path, text: &str) -> Result<Analysis, Vec<Diagnostic>> {
                 if d == "#include\"rdb.h\"" || d == "#include<rdb.h>" {
                     removed.push((i, i));
                 }
+            }
+            Kind::Ident if tok(t).starts_with("RDB_ON_") => {
+                diags.push(diag(
+                    file,
+                    t.pos,
+                    &format!("`{}` in a program source: event callbacks go in debug sources", tok(t)),
+                    Some("move the callback into a `*.rdb.c` file compiled with rdb-clang beside the program"),
+                ));
             }
             Kind::Ident if tok(t) == BEGIN => {
                 if let Some(b) = open {

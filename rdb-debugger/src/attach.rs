@@ -53,6 +53,16 @@ pub fn run_on_target(target: &mut dyn Control, options: AttachOptions) -> Result
         None => check_loaded_code(target, &options.binary)?,
     }
     let functions = check_descriptors(&options.binary, &hash)?;
+    if !functions.callbacks.is_empty() {
+        // Said, not silently skipped: callbacks need rdb's own replay (its syscall stops and
+        // debug registers).
+        eprintln!(
+            "rdb: warning: the {} event callback(s) of {} do not run over the GDB remote protocol, only its regions: \
+             use `rdb replay --debug` or `rdb gdb --debug` on a recording for callbacks",
+            functions.callbacks.len(),
+            options.binary.display()
+        );
+    }
     let mut host = options.host;
     host.memory = MemoryAccess::ViaReplayer;
     let mut regions = Regions::start(&options.binary, &functions, host)?;

@@ -22,6 +22,10 @@
 //! counting, the end-of-run report — is [`Regions`], shared with [`run_on_target`], which
 //! drives any target implementing the tracee layer's `Control` (a GDB stub through
 //! `rdb-remote`: `rdb attach --remote`) with the same regions, checks and report.
+//!
+//! The module's event callbacks (`callbacks`) run beside the regions, with the same host.
+
+mod callbacks;
 
 mod attach;
 mod regions;
@@ -34,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 use rdb_descriptors::FunctionDescriptors;
 use rdb_host::{HostError, HostOptions};
-use rdb_runtime::{BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, ReplayOutcome, Trace};
+use rdb_runtime::{BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, ReplayOutcome, SyscallStop, Trace};
 
 /// What to replay, and with which regions.
 #[derive(Debug)]
@@ -145,9 +149,39 @@ fn check_descriptors(binary: &Path, hash: &str) -> Result<FunctionDescriptors, D
 /// Replays the trace, running the binary's debug regions at their locations.
 /// See the crate docs.
 pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcome, DebugError> {
-    let (hash, functions) = check_binary(&opts.replay.trace_dir, &opts.binary)?;
-    let mut host_options = opts.host;
-    if opts.replay.pin_cpu && host_options.cpu.is_none() {
+    let mut observer = RegionObserver::new(&opts.replay, &opts.binary, opts.host)?;
+    let replay = rdb_runtime::replay(&opts.replay, &mut observer)?;
+    Ok(DebugReplayOutcome { replay, report: observer.report() })
+}
+
+impl RegionObserver {
+    /// Checks `binary` against the trace (see [`check_binary`]) and starts the debug host for
+    /// its module. The observer then runs the regions in any replay of the trace: pass it to
+    /// [`rdb_runtime::replay`] or to a [`rdb_runtime::Session`] (a debugger's replay runs the
+    /// regions too).
+    pub fn new(replay: &ReplayOptions, binary: &Path, host: HostOptions) -> Result<RegionObserver, DebugError> {
+        let (hash, functions) = check_binary(&replay.trace_dir, binary)?;
+        let host_options = placed_host(replay, host);
+        let regions = Regions::start(binary, &functions, host_options)?;
+        let callbacks = callbacks::Callbacks::new(regions.host());
+        Ok(RegionObserver { regions, callbacks, binary_hash: hash, matches: HashMap::new() })
+    }
+
+    /// What the regions and event callbacks did so far (the end-of-run report).
+    pub fn report(&self) -> RegionReport {
+        let mut report = self.regions.report();
+        report.calls += self.callbacks.calls;
+        report.problems += self.callbacks.problems;
+        report.callback_calls = self.callbacks.calls;
+        report.callbacks_never_called = self.callbacks.never_called();
+        report
+    }
+}
+
+/// Where the debug host runs next to a replay pinned to a CPU.
+fn placed_host(replay: &ReplayOptions, host: HostOptions) -> HostOptions {
+    let mut host_options = host;
+    if replay.pin_cpu && host_options.cpu.is_none() {
         // One thread of the replay runs at a time (replayer or program): they share one CPU,
         // where each hand-over is a cheap same-CPU wake-up. The replayer pins itself to the
         // CPU it runs on; pin first so the host can be placed relative to it. When another
@@ -166,16 +200,16 @@ pub fn replay_with_regions(opts: DebugReplayOptions) -> Result<DebugReplayOutcom
             }
         }
     }
-    let regions = Regions::start(&opts.binary, &functions, host_options)?;
-    let mut observer = RegionObserver { regions, binary_hash: hash, matches: HashMap::new() };
-    let replay = rdb_runtime::replay(&opts.replay, &mut observer)?;
-    Ok(DebugReplayOutcome { replay, report: observer.regions.report() })
+    host_options
 }
 
 /// Breaks at region locations in every process running the region binary, and runs the
-/// regions there.
-struct RegionObserver {
+/// regions there: the one place regions are run during a replay (plain or driven by a
+/// debugger).
+pub struct RegionObserver {
     regions: Regions,
+    /// The module's event callbacks, run beside the regions.
+    callbacks: callbacks::Callbacks,
     binary_hash: String,
     /// Executable path -> whether it is the region binary (by hash).
     matches: HashMap<PathBuf, bool>,
@@ -197,11 +231,53 @@ impl ReplayObserver for RegionObserver {
         if !self.runs_region_binary(&image.file) {
             return Vec::new();
         }
-        self.regions.breakpoints(image.load_bias)
+        let mut addresses = self.regions.breakpoints(image.load_bias);
+        addresses.extend(self.callbacks.on_exec(image));
+        addresses.sort_unstable();
+        addresses.dedup();
+        addresses
     }
 
     fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
         self.regions.run_at(stop.addr, stop);
+        self.callbacks.on_breakpoint(self.regions.host_mut(), stop);
+        self.callbacks.collect_watch_requests(self.regions.host_mut(), stop.image.tid, stop);
+        Ok(())
+    }
+
+    fn on_watchpoint(&mut self, stop: &BreakpointStop<'_>, slots: u8) -> Result<(), String> {
+        self.callbacks.on_watchpoint(self.regions.host_mut(), stop, slots);
+        self.callbacks.collect_watch_requests(self.regions.host_mut(), stop.image.tid, stop);
+        Ok(())
+    }
+
+    fn take_watchpoints(&mut self) -> Vec<(usize, Option<rdb_tracee::Watchpoint>)> {
+        self.callbacks.take_watchpoints()
+    }
+
+    fn take_breakpoints(&mut self) -> Vec<u64> {
+        self.callbacks.take_breakpoints()
+    }
+
+    fn wants_syscall(&self, nr: u64, exit: bool) -> bool {
+        self.callbacks.wants_syscall(nr, exit)
+    }
+
+    fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
+        if self.runs_region_binary(&parent.file) {
+            self.callbacks.on_fork(parent, child);
+        }
+    }
+
+    fn can_go_back(&self) -> Result<(), String> {
+        self.callbacks.can_go_back()
+    }
+
+    fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
+        if self.runs_region_binary(&stop.image.file) {
+            self.callbacks.on_syscall(self.regions.host_mut(), stop);
+            self.callbacks.collect_watch_requests(self.regions.host_mut(), stop.image.tid, stop);
+        }
         Ok(())
     }
 }

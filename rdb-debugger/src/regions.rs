@@ -33,6 +33,10 @@ pub struct RegionReport {
     pub regions_never_hit: Vec<u32>,
     /// Regions that have no code location in the binary, with the reason the descriptors give.
     pub regions_without_location: Vec<(u32, String)>,
+    /// Event callback calls made (also counted in `calls`, their problems in `problems`).
+    pub callback_calls: u64,
+    /// Callbacks never called in this run (`` `name` (file:line:col) `` each).
+    pub callbacks_never_called: Vec<String>,
 }
 
 impl Regions {
@@ -63,6 +67,8 @@ impl Regions {
         let Some(regions) = self.locations.get(&address).cloned() else {
             return;
         };
+        // The program's output echoed so far goes out before the debug code's.
+        crate::callbacks::flush_program_output();
         for region in regions {
             self.calls += 1;
             self.hit.insert(region);
@@ -81,6 +87,15 @@ impl Regions {
         self.host.invalidate();
     }
 
+    /// The debug host (event callbacks run in it too).
+    pub(crate) fn host(&self) -> &DebugHost {
+        &self.host
+    }
+
+    pub(crate) fn host_mut(&mut self) -> &mut DebugHost {
+        &mut self.host
+    }
+
     /// Region calls so far.
     pub fn calls(&self) -> u64 {
         self.calls
@@ -97,6 +112,8 @@ impl Regions {
             problems: self.problems,
             regions_never_hit: never,
             regions_without_location: self.without_location.clone(),
+            callback_calls: 0,
+            callbacks_never_called: Vec::new(),
         }
     }
 }
@@ -116,9 +133,13 @@ impl RegionReport {
         for region in &self.regions_never_hit {
             eprintln!("rdb: note: region {region} was never reached in this {run}");
         }
+        for callback in &self.callbacks_never_called {
+            eprintln!("rdb: note: callback {callback} was never called in this {run}");
+        }
         if self.problems > 0 {
+            let what = if self.callback_calls > 0 { "debug calls (regions and callbacks)" } else { "region calls" };
             eprintln!(
-                "rdb: {} of {} region calls did not complete cleanly (see the warnings above)",
+                "rdb: {} of {} {what} did not complete cleanly (see the warnings above)",
                 self.problems, self.calls
             );
             return EXIT_REGION_PROBLEMS;

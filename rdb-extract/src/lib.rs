@@ -19,7 +19,12 @@
 //!
 //! The debug text keeps every line where it was, so compiler messages about
 //! debug code point at the user's lines.
+//!
+//! Event callbacks (`#[debug_only] #[rdb_macros::on_syscall(write)] fn f(..)`) are
+//! [`Callback`]s: removed from the main text with their item, registered in the
+//! debug text (see `callbacks.rs`). Their ids follow the regions of their file.
 
+mod callbacks;
 mod diag;
 mod manifest;
 mod parse;
@@ -57,7 +62,53 @@ pub struct Extraction {
     pub files: Vec<ExtractedFile>,
     /// Every region, ordered by id.
     pub regions: Vec<Region>,
+    /// Every event callback, ordered by id.
+    pub callbacks: Vec<Callback>,
 }
+
+/// A `#[debug_only]` function the replay calls when an event happens in the program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Callback {
+    /// Unique among the ids of regions and callbacks of the extraction.
+    pub id: u32,
+    /// The file, as in [`SourceInput::path`].
+    pub file: PathBuf,
+    /// The callback attribute.
+    pub at: LineCol,
+    /// The function's name.
+    pub function: String,
+    /// How many parameters it takes.
+    pub params: usize,
+    /// The module it is declared in, inside its crate.
+    pub module_path: Vec<String>,
+    pub crate_name: String,
+    pub kind: CallbackKind,
+}
+
+/// What a callback is called for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallbackKind {
+    /// `on_syscall(names..., before | after)`: the names with their x86-64 numbers.
+    Syscall { names: Vec<(String, u64)>, when: When },
+    /// `on_call(function)` (`returns` false) or `on_return(function)`.
+    Call { target: CallTarget, returns: bool },
+    /// `on_write(static)` (`reads` false) or `on_read(static)`: the static's path as written and
+    /// resolved like a call target's.
+    Access { written: String, resolved: String, reads: bool },
+}
+
+/// The function a call callback watches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallTarget {
+    /// A function of the program, by Rust path: as written, and with `crate`/`self`/`super`
+    /// resolved to the crate's name and the module path (`events::vm::Vm::push`; a relative
+    /// path stays as written and matches any function whose path ends with it).
+    Path { written: String, resolved: String },
+    /// A symbol of the executable or a shared library, found at run time (`"malloc"`).
+    Symbol(String),
+}
+
+pub use rdb_descriptors::When;
 
 /// The two rewritten texts of one file.
 #[derive(Debug, Clone)]
@@ -69,6 +120,10 @@ pub struct ExtractedFile {
     pub debug: String,
     /// Whether the file contained any region, `#[debug_only]` item or `use rdb_macros`.
     pub instrumented: bool,
+    /// When instrumented: for each line of `stripped` (index 0 is line 1), the line of the
+    /// user's file it comes from (the binary's DWARF has stripped lines; reports of where the
+    /// program is translate them back).
+    pub line_map: Vec<u32>,
 }
 
 /// A position in a file: 1-based line and 1-based character column.
@@ -159,7 +214,7 @@ pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagn
     let mut statics = syntax::Statics::new();
     for input in files {
         // Files without markers need no parse: nothing to strip or rewrite.
-        let relevant = input.text.contains("rdb_") || input.text.contains("debug_only");
+        let relevant = input.text.contains("rdb_") || input.text.contains("debug_only") || input.text.contains("rdb::");
         if !relevant {
             parsed.push(None);
             continue;
@@ -189,6 +244,7 @@ pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagn
     let mut next_id = first_id;
     let mut out_files = Vec::new();
     let mut regions = Vec::new();
+    let mut callbacks = Vec::new();
     for (input, p) in files.iter().zip(&parsed) {
         let Some(file) = p else {
             out_files.push(ExtractedFile {
@@ -196,6 +252,7 @@ pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagn
                 stripped: input.text.clone(),
                 debug: input.text.clone(),
                 instrumented: false,
+                line_map: Vec::new(),
             });
             continue;
         };
@@ -215,6 +272,9 @@ pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagn
             }
         }
         findings.extend(std::mem::take(&mut model.findings).into_iter().map(|(r, f)| (input, r, f)));
+        let (edits, mut found_callbacks) = callbacks::finish(input, std::mem::take(&mut model.callbacks), &mut next_id);
+        model.debug_edits.extend(edits);
+        callbacks.append(&mut found_callbacks);
         let (extracted, mut found) = rewrite::rewrite(input, model);
         out_files.push(extracted);
         regions.append(&mut found);
@@ -236,7 +296,7 @@ pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagn
         return Err(Diagnostics(diags));
     }
     regions.sort_by_key(|r| r.id);
-    Ok(Extraction { files: out_files, regions })
+    Ok(Extraction { files: out_files, regions, callbacks })
 }
 
 /// The module path of a file from its path relative to the crate's source

@@ -3,13 +3,17 @@
 
 use toml_edit::{DocumentMut, Item, Table};
 
-/// The keys a dependency on `rdb-macros` may use.
-const MACROS: [&str; 2] = ["rdb-macros", "rdb_macros"];
+/// The keys a dependency on `rdb-macros` or the debug-side API (`rdb-api`, imported as `rdb`)
+/// may use.
+const MACROS: [&str; 4] = ["rdb-macros", "rdb_macros", "rdb-api", "rdb_api"];
+
+/// Packages whose dependencies the main build drops (under any key).
+const PACKAGES: [&str; 2] = ["rdb-macros", "rdb-api"];
 
 /// Why a manifest could not be edited.
 pub type ManifestError = toml_edit::TomlError;
 
-/// Removes the `rdb-macros` dependency from a `Cargo.toml` text: its entry in
+/// Removes the `rdb-macros` and `rdb-api` dependencies from a `Cargo.toml` text: their entry in
 /// every dependency table (`[dependencies]`, `[dev-dependencies]`,
 /// `[build-dependencies]`, their `[target.'cfg(..)'.*]` forms and
 /// `[workspace.dependencies]`), whether written inline or as a table of its
@@ -50,7 +54,15 @@ fn strip_dependency_tables(root: &mut Table) -> bool {
 fn remove_macros(deps: &mut Item) -> bool {
     let Some(table) = deps.as_table_like_mut() else { return false };
     let mut changed = false;
-    for key in MACROS {
+    let renamed: Vec<String> = table
+        .iter()
+        .filter(|(_, v)| {
+            let package = v.as_table_like().and_then(|t| t.get("package")).and_then(|p| p.as_str());
+            package.is_some_and(|p| PACKAGES.contains(&p))
+        })
+        .map(|(k, _)| k.to_string())
+        .collect();
+    for key in MACROS.iter().copied().chain(renamed.iter().map(String::as_str)) {
         changed |= table.remove(key).is_some();
     }
     changed
@@ -98,6 +110,12 @@ mod tests {
             strip_manifest(m).unwrap(),
             "[package]\nname = \"a\"\n\n[dependencies]\nlibc = \"0.2\"\n\n[dev-dependencies]\nz = \"1\"\n\n[target.'cfg(unix)'.dependencies]\nnix = \"0.29\"\n"
         );
+    }
+
+    #[test]
+    fn removes_the_debug_side_api_under_any_key() {
+        let m = "[package]\nname = \"a\"\n\n[dependencies]\nrdb-api = { path = \"../rdb-api\" }\nrdb = { package = \"rdb-api\", path = \"x\" }\nlibc = \"0.2\"\n";
+        assert_eq!(strip_manifest(m).unwrap(), "[package]\nname = \"a\"\n\n[dependencies]\nlibc = \"0.2\"\n");
     }
 
     #[test]

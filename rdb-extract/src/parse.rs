@@ -36,6 +36,8 @@ pub(crate) struct FileModel {
     /// Start offsets of markers that are statements of a well-formed or
     /// diagnosed region (any other marker is misplaced).
     pub(crate) placed_markers: Vec<usize>,
+    /// Event callbacks, numbered after the file's regions.
+    pub(crate) callbacks: Vec<crate::callbacks::Draft>,
 }
 
 /// A region and offsets in the user's text that the rewrite turns into
@@ -755,6 +757,25 @@ impl<'a> FileWalk<'a> {
 
 impl<'a> Visit<'a> for FileWalk<'a> {
     fn visit_item(&mut self, item: &'a Item) {
+        if crate::callbacks::is_api_import(item) {
+            // `use rdb::...`: the debug-side API exists in the debug build only.
+            if self.region.is_none() {
+                let r = self.range(item.span());
+                self.model.removals.push(r);
+            }
+            return;
+        }
+        let place = crate::callbacks::Place {
+            crate_name: &self.input.crate_name,
+            idx: &self.idx,
+            module: &self.module,
+            in_region: self.region.is_some(),
+        };
+        match crate::callbacks::item(&place, item) {
+            Some(Ok(draft)) => self.model.callbacks.push(draft),
+            Some(Err(findings)) => self.model.findings.extend(findings),
+            None => {}
+        }
         if self.rdb_item(item_attrs(item), item.span(), is_rdb_macros_import(item)) {
             return;
         }
@@ -799,6 +820,9 @@ impl<'a> Visit<'a> for FileWalk<'a> {
             syn::ImplItem::Macro(m) => &m.attrs,
             _ => &[],
         };
+        if let Some((span, attribute)) = crate::callbacks::misplaced(attrs) {
+            self.finding(span, Finding::CallbackNotFunction { attribute });
+        }
         if self.rdb_item(attrs, item.span(), Ok(false)) {
             return;
         }

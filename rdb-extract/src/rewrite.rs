@@ -75,6 +75,49 @@ pub(crate) fn rewrite(input: &SourceInput, model: FileModel) -> (ExtractedFile, 
             region.nesting.into_iter().zip(bodies).map(|(n, start)| Nested { at: at(start), ..n }).collect();
         regions.push(region);
     }
-    let file = ExtractedFile { path: input.path.clone(), instrumented: stripped != input.text, stripped, debug };
+    let instrumented = stripped != input.text;
+    let line_map = if instrumented { line_map(&input.text, &strip_edits, &stripped) } else { Vec::new() };
+    let file = ExtractedFile { path: input.path.clone(), instrumented, stripped, debug, line_map };
     (file, regions)
+}
+
+/// For each line of the stripped text (index 0: line 1), the line of the user's text it comes
+/// from.
+fn line_map(original: &str, strip_edits: &[Edit], stripped: &str) -> Vec<u32> {
+    let stripped_idx = LineIndex::new(stripped);
+    let mut map = vec![0u32; stripped.lines().count().max(1)];
+    let mut offset = 0;
+    for (i, line) in original.split_inclusive('\n').enumerate() {
+        let removed = strip_edits.iter().any(|e| e.range.start <= offset && offset + line.len() <= e.range.end);
+        if !removed {
+            let (to, _) = stripped_idx.line_col(text::map_offset(strip_edits, offset));
+            if let Some(slot) = map.get_mut(to as usize - 1) {
+                if *slot == 0 {
+                    *slot = i as u32 + 1;
+                }
+            }
+        }
+        offset += line.len();
+    }
+    map
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{extract, SourceInput};
+
+    #[test]
+    fn stripped_lines_map_back_to_the_users_lines() {
+        let text = "use rdb_macros::debug_only;\nfn a() {}\n\n#[debug_only]\nfn b() {}\n\nfn c() {\n    a();\n}\n";
+        let input = SourceInput {
+            path: "src/main.rs".into(),
+            text: text.into(),
+            module_path: vec![],
+            crate_name: "app".into(),
+        };
+        let x = extract(&[input], 1).unwrap();
+        let f = &x.files[0];
+        assert_eq!(f.stripped, "fn a() {}\n\nfn c() {\n    a();\n}\n");
+        assert_eq!(f.line_map, [2, 3, 7, 8, 9]);
+    }
 }

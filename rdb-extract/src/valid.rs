@@ -101,6 +101,40 @@ pub(crate) enum Finding {
     Parse {
         message: String,
     },
+    /// A callback attribute on something other than a free function.
+    CallbackNotFunction {
+        attribute: String,
+    },
+    /// A callback declared inside a region.
+    CallbackInRegion,
+    /// A callback without `#[debug_only]`.
+    CallbackNotDebugOnly {
+        function: String,
+    },
+    /// A callback signature rdb cannot call (generic, `async`, ...).
+    CallbackSignature {
+        attribute: String,
+    },
+    /// The attribute's arguments do not parse.
+    CallbackArguments {
+        message: String,
+    },
+    UnknownSyscall {
+        name: String,
+        suggestion: Option<String>,
+    },
+    /// `before`/`after` is not the last argument of `on_syscall`.
+    WhenNotLast,
+    /// `on_syscall` names no system call.
+    NoSyscall,
+    /// `on_call`/`on_return` is not given a path or a symbol name.
+    CallTarget {
+        attribute: String,
+    },
+    /// `on_write`/`on_read` is not given a path to a static.
+    AccessTarget {
+        attribute: String,
+    },
 }
 
 impl Finding {
@@ -180,6 +214,59 @@ impl Finding {
                 format!("cannot parse this file: {message}"),
                 s("rustc would reject this too"),
                 Some(s("fix the syntax error (`cargo build` shows it with more detail)")),
+            ),
+            Finding::CallbackNotFunction { attribute } => (
+                format!("`{attribute}` must be put on a free function"),
+                s("not a function rdb can call"),
+                Some(s("write the callback as a `#[debug_only]` function at module level (not a method or another item)")),
+            ),
+            Finding::CallbackInRegion => (
+                s("event callbacks cannot be declared inside a debug region"),
+                s("declared inside a region"),
+                Some(s("move the callback out of the region, to module level")),
+            ),
+            Finding::CallbackNotDebugOnly { function } => (
+                format!("event callback `{function}` must be `#[debug_only]`"),
+                s("without `#[debug_only]` the callback would be compiled into the program"),
+                Some(s("add `#[debug_only]` (from `rdb_macros`) above the callback attribute")),
+            ),
+            Finding::CallbackSignature { attribute } => (
+                format!("`{attribute}` callbacks cannot be generic, `async`, `const` or `extern`"),
+                s("rdb calls the callback as a plain Rust function"),
+                Some(s("write a plain `fn` (it may call generic or async helpers)")),
+            ),
+            Finding::CallbackArguments { message } => (
+                format!("malformed callback attribute: {message}"),
+                s("cannot read this"),
+                Some(s("write `#[rdb_macros::on_syscall(write, after)]`: one or more system call names, then optionally `before` or `after`")),
+            ),
+            Finding::UnknownSyscall { name, suggestion } => (
+                format!("`{name}` is not an x86-64 system call"),
+                s("unknown system call"),
+                Some(match suggestion {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => s("use the kernel's name of the call (`write`, `openat`, `recvfrom`, ...), as `strace` shows it"),
+                }),
+            ),
+            Finding::WhenNotLast => (
+                s("`before` / `after` must come last"),
+                s("not a system call"),
+                Some(s("write the system call names first: `on_syscall(read, write, before)`")),
+            ),
+            Finding::CallTarget { attribute } => (
+                format!("`{attribute}` needs the function it watches"),
+                s("expected a path to a function of the program, or a symbol name in quotes"),
+                Some(format!("write `#[rdb_macros::{attribute}(crate::vm::Vm::push)]` for a function of the program, or `#[rdb_macros::{attribute}(\"malloc\")]` for a symbol of a shared library")),
+            ),
+            Finding::AccessTarget { attribute } => (
+                format!("`{attribute}` needs the static it watches"),
+                s("expected a path to a static of the program"),
+                Some(format!("write `#[rdb_macros::{attribute}(crate::bank::AUDITED)]`; to watch other memory, call `rdb::watch(&value)` from a region")),
+            ),
+            Finding::NoSyscall => (
+                s("`on_syscall` needs at least one system call name"),
+                s("no system call named"),
+                Some(s("write `#[rdb_macros::on_syscall(write)]` (or several: `on_syscall(read, write, after)`)")),
             ),
         }
     }

@@ -12,6 +12,13 @@ pub enum ArgValue {
     Address(u64),
     /// The variable's value, copied into host-side storage.
     Bytes(Vec<u8>),
+    /// A copy of program memory at `from` (a small stack variable), in host-side storage: debug
+    /// code reads the copy, and `rdb::watch` on it watches the program's memory at `from`.
+    Copied { bytes: Vec<u8>, from: u64 },
+    /// A record built for debug code (an event callback's `rdb_syscall`), copied into host-side
+    /// storage, with pointers to other arguments' host-side storage: at each `(offset, index)`
+    /// of `pointers` the host writes the address `argv[index]` gets.
+    Record { bytes: Vec<u8>, pointers: Vec<(u32, u32)> },
 }
 
 /// Stack variables up to this size are copied at the stop rather than read
@@ -28,7 +35,7 @@ fn copied(tracee: &dyn Target, at: u64, size: u64) -> Option<ArgValue> {
     }
     let mut bytes = vec![0u8; size as usize];
     tracee.read_exact(at, &mut bytes).ok()?;
-    Some(ArgValue::Bytes(bytes))
+    Some(ArgValue::Copied { bytes, from: at })
 }
 
 /// Computes every argument of `region` at code `address`, in `argv` order.
@@ -311,7 +318,7 @@ mod tests {
         assert_eq!(
             values,
             vec![
-                ArgValue::Bytes((0u8..8).collect()),
+                ArgValue::Copied { bytes: (0u8..8).collect(), from: 0x6ff0 },
                 ArgValue::Bytes(vec![0x88, 0x77, 0x66, 0x55]),
                 ArgValue::Address(0x1000_2000),
                 ArgValue::Bytes(vec![0x88, 0x77, 1, 2, 3, 4]),
@@ -339,7 +346,13 @@ mod tests {
             Location::Indirect { pointer: Box::new(Location::Register { register: Register::x86_64(7) }), offset: 34 },
         );
         let values = compute(7, 0x40, &[&a, &b], &fake, &loc()).unwrap();
-        assert_eq!(values, vec![ArgValue::Bytes(vec![9, 8, 7, 6]), ArgValue::Bytes(vec![7, 6])]);
+        assert_eq!(
+            values,
+            vec![
+                ArgValue::Copied { bytes: vec![9, 8, 7, 6], from: 0x7010 },
+                ArgValue::Copied { bytes: vec![7, 6], from: 0x6ff0 + 34 }
+            ]
+        );
     }
 
     #[test]

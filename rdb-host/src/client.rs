@@ -4,7 +4,9 @@ use crate::args::{self, ArgValue};
 use crate::channel::{monotonic_ns, readable_for, Channel, Mailbox, Received, Side};
 use crate::error::{signal_name, HostError, Invocation, InvokeOutcome, Loc};
 use crate::protocol::{self, reason, Reader, Writer};
-use rdb_descriptors::{ArgumentDescriptor, ArgumentDescriptors, DebugEntry, FunctionDescriptor, FunctionDescriptors};
+use rdb_descriptors::{
+    ArgumentDescriptor, ArgumentDescriptors, CallbackDescriptor, DebugEntry, FunctionDescriptor, FunctionDescriptors,
+};
 use rdb_tracee::{Mapping, Target};
 use std::collections::HashMap;
 use std::fs::File;
@@ -118,6 +120,9 @@ pub struct DebugHost {
     program: PathBuf,
     options: HostOptions,
     regions: HashMap<u32, Region>,
+    callbacks: HashMap<u32, CallbackDescriptor>,
+    /// Argument descriptors of call callbacks, by callback id, in position order.
+    callback_arguments: HashMap<u32, Vec<ArgumentDescriptor>>,
     process: Option<Process>,
     /// The program ran since the host last saw it: mirrored pages are stale.
     stale: bool,
@@ -134,6 +139,25 @@ pub struct DebugHost {
     /// The main binary's bytes at every region location (module-relative
     /// address, byte): the host shows them instead of the breakpoints.
     code_bytes: Vec<(u64, u8)>,
+    /// The main binary with DWARF (its twin `<bin>.rdb-g` when there is one), for backtraces.
+    dwarf_binary: PathBuf,
+    /// The next call's stop is right after an access to watched memory.
+    after_access: bool,
+    /// The user's lines of the binary's sources (see `rdb_descriptors::LineMap`).
+    line_maps: Vec<rdb_descriptors::LineMap>,
+    /// Watchpoints debug code asked for (`rdb::watch`), not yet taken.
+    watch_requests: Vec<WatchRequest>,
+}
+
+/// A watchpoint debug code asked for with `rdb::watch` (program memory, checked mirrored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchRequest {
+    pub address: u64,
+    pub len: u64,
+    /// Reads too (`rdb::watch_access`), not only writes.
+    pub reads: bool,
+    /// Where debug code asked (`file:line:column`).
+    pub label: String,
 }
 
 struct Process {
@@ -163,11 +187,22 @@ impl DebugHost {
                 r.arguments.push(a.clone());
             }
         }
+        let callbacks: HashMap<u32, CallbackDescriptor> =
+            functions.callbacks.iter().map(|c| (c.id, c.clone())).collect();
+        let mut callback_arguments: HashMap<u32, Vec<ArgumentDescriptor>> = HashMap::new();
+        for a in arguments.arguments.iter().filter(|a| callbacks.contains_key(&a.region)) {
+            callback_arguments.entry(a.region).or_default().push(a.clone());
+        }
+        for list in callback_arguments.values_mut() {
+            list.sort_by_key(|a| a.position);
+        }
         let mut host = DebugHost {
             module,
             program,
             options,
             regions,
+            callbacks,
+            callback_arguments,
             process: None,
             stale: true,
             maps_dirty: true,
@@ -177,6 +212,20 @@ impl DebugHost {
             userfaultfd: false,
             buf: vec![0u8; protocol::MAX_MESSAGE + 64 * 1024],
             code_bytes: Vec::new(),
+            dwarf_binary: {
+                let twin = functions.binary.path.with_file_name(format!(
+                    "{}.rdb-g",
+                    functions.binary.path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+                ));
+                if twin.is_file() {
+                    twin
+                } else {
+                    functions.binary.path.clone()
+                }
+            },
+            after_access: false,
+            watch_requests: Vec::new(),
+            line_maps: functions.line_maps.clone(),
         };
         let locations: Vec<u64> = host.code_locations().into_keys().collect();
         host.code_bytes = code_bytes(&functions.binary.path, &locations);
@@ -260,6 +309,104 @@ impl DebugHost {
             .iter()
             .map(|a| a.locations.iter().find(|p| p.address == address).and_then(|p| p.size).unwrap_or(a.size))
             .collect();
+        self.run(region, function, &values, &sizes, tracee, &source_location, None)
+    }
+
+    /// Marks the next call's stop as right after an instruction that accessed watched memory
+    /// (backtraces then name that instruction's line).
+    pub fn next_stop_after_access(&mut self) {
+        self.after_access = true;
+    }
+
+    /// Watchpoints debug code asked for since the last time (`rdb::watch`).
+    pub fn take_watch_requests(&mut self) -> Vec<WatchRequest> {
+        std::mem::take(&mut self.watch_requests)
+    }
+
+    /// The event callbacks of the debug module (from the function descriptors).
+    pub fn callbacks(&self) -> impl Iterator<Item = &CallbackDescriptor> {
+        self.callbacks.values()
+    }
+
+    /// Runs event callback `id` with the arguments `values` (built by the caller for the event,
+    /// see [`rdb_descriptors::CallbackEvent`]) for a program stopped as `tracee` shows it. The
+    /// program is only read, never written or resumed. Reported like a region's call.
+    pub fn invoke_callback(
+        &mut self,
+        id: u32,
+        values: &[ArgValue],
+        tracee: &dyn Target,
+    ) -> Result<Invocation, HostError> {
+        let callback = self.callbacks.get(&id).ok_or(HostError::UnknownCallback { id })?;
+        let source_location = Loc(callback.source.clone());
+        let name = callback.function.clone();
+        let sizes: Vec<u64> = values
+            .iter()
+            .map(|v| match v {
+                ArgValue::Address(_) => 0,
+                ArgValue::Bytes(b) | ArgValue::Copied { bytes: b, .. } | ArgValue::Record { bytes: b, .. } => {
+                    b.len() as u64
+                }
+            })
+            .collect();
+        self.run(id, id, values, &sizes, tracee, &source_location, Some(name))
+    }
+
+    /// Reports a change of memory watched with `rdb::watch` (set where `label` says): the host
+    /// prints it on rdb's stderr with the accessing instruction's place in the program
+    /// (`values`: old bytes, new bytes, the `rdb_access` record), or the system call `by` that
+    /// wrote it.
+    pub fn report_watch(
+        &mut self,
+        label: &str,
+        by: Option<&str>,
+        values: &[ArgValue],
+        tracee: &dyn Target,
+    ) -> Result<(), HostError> {
+        let mut values = values.to_vec();
+        for text in [label, by.unwrap_or("")] {
+            let mut b = text.as_bytes().to_vec();
+            b.push(0);
+            values.push(ArgValue::Bytes(b));
+        }
+        let sizes = vec![0; values.len()];
+        let location = Loc(rdb_descriptors::SourceLocation { file: label.into(), line: 0, column: 0 });
+        let done =
+            self.run(protocol::WATCH_REPORT, protocol::WATCH_REPORT, &values, &sizes, tracee, &location, None)?;
+        if done.is_clean() {
+            Ok(())
+        } else {
+            Err(HostError::Protocol(done.to_string()))
+        }
+    }
+
+    /// Runs call callback `id` for a program stopped at module-relative code `address` (one of
+    /// its sites), with the function's arguments where the argument descriptors say they are
+    /// there. The program is only read.
+    pub fn invoke_callback_at(&mut self, id: u32, address: u64, tracee: &dyn Target) -> Result<Invocation, HostError> {
+        let callback = self.callbacks.get(&id).ok_or(HostError::UnknownCallback { id })?;
+        let source_location = Loc(callback.source.clone());
+        let name = callback.function.clone();
+        let arguments = self.callback_arguments.get(&id).map(Vec::as_slice).unwrap_or_default();
+        let refs: Vec<&ArgumentDescriptor> = arguments.iter().collect();
+        let values = args::compute(id, address, &refs, tracee, &source_location)?;
+        let sizes: Vec<u64> = refs.iter().map(|a| a.size).collect();
+        self.run(id, id, &values, &sizes, tracee, &source_location, Some(name))
+    }
+
+    /// Calls debug function `function` (of region or callback `region`) with `values`,
+    /// restarting the host when it collides with the program at start-up.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        region: u32,
+        function: u32,
+        values: &[ArgValue],
+        sizes: &[u64],
+        tracee: &dyn Target,
+        source_location: &Loc,
+        callback: Option<String>,
+    ) -> Result<Invocation, HostError> {
         if tracee.pid().0 != self.last_pid {
             // Another process of the trace: its own address space.
             self.invalidate_mappings();
@@ -270,7 +417,14 @@ impl DebugHost {
             if self.process.is_none() {
                 self.start(tracee.pid().0)?;
             }
-            let result = self.call(region, function, &values, &sizes, tracee, &source_location)?;
+            let result = self.call(region, function, values, sizes, tracee, source_location)?;
+            let result = match (result, &callback) {
+                (Called::Done(mut outcome), Some(name)) => {
+                    outcome.callback = Some(name.clone());
+                    Called::Done(outcome)
+                }
+                (other, _) => other,
+            };
             match result {
                 Called::Done(outcome) => return Ok(outcome),
                 Called::Collision(text) => {
@@ -309,7 +463,13 @@ impl DebugHost {
         } else {
             None
         };
+        if std::mem::take(&mut self.after_access) {
+            flags |= protocol::FLAG_AFTER_ACCESS;
+        }
         w.u32(function).u32(flags).u32(tracee.pid().0 as u32).u64(tracee.load_bias());
+        for reg in regs_array(tracee.regs()) {
+            w.u64(reg);
+        }
         if let Some(maps) = &maps {
             w.ranges(maps);
         }
@@ -318,6 +478,14 @@ impl DebugHost {
             match v {
                 ArgValue::Address(a) => w.u32(0).u64(*a).u64(*size),
                 ArgValue::Bytes(b) => w.u32(1).bytes(b),
+                ArgValue::Copied { bytes, from } => w.u32(3).bytes(bytes).u64(*from),
+                ArgValue::Record { bytes, pointers } => {
+                    w.u32(2).bytes(bytes).u32(pointers.len() as u32);
+                    for &(offset, index) in pointers {
+                        w.u32(offset).u32(index);
+                    }
+                    &mut w
+                }
             };
         }
         let fd = self.socket_fd();
@@ -412,6 +580,13 @@ impl DebugHost {
         }
         let panic = String::from_utf8_lossy(r.bytes().ok_or_else(malformed)?).into_owned();
         let error = String::from_utf8_lossy(r.bytes().ok_or_else(malformed)?).into_owned();
+        for _ in 0..r.u32().unwrap_or(0) {
+            let (Some(address), Some(len), Some(access), Some(label)) = (r.u64(), r.u64(), r.u32(), r.bytes()) else {
+                return Err(malformed());
+            };
+            let label = String::from_utf8_lossy(label).into_owned();
+            self.watch_requests.push(WatchRequest { address, len, reads: access != 0, label });
+        }
         match status {
             protocol::STATUS_COLLISION => {
                 self.maps_dirty = true;
@@ -478,7 +653,13 @@ impl DebugHost {
             self.maps_dirty = true;
             self.stale = true;
         }
-        Invocation { region, source_location: source_location.clone(), outcome, host_restarted: restarted }
+        Invocation {
+            region,
+            callback: None,
+            source_location: source_location.clone(),
+            outcome,
+            host_restarted: restarted,
+        }
     }
 
     fn socket_fd(&self) -> RawFd {
@@ -551,7 +732,15 @@ impl DebugHost {
             .u32(self.options.spin.as_micros().min(u32::MAX as u128) as u32)
             .u32(if has_mailbox { MAILBOX_FD as u32 } else { u32::MAX })
             .u32(self.options.tsc_disabled as u32)
-            .bytes(self.module.as_os_str().as_encoded_bytes());
+            .bytes(self.module.as_os_str().as_encoded_bytes())
+            .bytes(self.dwarf_binary.as_os_str().as_encoded_bytes());
+        w.u32(self.line_maps.len() as u32);
+        for m in &self.line_maps {
+            w.bytes(m.file.as_os_str().as_encoded_bytes()).u32(m.lines.len() as u32);
+            for &l in &m.lines {
+                w.u32(l);
+            }
+        }
         // One debug function per region, or per location that names a
         // table entry of its own (an instantiation of a generic region).
         let mut wants: std::collections::BTreeMap<u32, &DebugEntry> = Default::default();
@@ -571,11 +760,15 @@ impl DebugHost {
                 }
             }
         }
+        for (id, callback) in &self.callbacks {
+            wants.insert(*id, &callback.entry);
+        }
         w.u32(wants.len() as u32);
         for (id, entry) in wants {
             match entry {
                 DebugEntry::Symbol { name } => w.u32(id).u32(0).bytes(name.as_bytes()),
                 DebugEntry::RegionTable => w.u32(id).u32(1).bytes(b""),
+                DebugEntry::CallbackTable => w.u32(id).u32(2).bytes(b""),
             };
         }
         w.u32(self.code_bytes.len() as u32);
@@ -751,6 +944,14 @@ fn spec(m: &Mapping) -> protocol::RangeSpec {
         }
     }
     protocol::RangeSpec { start: m.start, end: m.end, prot }
+}
+
+/// The registers in `user_regs_struct` order.
+fn regs_array(r: &rdb_tracee::Regs) -> [u64; 27] {
+    [
+        r.r15, r.r14, r.r13, r.r12, r.rbp, r.rbx, r.r11, r.r10, r.r9, r.r8, r.rax, r.rcx, r.rdx, r.rsi, r.rdi,
+        r.orig_rax, r.rip, r.cs, r.eflags, r.rsp, r.ss, r.fs_base, r.gs_base, r.ds, r.es, r.fs, r.gs,
+    ]
 }
 
 fn socket_pair() -> Result<(OwnedFd, OwnedFd), HostError> {

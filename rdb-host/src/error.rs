@@ -23,6 +23,8 @@ pub enum HostError {
     Protocol(String),
     #[error("region {region} is not in the function descriptors of this debug module")]
     UnknownRegion { region: u32 },
+    #[error("callback {id} is not in the function descriptors of this debug module")]
+    UnknownCallback { id: u32 },
     #[error("region {region} ({source_location}) has no code location at address {address:#x}")]
     NoLocation { region: u32, address: u64, source_location: Loc },
     #[error("region {region} ({source_location}): argument `{name}` (position {position}) is {reason}; the region was not run")]
@@ -72,10 +74,13 @@ pub enum InvokeOutcome {
     TimedOut { after: Duration },
 }
 
-/// The report of one region hit.
+/// The report of one region hit (or event callback call).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {
+    /// The region's id (or the callback's).
     pub region: u32,
+    /// For an event callback: its name (then `source_location` is its attribute).
+    pub callback: Option<String>,
     /// Where the region is written (its `rdb_begin` marker).
     pub source_location: Loc,
     pub outcome: InvokeOutcome,
@@ -93,7 +98,10 @@ impl Invocation {
 
 impl fmt::Display for Invocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "region {} ({}): ", self.region, self.source_location)?;
+        match &self.callback {
+            Some(name) => write!(f, "callback `{name}` ({}): ", self.source_location)?,
+            None => write!(f, "region {} ({}): ", self.region, self.source_location)?,
+        }
         match &self.outcome {
             InvokeOutcome::Completed => write!(f, "completed")?,
             InvokeOutcome::WroteProgramMemory { addresses, aborted } => {

@@ -10,8 +10,11 @@
 /// Replayer -> host: load a module (first message).
 pub const INIT: u32 = 1;
 /// Replayer -> host: run one region's debug function. Layout: tag, region
-/// u32, flags u32, pid u32, [mappings if `FLAG_MAPS`], argument count u32,
-/// then per argument: kind u32 (0: address u64 + size u64; 1: bytes).
+/// u32, flags u32, pid u32, load bias u64, the stop's registers (27 u64, `user_regs_struct`
+/// order), [mappings if `FLAG_MAPS`], argument count u32,
+/// then per argument: kind u32 (0: address u64 + size u64; 1: bytes; 2: bytes,
+/// pointer count u32, then per pointer: byte offset u32, argument index u32; 3: bytes copied
+/// from the program address u64 that follows).
 pub const INVOKE: u32 = 2;
 /// Replayer -> host: bytes of program memory (answer to [`PAGE_REQUEST`]).
 /// Layout: tag u32, errno i32 (0 = ok), length u32, pad u32, bytes.
@@ -34,7 +37,8 @@ pub const PAGE_REQUEST: u32 = 103;
 pub const MAPS_REQUEST: u32 = 104;
 /// Host -> replayer: the debug function returned (or could not run). Layout:
 /// tag u32, status u32 (`STATUS_*`), write count u32, writes u64..., panic
-/// message (bytes), error text (bytes).
+/// message (bytes), error text (bytes), watch request count u32, then per request: address
+/// u64, length u64, access u32 (0 write, 1 read-write), label (bytes).
 pub const DONE: u32 = 105;
 /// [`DONE`] status: the function ran.
 pub const STATUS_RAN: u32 = 0;
@@ -77,8 +81,15 @@ pub const MAX_MESSAGE: usize = 8 + MAX_RANGES * RANGE_SIZE;
 
 /// Invoke flag: the program ran since the last call; mirrored pages are stale.
 pub const FLAG_INVALIDATE: u32 = 1;
+/// The debug function id of rdb's own report of a watched value's change (`rdb::watch`): the
+/// host prints it (arguments: old bytes, new bytes, `rdb_access` record, label, syscall name).
+pub const WATCH_REPORT: u32 = u32::MAX;
+
 /// Invoke flag: a mapping list follows.
 pub const FLAG_MAPS: u32 = 2;
+/// Invoke flag: the stop is right after an instruction that accessed watched memory (for
+/// backtraces: the innermost frame's line is the instruction before `rip`).
+pub const FLAG_AFTER_ACCESS: u32 = 4;
 
 /// Fault handling: userfaultfd when available, else the fault handler.
 pub const FAULTS_AUTO: u32 = 0;

@@ -44,6 +44,8 @@ pub struct Row {
     pub line: u32,
     pub column: u32,
     pub is_stmt: bool,
+    /// The row is where a function's prologue ends (its arguments are in place).
+    pub prologue_end: bool,
 }
 
 pub struct Index<'b> {
@@ -320,6 +322,7 @@ fn read_lines(unit: &gimli::Unit<R>, files: Vec<PathBuf>) -> Result<Lines, gimli
             line: line as u32,
             column,
             is_stmt: row.is_stmt(),
+            prologue_end: row.prologue_end(),
         });
     }
     Ok(Lines { files, rows })

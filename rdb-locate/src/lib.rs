@@ -77,6 +77,7 @@
 //! `symbol + offset`.
 
 pub mod build;
+mod calls;
 pub mod eval;
 mod function;
 mod identity;
@@ -96,6 +97,7 @@ use rdb_descriptors::{
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+pub use calls::{CallQuery, LocatedCall, WatchedStatic};
 pub use function::matches_function;
 pub use identity::{binary_identity, check_same_code, debug_info, DebugInfo, TwinError};
 pub use module::{patch_entry_ids, region_table, TableEntry};
@@ -762,4 +764,28 @@ fn locate_static(
         })
         .collect();
     Ok((type_name, size, locations, warnings))
+}
+
+/// Locates the functions call callbacks watch (see `calls.rs`): one result per query.
+pub fn locate_calls(binary: &Path, queries: &[CallQuery]) -> Result<Vec<LocatedCall>, LocateError> {
+    let data = std::fs::read(binary).map_err(|source| LocateError::Io { path: binary.into(), source })?;
+    let loaded = loader::Binary::parse(binary, &data)?;
+    let dwarf_error = |source| LocateError::Dwarf { path: binary.to_path_buf(), source };
+    let index = index::Index::new(&loaded).map_err(dwarf_error)?;
+    let file =
+        object::File::parse(&*data).map_err(|e| LocateError::NotElf { path: binary.into(), reason: e.to_string() })?;
+    let code = |address: u64, len: u64| -> Option<Vec<u8>> {
+        use object::{Object, ObjectSegment};
+        let segment = file.segments().find(|s| s.address() <= address && address + len <= s.address() + s.size())?;
+        segment.data_range(address, len).ok().flatten().map(<[u8]>::to_vec)
+    };
+    queries.iter().map(|q| calls::locate_call(&index, &code, q).map_err(dwarf_error)).collect()
+}
+
+/// Locates the statics memory callbacks watch: one result per path (`Err`: why it cannot be).
+pub fn locate_statics(binary: &Path, paths: &[String]) -> Result<Vec<Result<WatchedStatic, String>>, LocateError> {
+    let loaded = loader::Binary::load(binary)?;
+    let dwarf_error = |source| LocateError::Dwarf { path: binary.to_path_buf(), source };
+    let index = index::Index::new(&loaded).map_err(dwarf_error)?;
+    paths.iter().map(|p| calls::locate_static(&index, p).map_err(dwarf_error)).collect()
 }

@@ -43,6 +43,41 @@
 //!   the main build with the lines they occupy; put imports of `rdb_macros`
 //!   in a `use` of their own.
 //!
+//! # Event callbacks
+//!
+//! A `#[debug_only]` function with one of the attributes below is called by the replay when
+//! something happens in the program, with the same guarantees as regions (the program's replay
+//! is never affected, output interleaves in program order, debug-only state persists):
+//!
+//! ```ignore
+//! #[debug_only]
+//! #[rdb_macros::on_syscall(write, after)]     // before | after (default after); several names allowed
+//! fn who_writes(call: &rdb::Syscall) { ... }  // or `fn who_writes()`
+//!
+//! #[debug_only]
+//! #[rdb_macros::on_call(crate::vm::Vm::push)] // a function of the program, by path
+//! fn pushed(vm: &Vm, v: i64) { ... }          // its arguments: same type if Copy, or `&T`
+//!
+//! #[debug_only]
+//! #[rdb_macros::on_return(crate::vm::Vm::pop)]
+//! fn popped(v: Option<i64>) { ... }           // the returned value (or no parameter)
+//!
+//! #[debug_only]
+//! #[rdb_macros::on_call("malloc")]            // a symbol of the executable or a shared library
+//! fn allocating(size: usize) { ... }          // integer / pointer parameters, from the registers
+//!
+//! #[debug_only]
+//! #[rdb_macros::on_write(crate::bank::AUDITED)] // or on_read: a static of the program
+//! fn audited(old: u64, new: u64) { ... }      // or (old, new, access: &rdb::Access), or ()
+//! ```
+//!
+//! The callback's signature is checked against the function's by rustc when `cargo rdb build`
+//! compiles the debug module.
+//!
+//! The debug-side API (`rdb::Syscall`, `rdb::backtrace()`, ...) is the `rdb-api` crate (library
+//! name `rdb`); like `rdb-macros`, `cargo rdb build` removes it from the main build.
+//! In a plain build the attributes change nothing (the function stays, unused).
+//!
 //! A function-like macro cannot remove the statements that follow it, so in a
 //! plain build a region's statements compile and run as ordinary code (like
 //! printf debugging). Only `cargo rdb build` separates them from the program.
@@ -69,4 +104,48 @@ pub fn debug_only(_attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut out: TokenStream = "#[allow(dead_code, unused)]".parse().expect("static attribute parses");
     out.extend(item);
     out
+}
+
+/// `#[on_syscall(name, ..., before | after)]`: calls the function at each of these system calls
+/// of the replayed program (see the crate docs). Keeps the item unchanged in a plain build.
+#[proc_macro_attribute]
+pub fn on_syscall(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    allow_unused(item)
+}
+
+fn allow_unused(item: TokenStream) -> TokenStream {
+    let mut out: TokenStream = "#[allow(dead_code, unused)]".parse().expect("static attribute parses");
+    out.extend(item);
+    out
+}
+
+/// `#[on_call(path::to::function)]` or `#[on_call("symbol")]`: calls the function at each call
+/// of that function of the replayed program, with its arguments (see the crate docs). Keeps the
+/// item unchanged in a plain build.
+#[proc_macro_attribute]
+pub fn on_call(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    allow_unused(item)
+}
+
+/// `#[on_return(path::to::function)]` or `#[on_return("symbol")]`: calls the function at each
+/// return of that function, with the returned value (see the crate docs). Keeps the item
+/// unchanged in a plain build.
+#[proc_macro_attribute]
+pub fn on_return(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    allow_unused(item)
+}
+
+/// `#[on_write(path::to::STATIC)]`: calls the function at each write to that static of the
+/// replayed program, with the old and new values (see the crate docs). Keeps the item
+/// unchanged in a plain build.
+#[proc_macro_attribute]
+pub fn on_write(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    allow_unused(item)
+}
+
+/// `#[on_read(path::to::STATIC)]`: like `on_write`, for reads and writes. Keeps the item
+/// unchanged in a plain build.
+#[proc_macro_attribute]
+pub fn on_read(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    allow_unused(item)
 }

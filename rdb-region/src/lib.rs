@@ -57,6 +57,9 @@
 
 use core::ffi::c_void;
 
+mod callback;
+pub use callback::*;
+
 /// The signature of every region's debug function.
 pub type DebugFn = unsafe extern "C" fn(argv: *const *const c_void);
 
@@ -195,8 +198,10 @@ pub unsafe extern "C" fn trampoline<A: FromArgv, F: Fn(A)>(argv: *const *const c
     });
 }
 
-/// Runs a region's body, catching and reporting its panic.
-fn run_caught(body: impl FnOnce()) {
+/// Runs debug code the way every debug function does: a panic is caught and reported to the
+/// debug host (or printed when there is none), and Rust's stdout is flushed afterwards so that
+/// debug output interleaves with the program's in program order.
+pub fn run_caught(body: impl FnOnce()) {
     install_panic_hook();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
     let _ = std::io::Write::flush(&mut std::io::stdout());

@@ -33,6 +33,19 @@ use rdb_tracee::Regs;
 /// with a longer branch form, plus a 5-byte `jmp`, fits. Slots are cut to the encoded size.
 pub const SLOT: u64 = 32;
 
+/// The length of the instruction decoded at `ip` from `code`, if it decodes.
+pub fn instruction_length(ip: u64, code: &[u8]) -> Option<usize> {
+    let instr = Decoder::with_ip(64, code, ip, DecoderOptions::NONE).decode();
+    (!instr.is_invalid()).then(|| instr.len())
+}
+
+/// Whether `code` at `ip` is exactly one call instruction.
+pub fn is_call(ip: u64, code: &[u8]) -> bool {
+    let instr = Decoder::with_ip(64, code, ip, DecoderOptions::NONE).decode();
+    !instr.is_invalid() && instr.len() == code.len() && instr.flow_control() == FlowControl::Call
+        || !instr.is_invalid() && instr.len() == code.len() && instr.flow_control() == FlowControl::IndirectCall
+}
+
 /// How a breakpoint's original instruction is executed after a hit.
 #[derive(Debug, Clone)]
 pub enum StepOver {
@@ -157,6 +170,13 @@ impl Slots {
         Slots { ranges: segment_tails(exe, load_bias) }
     }
 
+    /// Room in the ELF object `path` whose lowest mapping starts at `lowest_start` (its first
+    /// loadable segment, page-aligned, is mapped there).
+    pub fn for_mapped(path: &std::path::Path, lowest_start: u64) -> Slots {
+        let first = first_load_vaddr(path).unwrap_or(0) & !4095;
+        Slots::for_image(path, lowest_start.wrapping_sub(first))
+    }
+
     /// Where free room starts and its size.
     pub fn free(&self) -> Option<(u64, u64)> {
         self.ranges.first().map(|&(start, end)| (start, end - start))
@@ -171,6 +191,16 @@ impl Slots {
             }
         }
     }
+}
+
+/// The virtual address of the first loadable segment of the ELF file `path`.
+fn first_load_vaddr(path: &std::path::Path) -> Option<u64> {
+    use object::read::elf::{ElfFile64, ProgramHeader};
+    use object::Endianness;
+    let data = std::fs::read(path).ok()?;
+    let elf = ElfFile64::<Endianness>::parse(&*data).ok()?;
+    let e = elf.endian();
+    elf.elf_program_headers().iter().filter(|p| p.p_type(e) == object::elf::PT_LOAD).map(|p| p.p_vaddr(e)).min()
 }
 
 /// The unused tail of the last page of each executable segment of the ELF file `exe` loaded

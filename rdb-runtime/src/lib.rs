@@ -13,7 +13,14 @@
 //!   no `unsafe` code beyond handing `rdb_tracee::ptrace::child_prepare_for_trace` to
 //!   `pre_exec`.
 //! - [`observer`] is the hook a debugger uses during replay: learn each exec'ed image, set
-//!   breakpoints, get called with the tracee stopped.
+//!   breakpoints, get called with the tracee stopped (at breakpoints, and at the system calls
+//!   it asks for, served from the stops the replayer makes anyway); [`payload`] says what a
+//!   system call moved (event callbacks' data).
+//! - [`session`] is the replay a debugger drives ([`Session`]): halts, every thread readable,
+//!   breakpoints and watchpoints; [`replay()`] runs on it. [`position`] names points without
+//!   counters, [`checkpoint`] saves the whole replay (fork-based), going back (`reverse`) uses
+//!   both, and [`diversion`] runs debugger code in a disposable copy of a process. See
+//!   `docs/ARCHITECTURE.md` (the replay session, gdb and time travel).
 //!
 //! Linux x86-64 only. No hardware performance counters are used.
 //!
@@ -73,14 +80,21 @@
 
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+pub mod checkpoint;
 pub mod clock;
 mod displace;
+pub mod diversion;
 pub mod effects;
+mod fork;
 mod location;
 pub mod observer;
+pub mod payload;
+pub mod position;
 pub mod process;
 pub mod record;
 pub mod replay;
+mod reverse;
+pub mod session;
 mod stall;
 pub mod syscalls;
 pub mod trace;
@@ -93,9 +107,12 @@ use rdb_tracee::Pid;
 /// The calling process's CPU placement, TSC switch and clocks (`rdb_tracee::this_process`).
 pub use rdb_tracee::this_process as sys;
 
-pub use observer::{BreakpointStop, NoObserver, ProcessImage, ReplayObserver};
+pub use diversion::{Diversion, DiversionStop};
+pub use observer::{BreakpointStop, NoObserver, ProcessImage, ReplayObserver, SyscallStop};
+pub use position::{Move, Position};
 pub use record::{record, record_with, RecordOptions, RecordOutcome, Schedule};
 pub use replay::{replay, Divergence, ReplayOptions, ReplayOutcome};
+pub use session::{Resume, Session, SessionStop, ThreadInfo, ThreadView};
 pub use trace::{Trace, TraceError};
 
 /// Errors of recording and replaying.

@@ -6,20 +6,28 @@
 //! instruction at that address (registers as the program has them, memory readable); afterwards
 //! the replayer steps over the original instruction and goes on. The program never sees the
 //! breakpoint.
+//!
+//! System calls need no breakpoint: the replayer stops at every syscall's entry and exit anyway.
+//! At each it asks [`ReplayObserver::wants_syscall`] and, when wanted, calls
+//! [`ReplayObserver::on_syscall`] with the thread stopped there: at the entry before the call is
+//! replayed (after it was checked against the trace), at the exit once the recorded result and
+//! memory are in place and recorded output was re-emitted. Calls that never return (`exit`,
+//! `exit_group`, a successful `execve`'s old image) have no exit stop.
 
 use std::io;
 use std::path::PathBuf;
 
-use rdb_tracee::{Memory, Pid, Regs, Target};
+use rdb_tracee::{Memory, Pid, Regs, Target, Watchpoint};
 
-use crate::trace::Tid;
+use crate::trace::{MemWrite, Tid};
 
 /// A process image right after exec.
 #[derive(Debug, Clone)]
 pub struct ProcessImage {
-    /// Recorded thread id of the process.
+    /// Recorded id of the process (of the thread that exec'ed or forked it): the same in all
+    /// its threads.
     pub tid: Tid,
-    /// Real pid during this replay.
+    /// Real pid during this replay (of the thread the image is handed with).
     pub pid: Pid,
     /// Absolute path of the executable, as recorded (what the program was started as).
     pub exe: PathBuf,
@@ -74,12 +82,159 @@ impl Target for BreakpointStop<'_> {
     }
 }
 
+/// A thread stopped at a system call the observer asked for: a [`Target`] (registers as the
+/// program has them there, memory readable).
+pub struct SyscallStop<'a> {
+    pub tid: Tid,
+    /// The real thread id during this replay.
+    pub pid: Pid,
+    /// Recorded id of the thread's process (its thread group).
+    pub process: Tid,
+    pub nr: u64,
+    pub args: [u64; 6],
+    /// At the exit: the call completed, its recorded result is in `rax` and its recorded
+    /// memory effects are in place. At the entry: it has not run yet.
+    pub exit: bool,
+    /// The recorded result (the trace knows it at the entry too); 0 for calls that do not
+    /// return (`exit_group`, `execve`).
+    pub result: i64,
+    /// The memory the call writes, as recorded (already in place at the exit).
+    pub writes: &'a [MemWrite],
+    /// For an `mmap` of a file: the file (replay maps anonymous memory holding its bytes, so
+    /// `/proc` does not name it).
+    pub mapped_file: Option<PathBuf>,
+    pub regs: Regs,
+    /// The image this process runs.
+    pub image: &'a ProcessImage,
+}
+
+impl Memory for SyscallStop<'_> {
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.pid.read_memory(addr, buf)
+    }
+}
+
+impl Target for SyscallStop<'_> {
+    fn tid(&self) -> Pid {
+        self.pid
+    }
+    fn pid(&self) -> Pid {
+        self.image.pid
+    }
+    fn regs(&self) -> &Regs {
+        &self.regs
+    }
+    fn load_bias(&self) -> u64 {
+        self.image.load_bias
+    }
+}
+
 /// Callbacks from the replayer.
 pub trait ReplayObserver {
     /// A process image is ready; return absolute addresses to break at in it.
     fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64>;
     /// A breakpoint was hit. An error stops the replay.
     fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String>;
+    /// Whether [`ReplayObserver::on_syscall`] wants syscall `nr` at its entry (`exit` false)
+    /// or exit. Asked at every syscall stop: keep it cheap.
+    fn wants_syscall(&self, _nr: u64, _exit: bool) -> bool {
+        false
+    }
+    /// A syscall it wants was reached (see the module docs). An error stops the replay.
+    fn on_syscall(&mut self, _stop: &SyscallStop<'_>) -> Result<(), String> {
+        Ok(())
+    }
+    /// More addresses to break at, in the address space of the thread the observer was just
+    /// called for (absolute; planted like `on_exec`'s, until that image goes): asked after each
+    /// [`ReplayObserver::on_breakpoint`] and [`ReplayObserver::on_syscall`].
+    fn take_breakpoints(&mut self) -> Vec<u64> {
+        Vec::new()
+    }
+    /// A thread stopped right after an instruction that accessed memory the observer watches
+    /// with debug registers: `slots` (bit n = slot n) fired; `stop.addr` is `rip`, the
+    /// instruction after the access. An error stops the replay.
+    fn on_watchpoint(&mut self, _stop: &BreakpointStop<'_>, _slots: u8) -> Result<(), String> {
+        Ok(())
+    }
+    /// Debug-register slots to arm (`Some`) or disarm (`None`) in every thread of the process
+    /// of the thread the observer was just called for (and its threads created later): asked
+    /// after each call into the observer (`on_exec` included). The slots a debugger driving the
+    /// replay uses are refused with an error.
+    fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
+        Vec::new()
+    }
+    /// A process forked: `child` (its image a copy of `parent`'s, `tid` the new process's
+    /// recorded id) runs the same code in a copy of the parent's memory, with the parent's
+    /// breakpoints and no debug registers; the observer may ask for some
+    /// ([`ReplayObserver::take_watchpoints`] is asked next, for the child).
+    fn on_fork(&mut self, _parent: &ProcessImage, _child: &ProcessImage) {}
+    /// Whether the replay may go back (restore a checkpoint, start again) with this observer:
+    /// `Err(why)` when state it keeps about the program (breakpoints and debug registers it
+    /// asked for while the program ran, copies of watched memory) would not follow the program
+    /// back. Asked before every restore; the session refuses with `why`.
+    fn can_go_back(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl<O: ReplayObserver + ?Sized> ReplayObserver for &mut O {
+    fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
+        (**self).on_exec(image)
+    }
+    fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
+        (**self).on_breakpoint(stop)
+    }
+    fn wants_syscall(&self, nr: u64, exit: bool) -> bool {
+        (**self).wants_syscall(nr, exit)
+    }
+    fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
+        (**self).on_syscall(stop)
+    }
+    fn take_breakpoints(&mut self) -> Vec<u64> {
+        (**self).take_breakpoints()
+    }
+    fn on_watchpoint(&mut self, stop: &BreakpointStop<'_>, slots: u8) -> Result<(), String> {
+        (**self).on_watchpoint(stop, slots)
+    }
+    fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
+        (**self).take_watchpoints()
+    }
+    fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
+        (**self).on_fork(parent, child)
+    }
+    fn can_go_back(&self) -> Result<(), String> {
+        (**self).can_go_back()
+    }
+}
+
+impl<O: ReplayObserver + ?Sized> ReplayObserver for Box<O> {
+    fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
+        (**self).on_exec(image)
+    }
+    fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
+        (**self).on_breakpoint(stop)
+    }
+    fn wants_syscall(&self, nr: u64, exit: bool) -> bool {
+        (**self).wants_syscall(nr, exit)
+    }
+    fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
+        (**self).on_syscall(stop)
+    }
+    fn take_breakpoints(&mut self) -> Vec<u64> {
+        (**self).take_breakpoints()
+    }
+    fn on_watchpoint(&mut self, stop: &BreakpointStop<'_>, slots: u8) -> Result<(), String> {
+        (**self).on_watchpoint(stop, slots)
+    }
+    fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
+        (**self).take_watchpoints()
+    }
+    fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
+        (**self).on_fork(parent, child)
+    }
+    fn can_go_back(&self) -> Result<(), String> {
+        (**self).can_go_back()
+    }
 }
 
 /// An observer that sets no breakpoints.

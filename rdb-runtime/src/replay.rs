@@ -19,11 +19,12 @@ use std::process::{Command, Stdio};
 use std::rc::Rc;
 
 use rdb_tracee::ptrace::{self, is_synchronous, si_code, SyscallStop, Wait};
-use rdb_tracee::{mem, procfs, this_process as sys, Pid};
+use rdb_tracee::{debugreg, mem, procfs, this_process as sys, Pid};
 
 use crate::displace::{self, StepOver};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
 use crate::process;
+use crate::session::{Debugger, Halt, HaltKind, Resume, Session, SessionStop};
 use crate::syscalls::{self, Mask, Policy, Sysno};
 use crate::trace::{self, event::describe_status, files::ReplayFiles, Event, EventReader, MappedFile, Tid, Trace};
 use crate::Error;
@@ -83,7 +84,7 @@ impl fmt::Display for Divergence {
 
 /// A stop that waits for its turn in the global order.
 #[derive(Debug, Clone)]
-enum Stop {
+pub(crate) enum Stop {
     Entry { nr: u64, args: [u64; 6], pc: u64 },
     Exit { ret: i64 },
     Fork { child: Pid },
@@ -106,40 +107,101 @@ enum Mode {
     Leaving,
 }
 
-/// A planted breakpoint: the byte the `int3` replaced and how to run its instruction.
+/// A planted breakpoint: the byte the `int3` replaced, how to run its instruction, and who
+/// wants it (the observer's regions, a debugger, or both).
 #[derive(Debug, Clone)]
-struct Breakpoint {
-    orig: u8,
+pub(crate) struct Breakpoint {
+    pub(crate) orig: u8,
     over: StepOver,
+    /// The observer asked for it: it is called at each hit.
+    region: bool,
+    /// A debugger asked for it: a hit in the debugged process halts the replay.
+    pub(crate) user: bool,
 }
 
-type Breakpoints = Rc<RefCell<BTreeMap<u64, Breakpoint>>>;
+pub(crate) type Breakpoints = Rc<RefCell<BTreeMap<u64, Breakpoint>>>;
 
-struct Proc {
-    pid: Pid,
+#[derive(Clone)]
+pub(crate) struct Proc {
+    pub(crate) pid: Pid,
     /// Recorded id of the thread group (process) the thread belongs to.
-    group: Tid,
+    pub(crate) group: Tid,
     /// Resumed into user code or into a re-executed syscall: while it is, no other thread of
     /// its group may be resumed into user code.
-    user: bool,
+    pub(crate) user: bool,
     /// A new thread stopped at its first stop, waiting for its `ThreadStart` event.
-    unstarted: bool,
+    pub(crate) unstarted: bool,
     entry: Option<(u64, [u64; 6], Mode)>,
     /// Signal we injected and whose delivery stop we await.
     injecting: Option<i32>,
-    breakpoints: Breakpoints,
-    image: Option<ProcessImage>,
+    pub(crate) breakpoints: Breakpoints,
+    pub(crate) image: Option<ProcessImage>,
     killed: bool,
+    /// Resumed and its next stop not collected yet (its registers cannot be read).
+    pub(crate) running: bool,
+    /// Region locations reached in the current stretch (for the high-water mark).
+    pub(crate) region_hits: u64,
+    /// The trace index of the event that last let the thread run user code (its *stretch*
+    /// starts there; see `session`).
+    pub(crate) stretch: u64,
+    /// The auxiliary vector the program saw at its last exec (from the recorded initial stack).
+    pub(crate) auxv: Vec<u8>,
+    /// Per-thread kernel state a checkpoint must give a re-created thread, as the replayed
+    /// syscalls set it: the `set_tid_address` / `CLONE_CHILD_CLEARTID` word, and the
+    /// alternate signal stack (`stack_t` bytes).
+    pub(crate) clear_tid: u64,
+    pub(crate) altstack: Option<[u8; 24]>,
+}
+
+impl Proc {
+    /// Not inside a syscall.
+    pub(crate) fn entry_is_none(&self) -> bool {
+        self.entry.is_none()
+    }
+
+    /// Waiting in `rt_sigsuspend` (or an interrupted call made one) under a temporary mask.
+    pub(crate) fn is_suspended(&self) -> bool {
+        matches!(self.entry, Some((_, _, Mode::Suspended)))
+    }
+
+    fn new(
+        pid: Pid,
+        group: Tid,
+        user: bool,
+        unstarted: bool,
+        breakpoints: Breakpoints,
+        image: Option<ProcessImage>,
+    ) -> Proc {
+        Proc {
+            pid,
+            group,
+            user,
+            unstarted,
+            entry: None,
+            injecting: None,
+            breakpoints,
+            image,
+            killed: false,
+            running: false,
+            region_hits: 0,
+            stretch: 0,
+            auxv: Vec::new(),
+            clear_tid: 0,
+            altstack: None,
+        }
+    }
 }
 
 /// Events read ahead of the current position (needed to see a process's next event).
-struct Events {
+pub(crate) struct Events {
     reader: EventReader,
     /// Bumped at every event consumed and breakpoint hit (see `stall`).
     progress: std::sync::Arc<std::sync::atomic::AtomicU64>,
     buf: VecDeque<Event>,
-    index: u64,
+    pub(crate) index: u64,
     exhausted: bool,
+    /// Each thread's last event consumed (its trace index).
+    pub(crate) last: HashMap<Tid, u64>,
 }
 
 impl Events {
@@ -158,12 +220,31 @@ impl Events {
     }
     fn pop(&mut self) -> Result<Event, Error> {
         self.fill(1)?;
+        let ev = self.buf.pop_front().expect("pop after head");
+        self.last.insert(ev.tid(), self.index);
         self.index += 1;
         self.progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(self.buf.pop_front().expect("pop after head"))
+        Ok(ev)
     }
+    /// Go back (or forward) to trace index `index`: the next event is the one there.
+    pub(crate) fn reset_to(&mut self, index: u64, last: HashMap<Tid, u64>) -> Result<(), Error> {
+        self.reader.seek(index)?;
+        self.buf.clear();
+        self.index = index;
+        self.exhausted = false;
+        self.last = last;
+        Ok(())
+    }
+
+    /// The event at trace index `index` if it is still ahead (read ahead as needed).
+    pub(crate) fn ahead(&mut self, index: u64) -> Result<Option<&Event>, Error> {
+        let Some(i) = index.checked_sub(self.index) else { return Ok(None) };
+        self.fill(i as usize + 1)?;
+        Ok(self.buf.get(i as usize))
+    }
+
     /// The next event of `tid`, looking ahead (bounded).
-    fn next_of(&mut self, tid: Tid) -> Result<Option<&Event>, Error> {
+    pub(crate) fn next_of(&mut self, tid: Tid) -> Result<Option<&Event>, Error> {
         Ok(self.next_of_indexed(tid)?.map(|(_, e)| e))
     }
 
@@ -191,7 +272,7 @@ impl Events {
     }
 
     /// Like [`Events::next_of`], with the event's index in the trace.
-    fn next_of_indexed(&mut self, tid: Tid) -> Result<Option<(u64, &Event)>, Error> {
+    pub(crate) fn next_of_indexed(&mut self, tid: Tid) -> Result<Option<(u64, &Event)>, Error> {
         let mut i = 0;
         loop {
             self.fill(i + 1)?;
@@ -207,191 +288,272 @@ impl Events {
     }
 }
 
-struct Replayer<'o> {
-    ev: Events,
-    procs: HashMap<Tid, Proc>,
-    by_pid: HashMap<Pid, Tid>,
-    parked: HashMap<Tid, Stop>,
+pub(crate) struct Replayer<'o> {
+    pub(crate) ev: Events,
+    pub(crate) procs: HashMap<Tid, Proc>,
+    pub(crate) by_pid: HashMap<Pid, Tid>,
+    pub(crate) parked: HashMap<Tid, Stop>,
     early_children: HashSet<Pid>,
     /// The files the trace names: its kept copies, else the originals, checked.
     files: ReplayFiles,
-    observer: &'o mut dyn ReplayObserver,
+    pub(crate) observer: Box<dyn ReplayObserver + 'o>,
     echo: bool,
-    root: Tid,
+    pub(crate) root: Tid,
     root_status: Option<i32>,
-    hits: u64,
-    steps: u64,
+    pub(crate) hits: u64,
+    pub(crate) steps: u64,
     /// `RDB_DEBUG` set: log every stop (for debugging rdb itself).
     debug: bool,
+    /// The recording was cut short: the replay ends early.
+    ends_early: bool,
+    /// What a debugger driving the replay asked for, and where it halted (see `session`).
+    pub(crate) dbg: Debugger,
+    /// This thread runs with the TSC disabled while it replays.
+    pub(crate) tsc: Option<sys::TscDisabled>,
+    /// Room for displaced instructions, per address space (its breakpoint table) and object.
+    slots: HashMap<(usize, PathBuf), displace::Slots>,
+    /// The observer's hardware watchpoints, per process (recorded id of its thread group).
+    pub(crate) observer_watch: HashMap<Tid, [Option<debugreg::Watchpoint>; debugreg::SLOTS]>,
+    /// Threads whose debug registers must be brought up to date at their next stop (they were
+    /// running when a watchpoint changed).
+    dr_stale: HashSet<Tid>,
+    /// Threads stopped with `SIGSTOP` in user code while a checkpoint is taken.
+    pub(crate) interrupted: HashSet<Tid>,
+    /// How far output and regions went (kept across checkpoints and restarts).
+    pub(crate) marks: Marks,
+    /// Checkpoints the replayer takes by itself (see `reverse`).
+    pub(crate) auto: crate::reverse::AutoCheckpoints,
+    /// Ends a plain replay that stops making progress (see `stall`).
+    stall: Option<crate::stall::StallWatch>,
 }
 
-/// Replay a trace.
+/// The high-water mark of a replay that goes back and forth: the recorded output of events
+/// before `echoed` was shown already, and each thread's region calls up to (stretch, count)
+/// ran already. Going back replays them without showing or running them again.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Marks {
+    pub(crate) echoed: u64,
+    pub(crate) regions: HashMap<Tid, (u64, u64)>,
+}
+
+/// Replay a trace to its end.
 pub fn replay(opts: &ReplayOptions, observer: &mut dyn ReplayObserver) -> Result<ReplayOutcome, Error> {
-    let trace = Trace::open(&opts.trace_dir)?;
-    let ends_early = trace.ends_early();
-    let differences = trace::machine_differences(trace.header());
-    if !differences.is_empty() {
-        eprintln!(
-            "rdb: warning: this machine differs from the one the trace was recorded on:\n  {}\n  cpuid cannot be trapped here and re-executed calls run on this kernel, so the replay may diverge",
-            differences.join("\n  ")
-        );
+    let mut session = Session::start_watched(opts, observer)?;
+    match session.resume(Resume::Continue) {
+        Ok(SessionStop::End) => session.finish(),
+        // Nothing is armed and no process is debugged: no other stop can come.
+        Ok(other) => unreachable!("replay without a debugger stopped: {other:?}"),
+        Err(e) => Err(session.r.stalled().unwrap_or(e)),
     }
-    let mut files = ReplayFiles::new(&trace);
-    let recorded = match trace.summary() {
-        Some(s) => std::time::Duration::from_millis(s.duration_ms),
-        None => std::fs::metadata(trace.path().join(trace::EVENTS_FILE))
-            .ok()
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(std::time::Duration::ZERO, |t| {
-                t.saturating_sub(std::time::Duration::from_secs(trace.header().started_unix))
-            }),
-    };
-    let stall = crate::stall::StallWatch::start(recorded);
-    let mut ev = Events {
-        reader: trace.events()?,
-        progress: stall.progress.clone(),
-        buf: VecDeque::new(),
-        index: 0,
-        exhausted: false,
-    };
-    let Some(Event::Start { tid, exe, argv, envp, .. }) = ev.head()?.cloned() else {
-        if ends_early {
-            // Cut short before its first complete chunk: nothing to replay.
-            return Err(Error::EndsEarly { events: 0 });
+}
+
+impl<'o> Replayer<'o> {
+    /// Open the trace, start the recorded program and set up its first image; the program is
+    /// stopped before its first instruction.
+    ///
+    /// `watch_stalls`: a thread ends the replay when it stops making progress (see `stall`);
+    /// not for a debugger's replay, which stands still while the debugger is halted.
+    pub(crate) fn start(
+        opts: &ReplayOptions,
+        observer: Box<dyn ReplayObserver + 'o>,
+        watch_stalls: bool,
+    ) -> Result<Replayer<'o>, Error> {
+        let trace = Trace::open(&opts.trace_dir)?;
+        let ends_early = trace.ends_early();
+        let differences = trace::machine_differences(trace.header());
+        if !differences.is_empty() {
+            eprintln!(
+                "rdb: warning: this machine differs from the one the trace was recorded on:\n  {}\n  cpuid cannot be trapped here and re-executed calls run on this kernel, so the replay may diverge",
+                differences.join("\n  ")
+            );
         }
-        return Err(trace::TraceError::Corrupt {
-            path: trace.path().join(trace::EVENTS_FILE),
-            offset: 0,
-            why: "the trace does not begin with a start event".into(),
+        let mut files = ReplayFiles::new(&trace);
+        let recorded = match trace.summary() {
+            Some(s) => std::time::Duration::from_millis(s.duration_ms),
+            None => std::fs::metadata(trace.path().join(trace::EVENTS_FILE))
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(std::time::Duration::ZERO, |t| {
+                    t.saturating_sub(std::time::Duration::from_secs(trace.header().started_unix))
+                }),
+        };
+        // Spawned before this thread disables its TSC (the watch thread only sleeps).
+        let stall = watch_stalls.then(|| crate::stall::StallWatch::start(recorded));
+        let progress = stall.as_ref().map_or_else(Default::default, |s| s.progress.clone());
+        let mut ev = Events {
+            reader: trace.events()?,
+            progress,
+            buf: VecDeque::new(),
+            index: 0,
+            exhausted: false,
+            last: HashMap::new(),
+        };
+        let Some(Event::Start { tid, exe, argv, envp, .. }) = ev.head()?.cloned() else {
+            if ends_early {
+                // Cut short before its first complete chunk: nothing to replay.
+                return Err(Error::EndsEarly { events: 0 });
+            }
+            return Err(trace::TraceError::Corrupt {
+                path: trace.path().join(trace::EVENTS_FILE),
+                offset: 0,
+                why: "the trace does not begin with a start event".into(),
+            }
+            .into());
+        };
+        ev.pop()?;
+        let mut exe = PathBuf::from(OsStr::from_bytes(&exe));
+        if let Some(Event::Exec { blake3, .. }) = ev.head()? {
+            // Run the trace's copy of the executable (see `apply_exec`).
+            let blake3 = *blake3;
+            exe = files.get(&exe, &blake3)?.path.clone();
         }
-        .into());
-    };
-    ev.pop()?;
-    let mut exe = PathBuf::from(OsStr::from_bytes(&exe));
-    if let Some(Event::Exec { blake3, .. }) = ev.head()? {
-        // Run the trace's copy of the executable (see `apply_exec`).
-        let blake3 = *blake3;
-        exe = files.get(&exe, &blake3)?.path.clone();
-    }
-    if opts.pin_cpu {
-        let _ = sys::pin_to_cpu(sys::current_cpu());
-    }
-    let _ = sys::become_subreaper();
-    let mut cmd = Command::new(&exe);
-    if let Some(a0) = argv.first() {
-        cmd.arg0(OsStr::from_bytes(a0));
-    }
-    cmd.args(argv.iter().skip(1).map(|a| OsStr::from_bytes(a)));
-    cmd.env_clear();
-    for e in &envp {
-        let pos = e.iter().position(|&b| b == b'=').unwrap_or(e.len());
-        let (k, v) = e.split_at(pos);
-        if !k.is_empty() {
-            cmd.env(OsStr::from_bytes(k), OsStr::from_bytes(v.get(1..).unwrap_or(b"")));
+        if opts.pin_cpu {
+            let _ = sys::pin_to_cpu(sys::current_cpu());
         }
-    }
-    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    // SAFETY: the closure only makes two async-signal-safe syscalls (see the callee).
-    unsafe {
-        cmd.pre_exec(ptrace::child_prepare_for_trace);
-    }
-    let child = cmd.spawn().map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
-    let pid = Pid::of(&child);
-    match ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "waiting for the first stop"))? {
-        Wait::Stopped { sig: libc::SIGTRAP, .. } => {}
-        other => {
-            return Err(Error::Spawn {
-                program: exe.display().to_string(),
-                source: std::io::Error::other(format!("unexpected first stop {other:?}")),
-            })
+        let _ = sys::become_subreaper();
+        let mut cmd = Command::new(&exe);
+        if let Some(a0) = argv.first() {
+            cmd.arg0(OsStr::from_bytes(a0));
         }
-    }
-    ptrace::set_options(pid, ptrace::TRACE_OPTIONS).map_err(Error::ptrace(pid, "setting options"))?;
-    let mut r = Replayer {
-        ev,
-        procs: HashMap::new(),
-        by_pid: HashMap::new(),
-        parked: HashMap::new(),
-        early_children: HashSet::new(),
-        files,
-        observer,
-        echo: opts.echo_output,
-        root: tid,
-        root_status: None,
-        hits: 0,
-        steps: 0,
-        debug: std::env::var_os("RDB_DEBUG").is_some(),
-    };
-    r.procs.insert(
-        tid,
-        Proc {
-            pid,
-            group: tid,
-            user: true,
-            unstarted: false,
-            entry: None,
-            injecting: None,
-            breakpoints: Rc::new(RefCell::new(BTreeMap::new())),
-            image: None,
-            killed: false,
-        },
-    );
-    r.by_pid.insert(pid, tid);
-    // The replayer's thread runs with the TSC disabled like the program (see
-    // `sys::disable_tsc_for_this_thread`): switching between the two at every stop then needs no
-    // control-register write, which the hypervisor traps.
-    let tsc = sys::disable_tsc_for_this_thread().ok();
-    let result = r.apply_exec(tid).and_then(|_| {
-        r.notify_exec(tid)?;
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
-        r.run()
-    });
-    drop(tsc);
-    let result = match result {
-        Err(_) if stall.fired() => {
-            let expected = r.head_desc().unwrap_or_default();
-            Err(Error::Divergence(Box::new(Divergence {
-                index: r.ev.index,
-                tid: r.ev.buf.front().map_or(tid, |e| e.tid()),
-                pid: Pid(-1),
-                expected,
-                actual: format!(
-                    "no progress for {} s: the program ran without reaching this event (it spins in user code on data the trace gave it: a damaged or crafted trace?) and was stopped",
-                    stall.limit.as_secs()
-                ),
-                pc: 0,
-                location: None,
-            })))
-        }
-        other => other,
-    };
-    drop(stall);
-    // Children that stopped before their fork event was handled are tracees too; one that
-    // shows up only now (a stop, not an exit) is killed as well, or waiting for it would block
-    // forever (seen replaying a crafted trace that diverged around a vfork).
-    let leftover: Vec<Pid> = r.procs.values().map(|p| p.pid).chain(r.early_children.iter().copied()).collect();
-    for p in &leftover {
-        let _ = ptrace::kill(*p, libc::SIGKILL);
-    }
-    if !leftover.is_empty() {
-        while let Ok(Some((pid, w))) = ptrace::wait_any() {
-            if matches!(w, Wait::Stopped { .. }) {
-                let _ = ptrace::kill(pid, libc::SIGKILL);
+        cmd.args(argv.iter().skip(1).map(|a| OsStr::from_bytes(a)));
+        cmd.env_clear();
+        for e in &envp {
+            let pos = e.iter().position(|&b| b == b'=').unwrap_or(e.len());
+            let (k, v) = e.split_at(pos);
+            if !k.is_empty() {
+                cmd.env(OsStr::from_bytes(k), OsStr::from_bytes(v.get(1..).unwrap_or(b"")));
             }
         }
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        // SAFETY: the closure only makes two async-signal-safe syscalls (see the callee).
+        unsafe {
+            cmd.pre_exec(ptrace::child_prepare_for_trace);
+        }
+        let child = cmd.spawn().map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
+        let pid = Pid::of(&child);
+        match ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "waiting for the first stop"))? {
+            Wait::Stopped { sig: libc::SIGTRAP, .. } => {}
+            other => {
+                return Err(Error::Spawn {
+                    program: exe.display().to_string(),
+                    source: std::io::Error::other(format!("unexpected first stop {other:?}")),
+                })
+            }
+        }
+        ptrace::set_options(pid, ptrace::TRACE_OPTIONS).map_err(Error::ptrace(pid, "setting options"))?;
+        let mut r = Replayer {
+            ev,
+            procs: HashMap::new(),
+            by_pid: HashMap::new(),
+            parked: HashMap::new(),
+            early_children: HashSet::new(),
+            files,
+            observer,
+            echo: opts.echo_output,
+            root: tid,
+            root_status: None,
+            hits: 0,
+            steps: 0,
+            debug: std::env::var_os("RDB_DEBUG").is_some(),
+            ends_early,
+            dbg: Debugger::default(),
+            tsc: None,
+            slots: HashMap::new(),
+            observer_watch: HashMap::new(),
+            dr_stale: HashSet::new(),
+            interrupted: HashSet::new(),
+            marks: Marks::default(),
+            auto: Default::default(),
+            stall,
+        };
+        r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
+        r.by_pid.insert(pid, tid);
+        // The replayer's thread runs with the TSC disabled like the program (see
+        // `sys::disable_tsc_for_this_thread`): switching between the two at every stop then needs
+        // no control-register write, which the hypervisor traps.
+        r.tsc = sys::disable_tsc_for_this_thread().ok();
+        r.apply_exec(tid)?;
+        r.notify_exec(tid)?;
+        r.proc_mut(tid).stretch = r.ev.index;
+        // Halted before the program's first instruction: the first resume starts it.
+        r.dbg.halted = Some(Halt { tid, kind: HaltKind::StretchStart { sig: 0 } });
+        Ok(r)
     }
-    let _ = std::io::stdout().flush();
-    result?;
-    if ends_early {
-        return Err(Error::EndsEarly { events: r.ev.index });
+
+    /// The observer, to start another replay with it.
+    pub(crate) fn take_observer(&mut self) -> Box<dyn ReplayObserver + 'o> {
+        std::mem::replace(&mut self.observer, Box::new(crate::observer::NoObserver))
     }
-    Ok(ReplayOutcome {
-        events: r.ev.index,
-        exit_status: r.root_status,
-        breakpoint_hits: r.hits,
-        breakpoint_steps: r.steps,
-    })
+
+    /// Kill what is left of the replayed processes and reap them.
+    pub(crate) fn kill_all(&mut self) {
+        // Threads before their process's leader: a traced thread that exits waits for its
+        // tracer to reap it, and the leader is only reaped after every other thread.
+        let mut threads: Vec<(bool, Pid)> = self.procs.iter().map(|(t, p)| (*t == p.group, p.pid)).collect();
+        threads.sort();
+        let leftover: Vec<Pid> = threads.into_iter().map(|(_, pid)| pid).chain(self.early_children.drain()).collect();
+        for p in &leftover {
+            let _ = ptrace::kill(*p, libc::SIGKILL);
+        }
+        // Each one until it is gone: other children of this process (a debugger, the debug
+        // host) are not ours to reap.
+        for p in &leftover {
+            while let Ok(Wait::Stopped { .. }) = ptrace::wait_pid(*p) {}
+        }
+        self.procs.clear();
+        self.by_pid.clear();
+        self.parked.clear();
+        let _ = std::io::stdout().flush();
+    }
+
+    /// The divergence to report when the stall watch ended the replay (see `stall`).
+    pub(crate) fn stalled(&mut self) -> Option<Error> {
+        if !self.stall.as_ref().is_some_and(|s| s.fired()) {
+            return None;
+        }
+        let limit = self.stall.as_ref().map_or(0, |s| s.limit.as_secs());
+        let expected = self.head_desc().unwrap_or_default();
+        let tid = self.ev.buf.front().map_or(self.root, |e| e.tid());
+        Some(Error::Divergence(Box::new(Divergence {
+            index: self.ev.index,
+            tid,
+            pid: Pid(-1),
+            expected,
+            actual: format!(
+                "no progress for {limit} s: the program ran without reaching this event (it spins in user code on data the trace gave it: a damaged or crafted trace?) and was stopped"
+            ),
+            pc: 0,
+            location: None,
+        })))
+    }
+
+    /// Raw wait status of the root process, once it exited.
+    pub(crate) fn root_status(&self) -> Option<i32> {
+        self.root_status
+    }
+
+    /// How the replay went, once it ended.
+    pub(crate) fn outcome(&self) -> Result<ReplayOutcome, Error> {
+        if self.ends_early {
+            return Err(Error::EndsEarly { events: self.ev.index });
+        }
+        Ok(ReplayOutcome {
+            events: self.ev.index,
+            exit_status: self.root_status,
+            breakpoint_hits: self.hits,
+            breakpoint_steps: self.steps,
+        })
+    }
+}
+
+/// How running one instruction with its breakpoint lifted ended.
+pub(crate) enum Stepped {
+    Done,
+    /// It faulted: the signal's stop, for the main loop.
+    Fault(Stop),
+    /// The thread is gone (handled).
+    Gone,
 }
 
 /// Handling the stop lets the thread run user code.
@@ -424,11 +586,113 @@ impl Replayer<'_> {
         })
     }
 
-    fn run(&mut self) -> Result<(), Error> {
+    fn proc_mut(&mut self, tid: Tid) -> &mut Proc {
+        self.procs.get_mut(&tid).expect("known thread")
+    }
+
+    /// Resume thread `tid` (`PTRACE_SYSCALL`), noting that it runs.
+    pub(crate) fn go_raw(&mut self, tid: Tid, sig: i32) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        self.go(pid, sig, "resuming")
+    }
+
+    /// No child process has stopped before the replay handled its creation.
+    pub(crate) fn early_children_is_empty(&self) -> bool {
+        self.early_children.is_empty()
+    }
+
+    /// Set the counters a checkpoint saved.
+    pub(crate) fn restore_counters(&mut self, root_status: Option<i32>, hits: u64, steps: u64) {
+        (self.root_status, self.hits, self.steps) = (root_status, hits, steps);
+    }
+
+    /// Resume a halted thread into user code.
+    pub(crate) fn go_user(&mut self, tid: Tid, sig: i32) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        self.proc_mut(tid).user = true;
+        self.go(pid, sig, "resuming")
+    }
+
+    /// Resume a thread that is ours to resume (`PTRACE_SYSCALL`), noting that it runs.
+    fn go(&mut self, pid: Pid, sig: i32, what: &'static str) -> Result<(), Error> {
+        ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, what))?;
+        if let Some(p) = self.by_pid.get(&pid).and_then(|t| self.procs.get_mut(t)) {
+            p.running = true;
+        }
+        Ok(())
+    }
+
+    /// Hand user code back to a thread after one of its events: its next *stretch* (the user
+    /// code up to its next event) starts here. A debugger may halt the replay at this point
+    /// instead (see `session`).
+    fn resume_user(&mut self, tid: Tid, sig: i32, what: &'static str) -> Result<(), Error> {
+        let index = self.ev.index;
+        let p = self.proc_mut(tid);
+        p.user = true;
+        p.stretch = index;
+        p.region_hits = 0;
+        let pid = p.pid;
+        if let Some(stop) = self.halt_at_stretch_start(tid, sig)? {
+            self.dbg.halt(tid, HaltKind::StretchStart { sig }, stop);
+            return Ok(());
+        }
+        if sig == 0 && self.dbg.focus == Some(self.proc(tid).group) && self.auto.due() {
+            self.auto_checkpoint(tid);
+        }
+        if self.dbg.stepping == Some(tid) {
+            // A signal delivered during a step: the kernel stops at the handler's entry.
+            ptrace::single_step(pid, sig).map_err(Error::ptrace(pid, what))?;
+            self.proc_mut(tid).running = true;
+            self.dbg.single_stepping = Some(tid);
+            return Ok(());
+        }
+        self.go(pid, sig, what)
+    }
+
+    /// Take a checkpoint where `tid` is about to run user code again (its stretch start), and
+    /// keep it for the session.
+    fn auto_checkpoint(&mut self, tid: Tid) {
+        let halted = self.dbg.halted.replace(Halt { tid, kind: HaltKind::StretchStart { sig: 0 } });
+        match self.checkpoint() {
+            Ok(cp) => self.auto.taken.push(cp),
+            Err(e) if self.debug => eprintln!("rdb-debug: no automatic checkpoint: {e}"),
+            Err(_) => {}
+        }
+        self.dbg.halted = halted;
+        self.auto.last = Some(crate::reverse::now_ns());
+    }
+
+    /// Take a checkpoint where `tid` stands at the point the debugger's breakpoint was just seen
+    /// (the last observed point, see `reverse`).
+    fn candidate_checkpoint(&mut self, tid: Tid) {
+        let Some(point) = self.dbg.observed.as_ref().and_then(|seen| seen.last().cloned()) else { return };
+        let halted = self.dbg.halted.replace(Halt { tid, kind: HaltKind::InCode });
+        let saved_ctx = self.dbg.ctx.get(&tid).cloned();
+        if let (Some(ctx), crate::position::Position::InStretch { moves, .. }) = (self.dbg.ctx.get_mut(&tid), &point) {
+            ctx.moves = moves.clone();
+        }
+        match self.checkpoint() {
+            Ok(cp) => self.auto.taken.push(cp),
+            Err(e) if self.debug => eprintln!("rdb-debug: no checkpoint at a breakpoint: {e}"),
+            Err(_) => {}
+        }
+        if let Some(ctx) = saved_ctx {
+            self.dbg.ctx.insert(tid, ctx);
+        }
+        self.dbg.halted = halted;
+        self.auto.last_candidate = Some(crate::reverse::now_ns());
+    }
+
+    /// Run the replay until a debugger's halt (`Some`) or the end of the trace (`None`).
+    pub(crate) fn run(&mut self) -> Result<Option<SessionStop>, Error> {
         loop {
+            if let Some(stop) = self.dbg.pending.take() {
+                self.quiesce()?;
+                return Ok(Some(stop));
+            }
             let head_tid = match self.ev.head()? {
                 Some(e) => e.tid(),
-                None => return Ok(()),
+                None => return Ok(None),
             };
             let busy = self.group_busy(head_tid);
             match self.parked.get(&head_tid) {
@@ -436,7 +700,7 @@ impl Replayer<'_> {
                 Some(stop) if busy && resumes_user_code(stop) => {}
                 Some(_) => {
                     let stop = self.parked.remove(&head_tid).expect("parked");
-                    self.handle(head_tid, stop)?;
+                    self.handle_or_halt(head_tid, stop)?;
                     continue;
                 }
                 None => {}
@@ -470,11 +734,45 @@ impl Replayer<'_> {
             let eager = matches!(stop, Stop::Entry { .. }) && self.ev.next_of(tid)?.is_some();
             let blocked = resumes_user_code(&stop) && self.group_busy(tid);
             if (tid == head_tid && !blocked) || eager {
-                self.handle(tid, stop)?;
+                self.handle_or_halt(tid, stop)?;
             } else {
                 self.parked.insert(tid, stop);
             }
         }
+    }
+
+    /// Handle a stop in its turn, unless a debugger wants the replay halted before it: then it
+    /// stays parked (handled when the replay goes on).
+    fn handle_or_halt(&mut self, tid: Tid, stop: Stop) -> Result<(), Error> {
+        if self.dbg.reported == Some(tid) {
+            self.dbg.reported = None;
+        } else if let Some(reason) = self.halt_before(tid, &stop)? {
+            self.parked.insert(tid, stop);
+            self.dbg.reported = Some(tid);
+            self.dbg.halt(tid, HaltKind::Parked, reason);
+            return Ok(());
+        }
+        self.handle(tid, stop)
+    }
+
+    /// Wait until no thread of the debugged process runs (each is in a ptrace stop, its stop
+    /// parked for its turn), so that a debugger can read any of them.
+    fn quiesce(&mut self) -> Result<(), Error> {
+        let Some(group) = self.dbg.focus else { return Ok(()) };
+        for _ in 0..1000 {
+            let Some(pid) = self.procs.values().find(|p| p.group == group && p.running).map(|p| p.pid) else {
+                return Ok(());
+            };
+            let w = ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "stopping the debugged process"))?;
+            if let Some(stop) = self.classify(pid, w)? {
+                let tid = self.by_pid[&pid];
+                self.parked.insert(tid, stop);
+            }
+        }
+        Err(Error::Unsupported {
+            pid: self.procs.get(&group).map_or(Pid(-1), |p| p.pid),
+            what: "a thread of the debugged process kept running while the replay was halted".into(),
+        })
     }
 
     /// Another thread of `tid`'s group is running user code.
@@ -501,15 +799,22 @@ impl Replayer<'_> {
         self.ev.pop()?;
         let p = self.procs.get_mut(&tid).expect("known");
         p.unstarted = false;
-        p.user = true;
-        let pid = p.pid;
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "starting a thread"))
+        self.resume_user(tid, 0, "starting a thread")
     }
 
     /// Classify a stop; the thread is no longer running user code unless the stop is one
     /// handled on the spot (it is resumed where it was).
-    fn classify(&mut self, pid: Pid, w: Wait) -> Result<Option<Stop>, Error> {
+    pub(crate) fn classify(&mut self, pid: Pid, w: Wait) -> Result<Option<Stop>, Error> {
         let tid = self.by_pid.get(&pid).copied();
+        if let Some(p) = tid.and_then(|t| self.procs.get_mut(&t)) {
+            p.running = false;
+        }
+        if let Some(t) = tid.filter(|t| self.dr_stale.contains(t)) {
+            if matches!(w, Wait::Stopped { .. }) {
+                self.dr_stale.remove(&t);
+                self.sync_debug_registers(t)?;
+            }
+        }
         let was_user = tid.and_then(|t| self.procs.get_mut(&t)).map(|p| std::mem::replace(&mut p.user, false));
         let stop = self.classify_stop(pid, w)?;
         if stop.is_none() {
@@ -525,6 +830,9 @@ impl Replayer<'_> {
     /// Turn a wait result into a stop that needs its turn, or handle it right away when it is
     /// not part of the recorded schedule (new child starting, breakpoints, stray signals).
     fn classify_stop(&mut self, pid: Pid, w: Wait) -> Result<Option<Stop>, Error> {
+        if self.debug {
+            eprintln!("rdb-debug: wait {pid}: {w:?}");
+        }
         let Some(&tid) = self.by_pid.get(&pid) else {
             if matches!(w, Wait::Stopped { .. }) {
                 self.early_children.insert(pid);
@@ -535,9 +843,8 @@ impl Replayer<'_> {
             Wait::Exited(_) | Wait::Signaled(_) => return Ok(Some(Stop::Gone { status: w.raw_exit_status() })),
             Wait::Stopped { sig, event } => (sig, event),
         };
-        let resume = |sig: i32| ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"));
         if self.proc(tid).killed {
-            resume(0)?;
+            self.go(pid, 0, "resuming")?;
             return Ok(None);
         }
         if sig == libc::SIGTRAP | 0x80 {
@@ -546,14 +853,14 @@ impl Replayer<'_> {
                 SyscallStop::Entry { nr, args } => Some(Stop::Entry { nr, args, pc: info.pc }),
                 SyscallStop::Exit { ret } => {
                     if self.proc(tid).entry.is_none() {
-                        resume(0)?; // a new child returning from fork
+                        self.go(pid, 0, "resuming")?; // a new child returning from fork
                         None
                     } else {
                         Some(Stop::Exit { ret })
                     }
                 }
                 SyscallStop::Other => {
-                    resume(0)?;
+                    self.go(pid, 0, "resuming")?;
                     None
                 }
             });
@@ -568,30 +875,52 @@ impl Replayer<'_> {
                     // The old image is gone: breakpoints with it.
                     let p = self.procs.get_mut(&tid).expect("known");
                     p.breakpoints = Rc::new(RefCell::new(BTreeMap::new()));
-                    resume(0)?;
+                    self.go(pid, 0, "resuming")?;
                     return Ok(None);
                 }
                 _ => {
-                    resume(0)?;
+                    self.go(pid, 0, "resuming")?;
                     return Ok(None);
                 }
             }
         }
         if event != 0 {
-            resume(0)?;
+            self.go(pid, 0, "resuming")?;
             return Ok(None);
         }
         if sig == libc::SIGTRAP {
             // Breakpoint hits first, with as few ptrace calls as possible (SIGTRAP is never
             // a group-stop, so no siginfo is needed to tell).
             let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            if self.dbg.stepping == Some(tid) {
+                // A debugger's single step ended (the instruction was never one of our `int3`s:
+                // a breakpoint under the pc is lifted for the step).
+                let slots = self.take_watch_hits(tid)?;
+                self.step_done(tid, regs, slots)?;
+                return Ok(None);
+            }
             let addr = regs.rip.wrapping_sub(1);
             if self.proc(tid).breakpoints.borrow().contains_key(&addr) {
                 return self.hit_breakpoint(tid, addr, regs);
             }
+            let observed = self.observer_watch_hits(tid, &regs)?;
+            let slots = self.take_watch_hits(tid)?;
+            if slots != 0 {
+                if let Some(stop) = self.on_triggers(tid, slots) {
+                    self.dbg.halt(tid, HaltKind::InCode, stop);
+                } else {
+                    self.go(pid, 0, "resuming")?;
+                }
+                return Ok(None);
+            }
+            if observed {
+                // The observer's watchpoint, run: the program goes on.
+                self.go(pid, 0, "resuming")?;
+                return Ok(None);
+            }
         }
         let Ok(info) = ptrace::get_siginfo(pid) else {
-            resume(0)?; // group-stop
+            self.go(pid, 0, "resuming")?; // group-stop
             return Ok(None);
         };
         let synchronous = is_synchronous(sig, si_code(&info));
@@ -616,8 +945,13 @@ impl Replayer<'_> {
             return Ok(Some(Stop::Signal { sig, tsc: None }));
         }
         // A signal of the replay's own world (e.g. SIGCHLD from a replayed child): the
-        // recorded ones are injected from the trace instead.
-        resume(0)?;
+        // recorded ones are injected from the trace instead. A debugger's single step goes on.
+        if self.dbg.single_stepping == Some(tid) {
+            ptrace::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping"))?;
+            self.proc_mut(tid).running = true;
+        } else {
+            self.go(pid, 0, "resuming")?;
+        }
         Ok(None)
     }
 
@@ -647,6 +981,10 @@ impl Replayer<'_> {
         };
         let policy = syscalls::policy(nr);
         let call = Sysno::new(nr as usize);
+        if self.observer.wants_syscall(nr, false) {
+            let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            self.observe_syscall(tid, nr, args, &head, false, regs)?;
+        }
         let mode = match &head {
             Event::Syscall { nr: rnr, args: rargs, ret, file, .. } => {
                 let n = syscalls::nargs(nr);
@@ -776,7 +1114,7 @@ impl Replayer<'_> {
         let p = self.procs.get_mut(&tid).expect("known");
         p.entry = Some((nr, args, mode));
         p.user = running;
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+        self.go(pid, 0, "resuming")?;
         if leaving_thread {
             // Wait until the thread is really gone: the kernel clears its CLONE_CHILD_CLEARTID
             // word on the way out, and a joining thread may be scheduled next.
@@ -784,6 +1122,7 @@ impl Replayer<'_> {
                 match ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "waiting for a thread to exit"))? {
                     Wait::Stopped { .. } => ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?,
                     w => {
+                        self.proc_mut(tid).running = false;
                         self.parked.insert(tid, Stop::Gone { status: w.raw_exit_status() });
                         break;
                     }
@@ -813,6 +1152,7 @@ impl Replayer<'_> {
             return Err(self.divergence(tid, ev.describe(), format!("end of syscall {}", syscalls::name(nr))));
         }
         let ret = *ret;
+        self.track_thread_state(tid, nr, &args, ret);
         match &mode {
             Mode::Emulated | Mode::Suspended => {
                 for w in writes {
@@ -837,7 +1177,9 @@ impl Replayer<'_> {
             }
             Mode::Exec | Mode::Leaving => {}
         }
-        if self.echo {
+        // Output shown once, also when going back replays this event again.
+        if self.echo && self.ev.index >= self.marks.echoed {
+            self.marks.echoed = self.ev.index + 1;
             if let Some((stream, bytes)) = output {
                 trace::progress::emit(*stream, bytes);
             }
@@ -872,6 +1214,9 @@ impl Replayer<'_> {
         if matches!(mode, Mode::Exec) {
             self.notify_exec(tid)?;
         }
+        if self.observer.wants_syscall(nr, true) {
+            self.observe_syscall(tid, nr, args, &ev, true, regs)?;
+        }
         let sig = match self.ev.next_of(tid)? {
             Some(Event::Signal { sig, asynchronous: true, .. }) => *sig,
             _ => 0,
@@ -879,10 +1224,33 @@ impl Replayer<'_> {
         if sig != 0 {
             self.procs.get_mut(&tid).expect("known").injecting = Some(sig);
         }
-        // A suspended process already has its signal pending.
-        let sig = if matches!(mode, Mode::Suspended) { 0 } else { sig };
-        self.procs.get_mut(&tid).expect("known").user = true;
-        ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
+        if sig != 0 || matches!(mode, Mode::Suspended) {
+            // A signal is delivered first (a suspended process already has its own pending):
+            // user code runs after its stop.
+            let sig = if matches!(mode, Mode::Suspended) { 0 } else { sig };
+            self.proc_mut(tid).user = true;
+            return self.go(pid, sig, "resuming");
+        }
+        self.dbg.exit_of = Some(nr);
+        self.resume_user(tid, 0, "resuming")
+    }
+
+    /// Keep what checkpoints need to know of a thread's kernel state (see `Proc::clear_tid`).
+    fn track_thread_state(&mut self, tid: Tid, nr: u64, args: &[u64; 6], ret: i64) {
+        if ret < 0 {
+            return;
+        }
+        if nr == Sysno::set_tid_address as u64 {
+            self.proc_mut(tid).clear_tid = args[0];
+        } else if nr == Sysno::sigaltstack as u64 && args[0] != 0 {
+            let pid = self.proc(tid).pid;
+            let mut ss = [0u8; 24];
+            if mem::read_exact(pid, args[0], &mut ss).is_ok() {
+                const SS_DISABLE: i32 = 2;
+                let flags = i32::from_le_bytes(ss[8..12].try_into().expect("4 bytes"));
+                self.proc_mut(tid).altstack = (flags & SS_DISABLE == 0).then_some(ss);
+            }
+        }
     }
 
     /// Contents of a replayed file mapping: the recorded snapshot, or the file itself after
@@ -951,72 +1319,208 @@ impl Replayer<'_> {
         regs.rsp = sp;
         ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the stack pointer"))?;
         let image = ProcessImage { tid, pid, load_bias: process::load_bias(&loaded, &stack), exe, file: loaded };
-        self.procs.get_mut(&tid).expect("known").image = Some(image);
+        let auxv = procfs::auxv_offset_in_stack(&stack).map_or(Vec::new(), |at| auxv_bytes(&stack[at..]));
+        let p = self.proc_mut(tid);
+        p.image = Some(image);
+        p.auxv = auxv;
+        p.altstack = None;
         self.ev.pop()?;
         Ok(())
     }
 
     /// Tell the observer about a new image and plant its breakpoints.
     fn notify_exec(&mut self, tid: Tid) -> Result<(), Error> {
-        let p = &self.procs[&tid];
-        let Some(image) = p.image.clone() else { return Ok(()) };
-        let pid = p.pid;
+        let Some(image) = self.procs[&tid].image.clone() else { return Ok(()) };
+        // The kernel cleared the debug registers at the exec.
+        let group = self.procs[&tid].group;
+        self.observer_watch.remove(&group);
         let bps = self.observer.on_exec(&image);
+        self.arm_requested(tid)?;
         if bps.is_empty() {
             return Ok(());
         }
-        let table = p.breakpoints.clone();
         // Slots for displaced instructions (see `displace`), in the executable segments' tails.
         // RDB_SINGLE_STEP=1: step over every breakpoint the classic way (a check on `displace`).
         let single_step = std::env::var_os("RDB_SINGLE_STEP").is_some_and(|v| v == "1");
+        // Keyed by the file mapped (the trace's kept copy of the executable, as `/proc/PID/maps`
+        // names it), so that breakpoints planted later in the same object take the next slots.
+        let mapped = std::fs::canonicalize(&image.file).unwrap_or_else(|_| image.file.clone());
+        let key = (Rc::as_ptr(&self.procs[&tid].breakpoints) as usize, mapped);
         let mut slots = if single_step {
             displace::Slots::default()
         } else {
             displace::Slots::for_image(&image.file, image.load_bias)
         };
         for addr in bps {
+            self.plant(tid, addr, Some(&mut slots), single_step).map_err(Error::Observer)?.region = true;
+        }
+        self.slots.insert(key, slots);
+        Ok(())
+    }
+
+    /// Plant the breakpoints the observer asked for after a call into it (see
+    /// [`ReplayObserver::take_breakpoints`]), their instructions displaced into the room left in
+    /// the object (executable, library) holding them.
+    fn plant_requested(&mut self, tid: Tid) -> Result<(), Error> {
+        let wanted = self.observer.take_breakpoints();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let single_step = std::env::var_os("RDB_SINGLE_STEP").is_some_and(|v| v == "1");
+        let p = self.proc(tid);
+        let (pid, table) = (p.pid, Rc::as_ptr(&p.breakpoints) as usize);
+        let maps = procfs::maps(pid).unwrap_or_default();
+        for addr in wanted {
+            let object = maps.iter().find(|m| m.contains(addr) && m.name.starts_with('/')).map(|m| m.name.clone());
+            let key = (table, PathBuf::from(object.unwrap_or_default()));
+            let mut slots = match self.slots.remove(&key) {
+                Some(s) => s,
+                None if single_step || key.1.as_os_str().is_empty() => displace::Slots::default(),
+                None => {
+                    let name = key.1.to_string_lossy();
+                    let lowest = maps.iter().filter(|m| m.name == name).map(|m| m.start).min().unwrap_or(0);
+                    displace::Slots::for_mapped(&key.1, lowest)
+                }
+            };
+            let planted = self.plant(tid, addr, Some(&mut slots), single_step).map(|mut bp| bp.region = true);
+            self.slots.insert(key, slots);
+            planted.map_err(Error::Observer)?;
+        }
+        Ok(())
+    }
+
+    /// Plant a breakpoint at `addr` in `tid`'s address space (or find the one there) and
+    /// return it. With `slots`, its instruction may be displaced there; without, a hit steps
+    /// over it (or emulates a call); with `single_step`, a hit always steps over it.
+    pub(crate) fn plant(
+        &mut self,
+        tid: Tid,
+        addr: u64,
+        slots: Option<&mut displace::Slots>,
+        single_step: bool,
+    ) -> Result<std::cell::RefMut<'_, Breakpoint>, String> {
+        let p = &self.procs[&tid];
+        let pid = p.pid;
+        let table = p.breakpoints.clone();
+        if !table.borrow().contains_key(&addr) {
             let mut code = [0u8; 16];
-            let n = mem::read(pid, addr, &mut code).map_err(Error::ptrace(pid, "reading breakpoint address"))?;
+            let n = mem::read(pid, addr, &mut code).map_err(|e| format!("cannot read code at {addr:#x}: {e}"))?;
             if n == 0 {
-                return Err(Error::Observer(format!(
-                    "breakpoint address {addr:#x} is not mapped in {}",
-                    image.exe.display()
-                )));
+                let exe = p.image.as_ref().map_or(String::new(), |i| format!(" in {}", i.exe.display()));
+                return Err(format!("breakpoint address {addr:#x} is not mapped{exe}"));
             }
             if code[..2] == [0x0f, 0x05] || code[..2] == [0x0f, 0x31] || code[..3] == [0x0f, 0x01, 0xf9] {
-                return Err(Error::Observer(format!(
-                    "cannot break at {addr:#x}: it is a syscall or rdtsc instruction"
-                )));
-            }
-            if table.borrow().contains_key(&addr) {
-                continue;
+                return Err(format!("cannot break at {addr:#x}: it is a syscall or rdtsc instruction"));
             }
             // Another breakpoint inside these bytes reads as 0xcc: put its byte back first.
             for (&at, bp) in table.borrow().range(addr + 1..addr + n as u64) {
                 code[(at - addr) as usize] = bp.orig;
             }
-            let mut prepared = displace::prepare(addr, &code[..n], slots.free());
+            let free = slots.as_ref().and_then(|s| s.free());
+            let mut prepared = displace::prepare(addr, &code[..n], free);
             if single_step {
                 prepared.over = StepOver::Step;
             }
             if let StepOver::Displaced(at) = prepared.over {
-                mem::write(pid, at, &prepared.slot_code)
-                    .map_err(Error::ptrace(pid, "writing a displaced instruction"))?;
-                slots.take(prepared.slot_code.len() as u64);
+                match slots {
+                    Some(slots) if mem::write(pid, at, &prepared.slot_code).is_ok() => {
+                        slots.take(prepared.slot_code.len() as u64)
+                    }
+                    _ => prepared.over = StepOver::Step,
+                }
             }
-            mem::write(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "planting a breakpoint"))?;
-            table.borrow_mut().insert(addr, Breakpoint { orig: code[0], over: prepared.over });
+            mem::write(pid, addr, &[0xcc]).map_err(|e| format!("cannot plant a breakpoint at {addr:#x}: {e}"))?;
+            table
+                .borrow_mut()
+                .insert(addr, Breakpoint { orig: code[0], over: prepared.over, region: false, user: false });
+        }
+        let table = &self.procs[&tid].breakpoints;
+        Ok(std::cell::RefMut::map(table.borrow_mut(), |t| t.get_mut(&addr).expect("planted")))
+    }
+
+    /// Take out the breakpoint at `addr` of `tid`'s address space if nobody wants it any more.
+    pub(crate) fn unplant_if_unused(&mut self, tid: Tid, addr: u64) -> std::io::Result<()> {
+        let p = &self.procs[&tid];
+        let mut table = p.breakpoints.borrow_mut();
+        if let Some(bp) = table.get(&addr) {
+            if !bp.region && !bp.user {
+                mem::write(p.pid, addr, &[bp.orig])?;
+                table.remove(&addr);
+            }
         }
         Ok(())
     }
 
-    /// A breakpoint stop: run the observer, then carry on past the instruction. Returns a
-    /// stop for the main loop when stepping the instruction raised a signal.
-    fn hit_breakpoint(&mut self, tid: Tid, addr: u64, mut regs: ptrace::Regs) -> Result<Option<Stop>, Error> {
+    /// Call the observer at a syscall stop it asked for, when the stop is the recorded `event`'s
+    /// (anything else is a divergence, reported by the caller).
+    fn observe_syscall(
+        &mut self,
+        tid: Tid,
+        nr: u64,
+        args: [u64; 6],
+        event: &Event,
+        exit: bool,
+        regs: ptrace::Regs,
+    ) -> Result<(), Error> {
+        let policy = syscalls::policy(nr);
+        let (result, writes, file) = match event {
+            Event::Syscall { nr: rnr, args: rargs, ret, writes, file, .. } => {
+                let n = syscalls::nargs(nr);
+                if *rnr != nr || rargs[..n] != args[..n] {
+                    return Ok(());
+                }
+                (*ret, writes.as_slice(), file.as_ref())
+            }
+            Event::Exec { .. } if policy == Policy::Exec => (0, &[][..], None),
+            Event::Exit { .. } if policy == Policy::Exit => (0, &[][..], None),
+            _ => return Ok(()),
+        };
+        let mapped_file = file.map(|f| PathBuf::from(OsStr::from_bytes(&f.path)));
+        let p = self.proc(tid);
+        let (pid, process) = (p.pid, p.group);
+        let image = p.image.clone().unwrap_or(ProcessImage {
+            tid,
+            pid,
+            exe: PathBuf::new(),
+            file: PathBuf::new(),
+            load_bias: 0,
+        });
+        let stop = crate::observer::SyscallStop {
+            tid,
+            pid,
+            process,
+            nr,
+            args,
+            exit,
+            result,
+            writes,
+            mapped_file,
+            regs,
+            image: &image,
+        };
+        self.observer.on_syscall(&stop).map_err(Error::Observer)?;
+        self.plant_requested(tid)?;
+        self.arm_requested(tid)
+    }
+
+    /// A region's location reached by `tid`: the observer runs there, unless this point of
+    /// the recorded execution ran it already (going back and forth replays it again: the
+    /// high-water mark keeps region output and debug-only state from seeing it twice).
+    fn region_arrival(&mut self, tid: Tid, addr: u64, regs: &ptrace::Regs) -> Result<(), Error> {
+        let p = self.proc_mut(tid);
+        p.region_hits += 1;
+        let point = (p.stretch, p.region_hits);
+        let mark = self.marks.regions.entry(tid).or_insert((0, 0));
+        if point <= *mark {
+            return Ok(());
+        }
+        *mark = point;
+        self.call_observer(tid, addr, regs)
+    }
+
+    /// Call the observer at a breakpoint it asked for.
+    fn call_observer(&mut self, tid: Tid, addr: u64, regs: &ptrace::Regs) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
-        regs.rip = addr;
-        self.hits += 1;
-        self.ev.progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let image = self.proc(tid).image.clone().unwrap_or(ProcessImage {
             tid,
             pid,
@@ -1024,15 +1528,55 @@ impl Replayer<'_> {
             file: PathBuf::new(),
             load_bias: 0,
         });
-        let stop = BreakpointStop { tid, pid, addr, regs, image: &image };
+        let stop = BreakpointStop { tid, pid, addr, regs: *regs, image: &image };
         self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
+        self.plant_requested(tid)?;
+        self.arm_requested(tid)
+    }
+
+    /// A breakpoint stop: run the observer, halt for a debugger, or carry on past the
+    /// instruction. Returns a stop for the main loop when stepping the instruction raised a
+    /// signal.
+    fn hit_breakpoint(&mut self, tid: Tid, addr: u64, mut regs: ptrace::Regs) -> Result<Option<Stop>, Error> {
+        regs.rip = addr;
+        self.hits += 1;
+        self.ev.progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let bp = self.proc(tid).breakpoints.borrow()[&addr].clone();
-        match bp.over {
+        if bp.region {
+            self.region_arrival(tid, addr, &regs)?;
+        }
+        if let Some(stop) = self.on_trap(tid, addr, bp.user) {
+            let pid = self.proc(tid).pid;
+            ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
+            self.dbg.halt(tid, HaltKind::InCode, stop);
+            return Ok(None);
+        }
+        if bp.user && self.dbg.observed.is_some() && self.auto.candidate_due() {
+            // Going back looks for the last of these points: a checkpoint here makes going to
+            // it cheap.
+            let pid = self.proc(tid).pid;
+            ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
+            self.candidate_checkpoint(tid);
+        }
+        self.step_over(tid, addr, regs, &bp)
+    }
+
+    /// Carry on past the instruction under a breakpoint at `addr` (the thread stands there,
+    /// its `int3` consumed or not yet run) without a stop at the breakpoint.
+    pub(crate) fn step_over(
+        &mut self,
+        tid: Tid,
+        addr: u64,
+        mut regs: ptrace::Regs,
+        bp: &Breakpoint,
+    ) -> Result<Option<Stop>, Error> {
+        let pid = self.proc(tid).pid;
+        match &bp.over {
             StepOver::Displaced(slot) => {
                 // The instruction's copy ends with a jump back: no second stop.
-                regs.rip = slot;
+                regs.rip = *slot;
                 ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "resuming at a displaced instruction"))?;
-                ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+                self.go(pid, 0, "resuming")?;
                 return Ok(None);
             }
             StepOver::Call(instr) => {
@@ -1040,13 +1584,13 @@ impl Replayer<'_> {
                     let mut b = [0u8; 8];
                     matches!(mem::read(pid, at, &mut b), Ok(8)).then(|| u64::from_le_bytes(b))
                 };
-                if let Some((ret, target)) = displace::emulate_call(&instr, &regs, read) {
+                if let Some((ret, target)) = displace::emulate_call(instr, &regs, read) {
                     let sp = regs.rsp.wrapping_sub(8);
                     if mem::write(pid, sp, &ret.to_le_bytes()).is_ok() {
                         regs.rsp = sp;
                         regs.rip = target;
                         ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating a call"))?;
-                        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+                        self.go(pid, 0, "resuming")?;
                         return Ok(None);
                     }
                 }
@@ -1054,10 +1598,23 @@ impl Replayer<'_> {
             }
             StepOver::Step => {}
         }
-        // Step over the original instruction, then put the breakpoint back.
+        match self.step_lifted(tid, addr, regs, bp.orig)? {
+            Stepped::Done => {
+                self.go(pid, 0, "resuming")?;
+                Ok(None)
+            }
+            Stepped::Fault(stop) => Ok(Some(stop)),
+            Stepped::Gone => Ok(None),
+        }
+    }
+
+    /// Run the one instruction at `addr` with its breakpoint lifted, then put the breakpoint
+    /// back. The thread stands at `addr` with registers `regs`.
+    pub(crate) fn step_lifted(&mut self, tid: Tid, addr: u64, regs: ptrace::Regs, orig: u8) -> Result<Stepped, Error> {
+        let pid = self.proc(tid).pid;
         self.steps += 1;
         ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
-        mem::write(pid, addr, &[bp.orig]).map_err(Error::ptrace(pid, "lifting a breakpoint"))?;
+        mem::write(pid, addr, &[orig]).map_err(Error::ptrace(pid, "lifting a breakpoint"))?;
         loop {
             ptrace::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping over a breakpoint"))?;
             match ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "stepping over a breakpoint"))? {
@@ -1067,16 +1624,168 @@ impl Replayer<'_> {
                         // The instruction faulted (and had no effect): the breakpoint goes
                         // back, and the signal takes its recorded course.
                         mem::write(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
-                        return Ok(Some(Stop::Signal { sig, tsc: None }));
+                        return Ok(Stepped::Fault(Stop::Signal { sig, tsc: None }));
                     }
                     // A stray signal of the replay world: drop it.
                 }
-                w => return self.on_gone(tid, w.raw_exit_status()).map(|()| None),
+                w => {
+                    self.on_gone(tid, w.raw_exit_status())?;
+                    return Ok(Stepped::Gone);
+                }
             }
         }
         mem::write(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
-        Ok(None)
+        if self.observer_watch.contains_key(&self.proc(tid).group) {
+            // The stepped instruction may have accessed watched memory.
+            let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            self.observer_watch_hits(tid, &regs)?;
+        }
+        Ok(Stepped::Done)
+    }
+
+    /// The watchpoints that fired in `tid`, when the debugged process has any armed.
+    pub(crate) fn take_watch_hits(&mut self, tid: Tid) -> Result<u8, Error> {
+        let p = self.proc(tid);
+        if self.dbg.focus != Some(p.group) || self.dbg.watch.iter().all(Option::is_none) {
+            return Ok(0);
+        }
+        let pid = p.pid;
+        let mine = self.dbg.watch.iter().enumerate().filter(|(_, w)| w.is_some()).fold(0u8, |m, (i, _)| m | 1 << i);
+        let hits =
+            rdb_tracee::debugreg::take_hits(pid).map_err(Error::ptrace(pid, "reading the debug status register"))?;
+        Ok(hits & mine)
+    }
+
+    /// Runs the observer for its watchpoints that fired in `tid` (standing right after the
+    /// accessing instruction with registers `regs`); whether some did. The debug status bits
+    /// of a debugger's watchpoints are left for [`Replayer::take_watch_hits`].
+    pub(crate) fn observer_watch_hits(&mut self, tid: Tid, regs: &ptrace::Regs) -> Result<bool, Error> {
+        let p = self.proc(tid);
+        let Some(armed) = self.observer_watch.get(&p.group) else { return Ok(false) };
+        let mine = armed.iter().enumerate().filter(|(_, w)| w.is_some()).fold(0u8, |m, (i, _)| m | 1 << i);
+        if mine == 0 {
+            return Ok(false);
+        }
+        let pid = p.pid;
+        let hits =
+            rdb_tracee::debugreg::take_hits(pid).map_err(Error::ptrace(pid, "reading the debug status register"))?;
+        let others = hits & !mine;
+        if others != 0 {
+            // A debugger's: put its bits back for `take_watch_hits`.
+            ptrace::poke_user(pid, rdb_tracee::debugreg::status_offset(), others as u64)
+                .map_err(Error::ptrace(pid, "restoring the debug status register"))?;
+        }
+        if hits & mine == 0 {
+            return Ok(false);
+        }
+        let image = self.proc(tid).image.clone().unwrap_or(ProcessImage {
+            tid,
+            pid,
+            exe: PathBuf::new(),
+            file: PathBuf::new(),
+            load_bias: 0,
+        });
+        let stop = BreakpointStop { tid, pid, addr: regs.rip, regs: *regs, image: &image };
+        self.observer.on_watchpoint(&stop, hits & mine).map_err(Error::Observer)?;
+        self.plant_requested(tid)?;
+        self.arm_requested(tid)?;
+        Ok(true)
+    }
+
+    /// Arms or disarms the debug registers the observer asked for in every thread of `tid`'s
+    /// process (see [`ReplayObserver::take_watchpoints`]).
+    fn arm_requested(&mut self, tid: Tid) -> Result<(), Error> {
+        let wanted = self.observer.take_watchpoints();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let group = self.proc(tid).group;
+        for (slot, w) in wanted {
+            if slot >= debugreg::SLOTS {
+                return Err(Error::Observer(format!("no debug register slot {slot}")));
+            }
+            if w.is_some() && self.dbg.focus == Some(group) && self.dbg.watch[slot].is_some() {
+                // Not an error that ends the replay: the debug module's watch goes unarmed, and
+                // the user is told.
+                eprintln!(
+                    "rdb: warning: a watch of the debug module (an on_write/on_read callback or rdb::watch) needs debug register {slot}, which a debugger's watchpoint holds: it is not armed, and its accesses are not reported (rdb's watches and a debugger's share the 4 registers: delete a watchpoint)"
+                );
+                continue;
+            }
+            self.observer_watch.entry(group).or_insert([None; debugreg::SLOTS])[slot] = w;
+        }
+        let threads: Vec<Tid> = self.procs.iter().filter(|(_, p)| p.group == group).map(|(t, _)| *t).collect();
+        for t in threads {
+            if self.proc(t).running {
+                self.dr_stale.insert(t);
+            } else {
+                self.sync_debug_registers(t)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The debug registers the observer asked for in a new process (`child`, its only thread,
+    /// `stopped` when it is in a ptrace stop now; otherwise armed at its first stop).
+    fn arm_requested_in_new_process(&mut self, child: Tid, stopped: bool) -> Result<(), Error> {
+        let wanted = self.observer.take_watchpoints();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let group = self.proc(child).group;
+        for (slot, w) in wanted {
+            if slot >= debugreg::SLOTS {
+                return Err(Error::Observer(format!("no debug register slot {slot}")));
+            }
+            self.observer_watch.entry(group).or_insert([None; debugreg::SLOTS])[slot] = w;
+        }
+        if stopped {
+            self.sync_debug_registers(child)
+        } else {
+            self.dr_stale.insert(child);
+            Ok(())
+        }
+    }
+
+    /// Puts the observer's watchpoints of `tid`'s process into its debug registers (slots
+    /// without one are left to a debugger).
+    fn sync_debug_registers(&mut self, tid: Tid) -> Result<(), Error> {
+        let p = self.proc(tid);
+        let Some(armed) = self.observer_watch.get(&p.group).copied() else { return Ok(()) };
+        let pid = p.pid;
+        let debugger = if self.dbg.focus == Some(p.group) { self.dbg.watch } else { [None; debugreg::SLOTS] };
+        for (slot, w) in armed.iter().enumerate() {
+            let result = match (w, debugger[slot]) {
+                (Some(w), _) => debugreg::set_watchpoint(pid, slot, *w),
+                (None, None) => debugreg::clear_watchpoint(pid, slot),
+                (None, Some(_)) => Ok(()),
+            };
+            result.map_err(Error::ptrace(pid, "setting a debug register"))?;
+        }
+        Ok(())
+    }
+
+    /// A debugger's single step of `tid` ended at `regs.rip`: halt there. A region whose
+    /// location the step arrived at runs now, as at every arrival.
+    pub(crate) fn step_done(&mut self, tid: Tid, regs: ptrace::Regs, slots: u8) -> Result<(), Error> {
+        self.dbg.stepping = None;
+        let region = self.proc(tid).breakpoints.borrow().get(&regs.rip).is_some_and(|bp| bp.region);
+        if region {
+            self.hits += 1;
+            self.region_arrival(tid, regs.rip, &regs)?;
+        }
+        // A step that fired a watchpoint halts for the watchpoint (outside a goal).
+        self.dbg.last_step_slots = slots;
+        let stop = match self.on_triggers(tid, slots) {
+            Some(SessionStop::Reached { tid }) => SessionStop::Reached { tid },
+            Some(watch) if !self.dbg.quiet => watch,
+            _ => {
+                self.on_step(tid);
+                SessionStop::Stepped { tid }
+            }
+        };
+        self.dbg.halt(tid, HaltKind::InCode, stop);
+        Ok(())
     }
 
     fn on_fork(&mut self, tid: Tid, child_pid: Pid) -> Result<(), Error> {
@@ -1092,27 +1801,27 @@ impl Replayer<'_> {
         } else {
             Rc::new(RefCell::new(parent.breakpoints.borrow().clone()))
         };
+        // A thread keeps its process's image (`tid` names the process); a new process is its
+        // own.
         let image = parent.image.clone().map(|mut i| {
-            i.tid = child;
+            if !thread {
+                i.tid = child;
+            }
             i.pid = child_pid;
             i
         });
+        let parent_image = parent.image.clone();
         let group = if thread { parent.group } else { child };
         let entry = parent.entry.as_ref().map(|(nr, args, _)| (*nr, *args));
-        self.procs.insert(
-            child,
-            Proc {
-                pid: child_pid,
-                group,
-                user: !thread,
-                unstarted: thread,
-                entry: None,
-                injecting: None,
-                breakpoints,
-                image,
-                killed: false,
-            },
-        );
+        let mut proc = Proc::new(child_pid, group, !thread, thread, breakpoints, image);
+        proc.auxv = parent.auxv.clone();
+        proc.stretch = self.ev.index + 1;
+        // The kernel clears the alternate signal stack of a thread sharing the address space.
+        proc.altstack = if flags & libc::CLONE_VM as u64 != 0 { None } else { parent.altstack };
+        if flags & libc::CLONE_CHILD_CLEARTID as u64 != 0 {
+            proc.clear_tid = entry.map_or(0, |(nr, args)| self.clone_child_tid(pid, nr, &args));
+        }
+        self.procs.insert(child, proc);
         self.by_pid.insert(child_pid, child);
         self.ev.pop()?;
         let started = self.early_children.remove(&child_pid);
@@ -1130,10 +1839,40 @@ impl Replayer<'_> {
             if let Some((nr, args)) = entry {
                 self.write_tid_words(pid, child, flags, nr, &args)?;
             }
-        } else if started {
-            ptrace::resume_syscall(child_pid, 0).map_err(Error::ptrace(child_pid, "starting child"))?;
+        } else {
+            if let (Some(parent), Some(image)) = (&parent_image, &self.proc(child).image) {
+                // The observer's per-process state (and its debug registers, which a fork does
+                // not inherit) for the copy of the parent.
+                let image = image.clone();
+                self.observer.on_fork(parent, &image);
+                self.arm_requested_in_new_process(child, started)?;
+            }
+            if started {
+                self.go(child_pid, 0, "starting child")?;
+            }
         }
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+        if thread && self.observer_watch.contains_key(&self.proc(child).group) {
+            self.sync_debug_registers(child)?;
+        }
+        if thread && self.dbg.focus == Some(self.proc(child).group) {
+            // Debug registers are not inherited: arm the debugged process's watchpoints.
+            for (slot, w) in self.dbg.watch.iter().enumerate() {
+                if let Some(w) = w {
+                    debugreg::set_watchpoint(child_pid, slot, *w)
+                        .map_err(Error::ptrace(child_pid, "arming a watchpoint in a new thread"))?;
+                }
+            }
+        }
+        self.go(pid, 0, "resuming")
+    }
+
+    /// The child-tid pointer of a `clone`/`clone3` call.
+    fn clone_child_tid(&self, pid: Pid, nr: u64, args: &[u64; 6]) -> u64 {
+        if nr == Sysno::clone3 as u64 {
+            let mut b = [0u8; 8];
+            return mem::read_exact(pid, args[0] + 16, &mut b).map_or(0, |()| u64::from_le_bytes(b));
+        }
+        args[3]
     }
 
     /// Put the recorded thread id where `CLONE_PARENT_SETTID` / `CLONE_CHILD_SETTID` made the
@@ -1166,8 +1905,7 @@ impl Replayer<'_> {
                 process::finish_tsc(&mut regs, len, *rax, *rdx, *rcx);
                 ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating rdtsc"))?;
                 self.ev.pop()?;
-                self.procs.get_mut(&tid).expect("known").user = true;
-                ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+                self.resume_user(tid, 0, "resuming")
             }
             (Event::Signal { sig: rsig, siginfo, .. }, _) if *rsig == sig => {
                 if self.proc(tid).injecting == Some(sig) {
@@ -1177,7 +1915,6 @@ impl Replayer<'_> {
                     self.procs.get_mut(&tid).expect("known").injecting = None;
                 }
                 self.ev.pop()?;
-                self.procs.get_mut(&tid).expect("known").user = true;
                 // Another asynchronous signal recorded right behind this one (no syscall in
                 // between: this one was ignored) is made pending now, so the kernel delivers
                 // it next, as it did while recording.
@@ -1186,7 +1923,7 @@ impl Replayer<'_> {
                     self.signal_thread(tid, next).map_err(Error::ptrace(pid, "queueing a signal"))?;
                     self.procs.get_mut(&tid).expect("known").injecting = Some(next);
                 }
-                ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
+                self.resume_user(tid, sig, "delivering a signal")
             }
             _ => {
                 let actual = if tsc.is_some() {
@@ -1210,11 +1947,28 @@ impl Replayer<'_> {
                 if tid == self.root {
                     self.root_status = Some(status);
                 }
+                if self.dbg.focus == Some(p.group) && !self.procs.values().any(|q| q.group == p.group) {
+                    self.dbg.halted = None;
+                    self.dbg.pending = Some(SessionStop::ProcessExited { process: p.group, status });
+                }
                 Ok(())
             }
             other => Err(self.divergence(tid, other.describe(), describe_status(status))),
         }
     }
+}
+
+/// The auxiliary vector at the start of `stack` (pairs of words up to and including `AT_NULL`).
+fn auxv_bytes(stack: &[u8]) -> Vec<u8> {
+    let mut end = 0;
+    while end + 16 <= stack.len() {
+        let key = u64::from_le_bytes(stack[end..end + 8].try_into().expect("8 bytes"));
+        end += 16;
+        if key == 0 {
+            break;
+        }
+    }
+    stack[..end].to_vec()
 }
 
 /// The temporary signal mask (pointer, size) a syscall installs while it waits, if any (the

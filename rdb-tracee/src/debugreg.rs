@@ -125,6 +125,11 @@ pub fn watchpoint(tid: Pid, slot: usize) -> io::Result<Option<Watchpoint>> {
 
 /// Which slots fired since the last call (DR6 bits 0-3, as a bit set), and clear DR6: the CPU
 /// never clears it by itself.
+/// The `PTRACE_POKEUSER` offset of DR6, the debug status register.
+pub fn status_offset() -> usize {
+    offset(6)
+}
+
 pub fn take_hits(tid: Pid) -> io::Result<u8> {
     let dr6 = peek_user(tid, offset(6))?;
     if dr6 & 0xf != 0 {

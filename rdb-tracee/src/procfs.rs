@@ -64,6 +64,54 @@ fn skip_fields(line: &str, n: usize) -> &str {
     rest
 }
 
+/// The writable shared mappings (`rw-s`) of process `pid`: start, end, name. A fork of the
+/// process shares them with it (writes in the copy are seen by the original).
+pub fn shared_writable_mappings(pid: Pid) -> io::Result<Vec<(u64, u64, String)>> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
+    Ok(text
+        .lines()
+        .filter_map(|line| {
+            let perms = line.split_whitespace().nth(1)?.as_bytes();
+            (perms.len() >= 4 && perms[1] == b'w' && perms[3] == b's').then_some(line)
+        })
+        .filter_map(|line| parse_maps(line).into_iter().next())
+        .map(|m| (m.start, m.end, m.name))
+        .collect())
+}
+
+/// The memory process `pid` holds of its own, in bytes (`Private_Clean` + `Private_Dirty` of
+/// `/proc/PID/smaps_rollup`): for a fork, the pages written since it was made.
+pub fn private_memory(pid: Pid) -> io::Result<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))?;
+    Ok(text
+        .lines()
+        .filter(|l| l.starts_with("Private_Clean:") || l.starts_with("Private_Dirty:"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum::<u64>()
+        * 1024)
+}
+
+/// The blocked-signal mask of thread `tid` (`SigBlk:` of `/proc/TID/status`).
+pub fn signal_mask(tid: Pid) -> io::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigBlk:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .ok_or_else(|| io::Error::other(format!("/proc/{tid}/status has no SigBlk")))
+}
+
+/// The thread group (process) of thread `tid` (`Tgid:` of `/proc/TID/status`).
+pub fn thread_group(tid: Pid) -> io::Result<Pid> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .map(Pid)
+        .ok_or_else(|| io::Error::other(format!("/proc/{tid}/status has no Tgid")))
+}
+
 /// The mappings of process `pid` (`/proc/PID/maps`).
 pub fn maps(pid: Pid) -> io::Result<Vec<Mapping>> {
     Ok(parse_maps(&std::fs::read_to_string(format!("/proc/{pid}/maps"))?))

@@ -139,6 +139,45 @@ pub fn get_fpregs(pid: Pid) -> io::Result<FpRegs> {
     Ok(fp)
 }
 
+/// `PTRACE_SETFPREGS`.
+pub fn set_fpregs(pid: Pid, fp: &FpRegs) -> io::Result<()> {
+    // SAFETY: the kernel only reads sizeof(user_fpregs_struct) bytes from `fp`.
+    check(unsafe { libc::ptrace(libc::PTRACE_SETFPREGS, pid.0, 0usize, fp as *const FpRegs as *mut c_void) })?;
+    Ok(())
+}
+
+/// `NT_X86_XSTATE`: the whole extended state (x87, SSE, AVX, ...) as `XSAVE` lays it out.
+const NT_X86_XSTATE: usize = 0x202;
+
+/// The thread's extended register state (`PTRACE_GETREGSET`, `NT_X86_XSTATE`): everything the
+/// CPU keeps beyond the general-purpose registers, as the kernel's `XSAVE` image.
+pub fn get_xstate(pid: Pid) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 16 << 10];
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut c_void, iov_len: buf.len() };
+    // SAFETY: the kernel writes at most `iov_len` bytes at `iov_base`, which `buf` holds, and
+    // sets `iov_len` to what it wrote.
+    check(unsafe { libc::ptrace(libc::PTRACE_GETREGSET, pid.0, NT_X86_XSTATE, &mut iov as *mut libc::iovec) })?;
+    buf.truncate(iov.iov_len);
+    Ok(buf)
+}
+
+/// Set the thread's extended register state from an image [`get_xstate`] gave.
+pub fn set_xstate(pid: Pid, xstate: &[u8]) -> io::Result<()> {
+    let mut iov = libc::iovec { iov_base: xstate.as_ptr() as *mut c_void, iov_len: xstate.len() };
+    // SAFETY: the kernel reads at most `iov_len` bytes from `iov_base` (`xstate`).
+    check(unsafe { libc::ptrace(libc::PTRACE_SETREGSET, pid.0, NT_X86_XSTATE, &mut iov as *mut libc::iovec) })?;
+    Ok(())
+}
+
+/// The robust futex list of thread `tid` (`get_robust_list`): head and length (0, 0 when none
+/// was set).
+pub fn robust_list(tid: Pid) -> io::Result<(u64, u64)> {
+    let (mut head, mut len): (u64, usize) = (0, 0);
+    // SAFETY: the kernel writes one pointer into `head` and one size_t into `len`.
+    check(unsafe { libc::syscall(libc::SYS_get_robust_list, tid.0, &mut head as *mut u64, &mut len as *mut usize) })?;
+    Ok((head, len as u64))
+}
+
 /// The 16 bytes of `xmm{n}` in an FP state.
 pub fn xmm(fp: &FpRegs, n: u16) -> io::Result<[u8; 16]> {
     if n > 15 {

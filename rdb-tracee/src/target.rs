@@ -127,6 +127,8 @@ pub struct Thread {
     /// A signal that stopped the thread, delivered when it is resumed.
     pending: i32,
     exited: Option<i32>,
+    /// Stop at syscall entries ([`Thread::trap_syscalls`]).
+    trap_syscalls: bool,
 }
 
 impl Thread {
@@ -141,7 +143,55 @@ impl Thread {
             )
         })?;
         let load_bias = procfs::process_load_bias(pid)?;
-        Ok(Thread { tid, pid, regs, load_bias, breakpoints: BTreeMap::new(), pending: 0, exited: None })
+        Ok(Thread {
+            tid,
+            pid,
+            regs,
+            load_bias,
+            breakpoints: BTreeMap::new(),
+            pending: 0,
+            exited: None,
+            trap_syscalls: false,
+        })
+    }
+
+    /// From now on, [`Control::resume`] stops at every syscall entry ([`Stop::Syscall`]), the
+    /// syscall not run yet: the thread stays there until the caller resumes it (the syscall
+    /// then runs) or changes its registers (`orig_rax` -1 skips it).
+    pub fn trap_syscalls(&mut self) {
+        self.trap_syscalls = true;
+    }
+
+    /// The signal delivered at the next resume or step (0: none): by default the one that
+    /// stopped the thread last.
+    pub fn set_pending_signal(&mut self, sig: i32) {
+        self.pending = sig;
+    }
+
+    /// Replace the thread's general-purpose registers.
+    pub fn write_regs(&mut self, regs: &Regs) -> io::Result<()> {
+        self.alive()?;
+        ptrace::set_regs(self.tid, regs)?;
+        self.regs = *regs;
+        Ok(())
+    }
+
+    /// Replace the thread's x87/SSE state.
+    pub fn write_fpregs(&mut self, fp: &ptrace::FpRegs) -> io::Result<()> {
+        self.alive()?;
+        ptrace::set_fpregs(self.tid, fp)
+    }
+
+    /// Write the thread's memory (where a breakpoint is planted, the byte under it).
+    pub fn write_memory(&mut self, addr: u64, data: &[u8]) -> io::Result<()> {
+        self.alive()?;
+        let mut data = data.to_vec();
+        for (&at, orig) in self.breakpoints.range_mut(addr..addr.saturating_add(data.len() as u64)) {
+            let i = (at - addr) as usize;
+            *orig = data[i];
+            data[i] = 0xcc;
+        }
+        mem::write(self.tid, addr, &data)
     }
 
     fn alive(&self) -> io::Result<()> {
@@ -176,6 +226,12 @@ impl Thread {
             Wait::Stopped { sig, .. } => sig,
         };
         self.regs = ptrace::get_regs(self.tid)?;
+        if sig == libc::SIGTRAP | 0x80 {
+            if let ptrace::SyscallStop::Entry { nr, .. } = ptrace::syscall_info(self.tid)?.stop {
+                return Ok(Stop::Syscall { nr, exit: false });
+            }
+            return Ok(Stop::Syscall { nr: self.regs.orig_rax, exit: true });
+        }
         if sig != libc::SIGTRAP {
             self.pending = sig;
             return Ok(Stop::Signal(sig));
@@ -257,12 +313,25 @@ impl Control for Thread {
             Some(Stop::Stepped) | None => {}
             Some(stop) => return Ok(stop),
         }
-        ptrace::resume(self.tid, std::mem::take(&mut self.pending))?;
+        let sig = std::mem::take(&mut self.pending);
+        if self.trap_syscalls {
+            ptrace::resume_syscall(self.tid, sig)?;
+        } else {
+            ptrace::resume(self.tid, sig)?;
+        }
         self.wait(false)
     }
 
     fn step(&mut self) -> io::Result<Stop> {
         self.alive()?;
+        if self.trap_syscalls {
+            // A single step runs a `syscall` instruction without a syscall stop: trap it.
+            let mut code = [0u8; 2];
+            if self.read_memory(self.regs.rip, &mut code).is_ok_and(|n| n == 2) && code == [0x0f, 0x05] {
+                ptrace::resume_syscall(self.tid, std::mem::take(&mut self.pending))?;
+                return self.wait(false);
+            }
+        }
         if let Some(stop) = self.step_off_breakpoint()? {
             return Ok(stop);
         }

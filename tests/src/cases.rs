@@ -287,7 +287,8 @@ impl Case {
     }
 
     /// The command line to record: the built program, the interpreter and the script, or `run:`.
-    fn program(&self, dir: &Path) -> Result<Vec<String>, String> {
+    /// A program is built into `dir`.
+    pub fn program(&self, dir: &Path) -> Result<Vec<String>, String> {
         let path = self.path.to_str().ok_or("case path is not UTF-8")?.to_string();
         let ext = self.path.extension().and_then(|e| e.to_str()).unwrap_or("");
         let mut argv = match ext {

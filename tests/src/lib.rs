@@ -7,11 +7,13 @@
 //!   when it hangs, so a hang fails one test instead of stalling the suite.
 //! - [`scratch`] makes a directory for one test; [`program`] names a test program's file;
 //!   [`clang`] and [`rustc`] build one.
+//! - [`gdb`] runs the gdb scripts of `tests/gdb/` through `rdb gdb`.
 //! - Sample apps (`sample-apps/<app>/`) come in two variants: the plain crate, and the
 //!   instrumented one obtained by overlaying the files of `sample-apps/<app>/rdb/` onto it
 //!   ([`SampleApp`]).
 
 pub mod cases;
+pub mod gdb;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -265,8 +267,8 @@ fn copy_tree(from: &Path, to: &Path, skip: &[&str]) {
 
 /// A sample app (`sample-apps/<name>`) or a test fixture project (`tests/fixtures/<name>`)
 /// copied into a directory of its own. Its `rdb/` directory, if any, holds the instrumented
-/// variant's files; `rdb-macros` dependencies, whatever relative path they give, are pointed at
-/// this repository's copy.
+/// variant's files; `rdb-macros` and `rdb-api` dependencies, whatever relative path they give,
+/// are pointed at this repository's copies.
 pub struct SampleApp {
     pub name: String,
     pub dir: PathBuf,
@@ -315,19 +317,21 @@ impl SampleApp {
     }
 }
 
-/// Rewrites `rdb-macros = { path = "..." }` in every manifest under `dir` to this repository's
-/// copy.
+/// Rewrites `rdb-macros = { path = "..." }` and `rdb-api = { path = "..." }` in every manifest
+/// under `dir` to this repository's copies.
 fn point_at_rdb_macros(dir: &Path) {
-    const KEY: &str = "rdb-macros = { path = \"";
-    let absolute = repo_root().join("rdb-macros").display().to_string();
     for entry in walkdir::WalkDir::new(dir).into_iter().filter_map(|e| e.ok()) {
         if entry.file_name() != "Cargo.toml" {
             continue;
         }
-        let text = std::fs::read_to_string(entry.path()).unwrap();
-        let Some(start) = text.find(KEY).map(|i| i + KEY.len()) else { continue };
-        let end = start + text[start..].find('"').expect("closing quote");
-        let fixed = format!("{}{}{}", &text[..start], absolute, &text[end..]);
-        std::fs::write(entry.path(), fixed).unwrap();
+        let mut text = std::fs::read_to_string(entry.path()).unwrap();
+        for krate in ["rdb-macros", "rdb-api"] {
+            let key = format!("{krate} = {{ path = \"");
+            let absolute = repo_root().join(krate).display().to_string();
+            let Some(start) = text.find(&key).map(|i| i + key.len()) else { continue };
+            let end = start + text[start..].find('"').expect("closing quote");
+            text = format!("{}{}{}", &text[..start], absolute, &text[end..]);
+        }
+        std::fs::write(entry.path(), text).unwrap();
     }
 }

@@ -133,6 +133,13 @@ pub(crate) fn userfaultfd() -> Option<&'static Userfaultfd> {
 }
 
 impl Mirror {
+    /// Whether `[addr, addr+len)` lies in one readable mirrored mapping.
+    pub fn readable(&self, addr: u64, len: u64) -> bool {
+        let Some(i) = self.find(addr) else { return false };
+        let r = &self.ranges()[i];
+        r.prot & libc::PROT_READ as u32 != 0 && !r.collided && addr.checked_add(len).is_some_and(|end| end <= r.end)
+    }
+
     fn ranges(&self) -> &[Range] {
         &self.tables[self.current][..self.lens[self.current]]
     }

@@ -3,6 +3,7 @@
 
 mod mirror;
 pub(crate) mod module;
+mod services;
 
 use crate::channel::{Channel, Mailbox, Received, Side};
 use crate::protocol::{self, Reader, Writer};
@@ -130,13 +131,33 @@ fn init(fd: i32, message: &[u8]) -> Result<Module, String> {
     let mailbox = r.u32().ok_or_else(bad)?;
     let tsc_disabled = r.u32().ok_or_else(bad)? != 0;
     let path = PathBuf::from(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned());
+    let binary = PathBuf::from(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned());
+    services::set_binary(binary);
+    let mut line_maps = std::collections::HashMap::new();
+    for _ in 0..r.u32().ok_or_else(bad)? {
+        let file = PathBuf::from(String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned());
+        let n = r.u32().ok_or_else(bad)?;
+        let mut lines = Vec::with_capacity(n.min(1 << 20) as usize);
+        for _ in 0..n {
+            lines.push(r.u32().ok_or_else(bad)?);
+        }
+        line_maps.insert(file, lines);
+    }
+    services::set_line_maps(line_maps);
     let count = r.u32().ok_or_else(bad)?;
     let mut wants = Vec::new();
     for _ in 0..count {
         let region = r.u32().ok_or_else(bad)?;
         let kind = r.u32().ok_or_else(bad)?;
         let name = String::from_utf8_lossy(r.bytes().ok_or_else(bad)?).into_owned();
-        wants.push((region, if kind == 0 { Want::Symbol(name) } else { Want::RegionTable }));
+        wants.push((
+            region,
+            match kind {
+                0 => Want::Symbol(name),
+                2 => Want::CallbackTable,
+                _ => Want::RegionTable,
+            },
+        ));
     }
     let npatches = r.u32().ok_or_else(bad)? as usize;
     let mut patches = Vec::with_capacity(npatches.min(mirror::MAX_PATCHES));
@@ -194,6 +215,11 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     let flags = r.u32().ok_or("flags")?;
     let pid = r.u32().ok_or("pid")? as i32;
     let bias = r.u64().ok_or("load bias")?;
+    let mut stop = services::StopRegs { regs: [0; 27], after_access: flags & protocol::FLAG_AFTER_ACCESS != 0 };
+    for reg in &mut stop.regs {
+        *reg = r.u64().ok_or("registers")?;
+    }
+    services::set_stop(Some(stop));
     // SAFETY: main loop, no debug code running.
     let st = unsafe { mirror::state() };
     st.pid = pid;
@@ -217,6 +243,10 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     let mut storage: Vec<Vec<Aligned>> = Vec::new();
     let mut argv: Vec<*const c_void> = Vec::with_capacity(count as usize);
     let mut in_program: Vec<(u64, u64)> = Vec::new();
+    // Records' pointers to other arguments: (storage index, byte offset, argument index).
+    let mut fixups: Vec<(usize, usize, usize)> = Vec::new();
+    // Copies of program memory: (host address, length, program address).
+    let mut copies: Vec<(u64, u64, u64)> = Vec::new();
     for _ in 0..count {
         match r.u32().ok_or("argument")? {
             0 => {
@@ -225,17 +255,40 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
                 in_program.push((address, size));
                 argv.push(address as *const c_void);
             }
-            _ => {
+            kind => {
                 let bytes = r.bytes().ok_or("argument")?;
                 let mut cell = vec![Aligned([0; 16]); bytes.len().div_ceil(16).max(1)];
                 for (slot, chunk) in cell.iter_mut().zip(bytes.chunks(16)) {
                     slot.0[..chunk.len()].copy_from_slice(chunk);
+                }
+                if kind == 3 {
+                    let from = r.u64().ok_or("copy")?;
+                    copies.push((cell.as_ptr() as u64, bytes.len() as u64, from));
+                }
+                if kind == 2 {
+                    for _ in 0..r.u32().ok_or("record")? {
+                        let offset = r.u32().ok_or("record")? as usize;
+                        let index = r.u32().ok_or("record")? as usize;
+                        if offset + 8 > bytes.len() || index >= count as usize {
+                            return Err("record pointer out of range");
+                        }
+                        fixups.push((storage.len(), offset, index));
+                    }
                 }
                 argv.push(cell.as_ptr().cast());
                 storage.push(cell);
             }
         }
     }
+    for (cell, offset, index) in fixups {
+        let address = (argv[index] as u64).to_le_bytes();
+        let record = &mut storage[cell];
+        for (i, b) in address.into_iter().enumerate() {
+            let at = offset + i;
+            record[at / 16].0[at % 16] = b;
+        }
+    }
+    services::set_copies(copies);
     // A null after the last argument: a module expecting more arguments than
     // the descriptors give crashes on a null pointer, not on stray memory.
     argv.push(std::ptr::null());
@@ -244,6 +297,16 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
         let text = collision_report(&st.collisions[..st.ncollisions]);
         st.ncollisions = 0;
         reply.u32(protocol::STATUS_COLLISION).u32(0).bytes(b"").bytes(text.as_bytes());
+        return Ok(reply);
+    }
+    if region == protocol::WATCH_REPORT {
+        st.in_call = true;
+        services::report_watch(&argv);
+        // SAFETY: only reads the state after the report.
+        let st = unsafe { mirror::state() };
+        st.in_call = false;
+        drop(storage);
+        reply.u32(protocol::STATUS_RAN).u32(0).bytes(b"").bytes(b"").u32(0);
         return Ok(reply);
     }
     let Some(&function) = module.functions.get(&region) else {
@@ -289,6 +352,11 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
         String::new()
     };
     reply.bytes(collisions.as_bytes());
+    let watches = services::take_watches();
+    reply.u32(watches.len() as u32);
+    for w in watches {
+        reply.u64(w.address).u64(w.len).u32(w.access).bytes(w.label.as_bytes());
+    }
     Ok(reply)
 }
 

@@ -1,6 +1,6 @@
 //! Loading a debug module into the host and finding its region functions.
 
-use rdb_descriptors::REGION_TABLE_SECTION;
+use rdb_descriptors::{CALLBACK_TABLE_SECTION, REGION_TABLE_SECTION};
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::path::Path;
@@ -15,10 +15,11 @@ pub(crate) type DebugFn = unsafe extern "C" fn(*const *const c_void);
 /// `#[no_mangle] static mut RDB_HOST_PANIC_HOOK: Option<unsafe extern "C" fn(*const u8, usize)>`.
 pub const PANIC_HOOK_SYMBOL: &str = "RDB_HOST_PANIC_HOOK";
 
-/// How to find one region's function.
+/// How to find one region's (or callback's) function.
 pub(crate) enum Want {
     Symbol(String),
     RegionTable,
+    CallbackTable,
 }
 
 pub(crate) struct Module {
@@ -55,7 +56,15 @@ pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String>
         unsafe { *(slot as *mut Option<unsafe extern "C" fn(*const u8, usize)>) = Some(report_panic) };
     }
 
+    let services = CString::new(rdb::SERVICES_SYMBOL).unwrap();
+    if let Some(slot) = library.symbol(&services) {
+        // SAFETY: the module's `rdb` crate declares the slot as `*const rdb::Services`; the
+        // table is a static of this host.
+        unsafe { *(slot as *mut *const rdb::Services) = &super::services::SERVICES };
+    }
+
     let mut table: Option<HashMap<u32, u64>> = None;
+    let mut callbacks: Option<HashMap<u32, u64>> = None;
     let mut functions = HashMap::new();
     let mut missing = Vec::new();
     for (region, want) in wants {
@@ -75,12 +84,24 @@ pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String>
             }
             Want::RegionTable => {
                 if table.is_none() {
-                    table = Some(read_region_table(path, load_bias)?);
+                    table = Some(read_table(path, load_bias, REGION_TABLE_SECTION)?);
                 }
                 match table.as_ref().and_then(|t| t.get(region)) {
                     Some(&a) => a,
                     None => {
                         missing.push(format!("region {region}: no entry in section `{REGION_TABLE_SECTION}`"));
+                        continue;
+                    }
+                }
+            }
+            Want::CallbackTable => {
+                if callbacks.is_none() {
+                    callbacks = Some(read_table(path, load_bias, CALLBACK_TABLE_SECTION)?);
+                }
+                match callbacks.as_ref().and_then(|t| t.get(region)) {
+                    Some(&a) => a,
+                    None => {
+                        missing.push(format!("callback {region}: no entry in section `{CALLBACK_TABLE_SECTION}`"));
                         continue;
                     }
                 }
@@ -99,27 +120,24 @@ pub(crate) fn load(path: &Path, wants: &[(u32, Want)]) -> Result<Module, String>
     Ok(Module { functions })
 }
 
-/// The region table of the loaded module: the section's relocated contents
-/// in memory (pairs of little-endian u64: region id, function address).
-fn read_region_table(path: &Path, load_bias: u64) -> Result<HashMap<u32, u64>, String> {
+/// A table of the loaded module (`rdb_regions`, `rdb_callbacks`): the section's relocated
+/// contents in memory (pairs of little-endian u64: id, function address).
+fn read_table(path: &Path, load_bias: u64, name: &str) -> Result<HashMap<u32, u64>, String> {
     use object::{Object, ObjectSection};
     let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let file = object::File::parse(&*data).map_err(|e| format!("{} is not an ELF object: {e}", path.display()))?;
-    let section = file
-        .section_by_name(REGION_TABLE_SECTION)
-        .ok_or_else(|| format!("no section `{REGION_TABLE_SECTION}` (is this an rdb debug module?)"))?;
+    let section =
+        file.section_by_name(name).ok_or_else(|| format!("no section `{name}` (is this an rdb debug module?)"))?;
     let (address, size) = (section.address(), section.size());
     if address == 0 || size % 16 != 0 {
-        return Err(format!(
-            "section `{REGION_TABLE_SECTION}` is not loaded or has a size ({size}) that is not a multiple of 16"
-        ));
+        return Err(format!("section `{name}` is not loaded or has a size ({size}) that is not a multiple of 16"));
     }
     let mut table = HashMap::new();
     for k in 0..size / 16 {
         let at = (load_bias + address + k * 16) as *const u64;
         // SAFETY: the section is allocated (SHF_ALLOC) and mapped with the module.
         let (id, function) = unsafe { (at.read_unaligned(), at.add(1).read_unaligned()) };
-        let id = u32::try_from(id).map_err(|_| format!("region id {id} in `{REGION_TABLE_SECTION}` is too large"))?;
+        let id = u32::try_from(id).map_err(|_| format!("id {id} in `{name}` is too large"))?;
         table.insert(id, function);
     }
     Ok(table)

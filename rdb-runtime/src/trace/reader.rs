@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::chunk::{self, Digest, Kind, Step, Walker};
 use super::safe_fs::{self, Dir};
@@ -37,6 +38,18 @@ pub struct Trace {
     events: u64,
     /// Chain digest after the last complete chunk.
     last_digest: Digest,
+    /// Where each chunk of events starts, for seeking.
+    index: Arc<[ChunkStart]>,
+}
+
+/// Where a chunk of events starts: its offset, the chain digest before it, and the trace
+/// index of its first event.
+#[derive(Debug, Clone, Copy)]
+struct ChunkStart {
+    offset: u64,
+    digest_before: Digest,
+    first: u64,
+    events: u32,
 }
 
 fn corrupt(path: PathBuf, offset: u64, why: impl Into<String>) -> TraceError {
@@ -132,6 +145,7 @@ impl Trace {
         let mut torn = false;
         let mut last_digest = header_digest;
         let mut valid_len = 0;
+        let mut index = Vec::new();
         loop {
             match walker.step().map_err(|(at, why)| corrupt(ep.clone(), at, why))? {
                 Step::Eof => break,
@@ -150,6 +164,12 @@ impl Trace {
                                 chunk::decompress(&h, &payload).map_err(|why| corrupt(ep.clone(), offset, why))?;
                             drop(payload);
                             check_events(&raw, h.events).map_err(|why| corrupt(ep.clone(), offset, why))?;
+                            index.push(ChunkStart {
+                                offset,
+                                digest_before: last_digest,
+                                first: events,
+                                events: h.events,
+                            });
                             events += h.events as u64;
                             last_digest = h.digest;
                             valid_len = walker.offset;
@@ -204,6 +224,7 @@ impl Trace {
             chunks: event_chunks,
             events,
             last_digest,
+            index: index.into(),
         })
     }
 
@@ -266,6 +287,8 @@ impl Trace {
             left: 0,
             offset: 0,
             done: false,
+            index: self.index.clone(),
+            valid_len: self.valid_len,
         })
     }
 
@@ -316,14 +339,45 @@ pub struct EventReader {
     left: u32,
     offset: u64,
     done: bool,
+    index: Arc<[ChunkStart]>,
+    valid_len: u64,
 }
 
 impl EventReader {
-    /// The next event, or `None` after the last complete chunk.
-    pub fn next_event(&mut self) -> Result<Option<Event>, TraceError> {
+    /// Position the reader so that its next event is the one at trace index `event` (0-based;
+    /// past the last event, the reader is at the end). The chunk holding it is read and
+    /// checked again (its chain digest from the one before it).
+    pub fn seek(&mut self, event: u64) -> Result<(), TraceError> {
+        let i = self.index.partition_point(|c| c.first + c.events as u64 <= event);
+        self.left = 0;
+        self.done = false;
+        self.raw.clear();
+        self.pos = 0;
+        let Some(c) = self.index.get(i).copied() else {
+            // At the end: the walk's next step finds the end and checks the last digest.
+            self.walker.offset = self.valid_len;
+            self.walker.digest = self.expected;
+            self.walker.chunks = self.index.len() as u64;
+            return Ok(());
+        };
+        self.walker.offset = c.offset;
+        self.walker.digest = c.digest_before;
+        self.walker.chunks = i as u64;
+        self.load()?;
+        for _ in c.first..event {
+            let mut d = event::Decoder::new(&self.raw[self.pos..]);
+            d.next_event().map_err(|e| corrupt(self.path.clone(), self.offset, e.to_string()))?;
+            self.pos += d.position();
+            self.left -= 1;
+        }
+        Ok(())
+    }
+
+    /// Read chunks until one has events left; false at the end.
+    fn load(&mut self) -> Result<bool, TraceError> {
         while self.left == 0 {
             if self.done {
-                return Ok(None);
+                return Ok(false);
             }
             let step = self.walker.step().map_err(|(at, why)| corrupt(self.path.clone(), at, why))?;
             match step {
@@ -345,6 +399,14 @@ impl EventReader {
                     }
                 }
             }
+        }
+        Ok(true)
+    }
+
+    /// The next event, or `None` after the last complete chunk.
+    pub fn next_event(&mut self) -> Result<Option<Event>, TraceError> {
+        if !self.load()? {
+            return Ok(None);
         }
         let mut d = event::Decoder::new(&self.raw[self.pos..]);
         let ev = d.next_event().map_err(|e| corrupt(self.path.clone(), self.offset, e.to_string()))?;
@@ -422,6 +484,26 @@ mod tests {
         assert_eq!(tr.event_count(), 100);
         assert_eq!(tr.chunk_count(), 15);
         assert_eq!(read_all(&tr).unwrap(), (0..100).map(ev).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn seeking_reads_on_from_any_event() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("tr");
+        write_trace(&dir, 100, 7, true);
+        let tr = Trace::open(&dir).unwrap();
+        let mut r = tr.events().unwrap();
+        for at in [0u32, 1, 6, 7, 8, 50, 98, 99, 3] {
+            r.seek(at as u64).unwrap();
+            let rest: Vec<Event> = std::iter::from_fn(|| r.next_event().unwrap()).collect();
+            assert_eq!(rest, (at..100).map(ev).collect::<Vec<_>>(), "from {at}");
+        }
+        r.seek(100).unwrap();
+        assert_eq!(r.next_event().unwrap(), None);
+        r.seek(1000).unwrap();
+        assert_eq!(r.next_event().unwrap(), None);
+        r.seek(42).unwrap();
+        assert_eq!(r.next_event().unwrap(), Some(ev(42)));
     }
 
     #[test]

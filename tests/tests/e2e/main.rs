@@ -6,6 +6,8 @@
 //! - `corpus::NAME`: each file of `tests/corpus/` is an unmodified program of this machine with
 //!   its current expectation: `identical`, `refused "why"`, or `fails "issue N: why"` for a known
 //!   fault (reported, not hidden; flipping it to `identical` is a one-line change).
+//! - `gdb::NAME`: each gdb script of `tests/gdb/` run by real gdb through `rdb gdb` over a
+//!   recording of the program it names, against the session expected beside it.
 //! - `crafted::NAME`: each script of `tests/crafted/` damages a copy of a good trace, and
 //!   `rdb replay` must refuse it as the script's `# expect-` lines say (`crafted.rs`).
 //! - `ui::NAME`: each malformed source of `tests/ui/` against the diagnostics in the `.stderr`
@@ -23,6 +25,7 @@ mod build_dlopen;
 mod build_identity;
 mod build_interrupt;
 mod build_workspace;
+mod callbacks;
 mod clang_replay;
 mod cli;
 mod crafted;
@@ -93,10 +96,23 @@ fn cases(group: &str) -> Vec<Trial> {
         .collect()
 }
 
+/// One trial per gdb script of `tests/gdb/`.
+fn gdb_scripts() -> Vec<Trial> {
+    rdb_tests::gdb::discover()
+        .into_iter()
+        .enumerate()
+        .map(|(i, script)| match script {
+            Ok(script) => Trial::test(script.name.clone(), move || script.run().map_err(Failed::from)),
+            Err(why) => Trial::test(format!("gdb::malformed-{i}"), move || Err(Failed::from(why))),
+        })
+        .collect()
+}
+
 fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
     trials.extend(cases("programs"));
+    trials.extend(gdb_scripts());
     trials.extend(cases("corpus"));
     trials.extend(crafted::trials());
     trials.extend(ui::trials());
@@ -117,6 +133,18 @@ fn main() {
     ));
     trials.extend(scenarios!(build_interrupt: killed_build_leaves_the_tree_unchanged));
     trials.extend(scenarios!(build_workspace: workspace_with_path_dependency, missing_debug_info_is_explained));
+    trials.extend(scenarios!(callbacks:
+        callbacks_see_calls_returns_writes_and_accesses_in_program_order,
+        a_callback_with_the_wrong_signature_is_rejected_rustc_style,
+        c_on_write_names_the_line_that_corrupts_a_balance,
+        c_on_call_malloc_counts_the_allocations_the_program_reports,
+        a_misbehaving_callback_is_reported_and_never_changes_the_replay,
+        callbacks_of_every_thread_run_in_the_recorded_order,
+        going_back_with_callbacks_under_gdb_is_refused_and_forwards_still_runs_them,
+        symbol_and_memory_callbacks_follow_threads_and_forked_processes,
+        c_read_and_return_callbacks_and_a_backtrace,
+        rust_read_callbacks_see_every_access_with_a_backtrace,
+    ));
     trials.extend(scenarios!(clang_replay:
         every_inlined_and_unrolled_copy_runs_the_region,
         list_region_shows_the_lost_tail_on_replay,
@@ -158,6 +186,7 @@ fn main() {
         race_region_runs_in_its_threads_under_gdbserver,
         a_stub_killed_mid_run_is_reported_within_seconds,
         a_binary_that_is_not_the_running_one_is_refused,
+        regions_run_on_rdbs_own_gdb_server,
     ));
     trials.extend(scenarios_where_possible!(remote: regions_run_on_an_rr_replay));
     trials.extend(scenarios!(sample_apps_replay: sample_apps_replay_exactly, rayon_and_crossbeam_replay_exactly));

@@ -1,8 +1,8 @@
 //! Debug regions over the GDB remote protocol (issue 16): `rdb attach --remote` connects to a
-//! stub running the rebuilt program — gdbserver on a live run, QEMU user mode — and runs the
-//! regions at their locations. For a deterministic program and input, what it prints (region
-//! lines interleaved with the program's output, which goes to the same file) is exactly what
-//! `rdb replay --debug` prints for a recording of the same run.
+//! stub running the rebuilt program — gdbserver on a live run, QEMU user mode, rdb's own gdb
+//! server on a replay — and runs the regions at their locations. For a deterministic program
+//! and input, what it prints (region lines interleaved with the program's output, which goes to
+//! the same file) is exactly what `rdb replay --debug` prints for a recording of the same run.
 
 use std::fs::File;
 use std::io::Read;
@@ -337,6 +337,49 @@ pub fn a_binary_that_is_not_the_running_one_is_refused() {
         assert!(err.contains(why), "{kind:?}: {err}");
         assert!(!std::fs::read_to_string(&stdout).unwrap_or_default().contains("rdb:"), "no region may run");
     }
+}
+
+/// rdb's own gdb server (`rdb replay TRACE --gdbserver PORT`) as the stub: the regions
+/// `rdb attach --remote` runs on the replay print what `rdb replay --debug` prints, in the same
+/// place among the program's replayed output (both go to the same file).
+pub fn regions_run_on_rdbs_own_gdb_server() {
+    let tmp = scratch("remote-rdb");
+    let dir = tmp.path();
+    build_turns(dir);
+    let replay = replayed(dir, &["./turns", "5"], "./turns");
+    let trace = dir.join("trace");
+    let stdout = dir.join("rdb-server.out");
+    let stderr = dir.join("rdb-server.err");
+    let mut server = rdb_timed(120, &["replay", trace.to_str().unwrap(), "--gdbserver", "127.0.0.1:0"])
+        .current_dir(dir)
+        // Appending, as rdb attach does: both write the same file.
+        .stdout(File::options().create(true).append(true).open(&stdout).unwrap())
+        .stderr(File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    // It says where it listens: "rdb: waiting for gdb on 127.0.0.1:PORT: gdb ...".
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let address = loop {
+        let err = std::fs::read_to_string(&stderr).unwrap_or_default();
+        if let Some(a) = err.split("waiting for gdb on ").nth(1).and_then(|r| r.split(": ").next()) {
+            break a.to_string();
+        }
+        assert!(Instant::now() < deadline, "rdb replay --gdbserver did not listen: {err}");
+        assert!(server.try_wait().unwrap().is_none(), "rdb replay --gdbserver exited: {err}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = output(
+        rdb_timed(120, &["attach", "--remote", &address, "--debug", "./turns"])
+            .current_dir(dir)
+            .stdout(File::options().append(true).open(&stdout).unwrap()),
+    );
+    let status = server.wait().unwrap();
+    let server_err = std::fs::read_to_string(&stderr).unwrap_or_default();
+    assert_eq!(out.status.code(), Some(0), "rdb attach:\n{}\nserver:\n{server_err}", text(&out.stderr));
+    assert_eq!(status.code(), Some(0), "rdb replay --gdbserver: {server_err}");
+    let live = std::fs::read_to_string(&stdout).unwrap();
+    assert_eq!(live.lines().filter(|l| l.starts_with("rdb: thread")).count(), 15, "{live}");
+    assert_eq!(live, replay.0, "stdout differs from rdb replay --debug's");
 }
 
 /// rr's replay server, where rr can record: regions on an rr replay print what they print on

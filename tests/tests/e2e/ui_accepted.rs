@@ -1,8 +1,9 @@
 //! The accepted-constructs suite: every `tests/ui-accepted/*.rs` is a
 //! `src/main.rs` whose regions sit in places real Rust puts code (generic
 //! functions and impls, trait methods, closures, `async` code, nested
-//! functions). Each must extract without diagnostics; the debug text and the
-//! regions found are pinned in `.debug.rs` and `.regions` files beside it
+//! functions), or that declares event callbacks. Each must extract without
+//! diagnostics; the debug text and the regions and callbacks found are pinned
+//! in `.debug.rs` and `.regions` files beside it
 //! (`RDB_BLESS=1` rewrites them). Each case is also built with `cargo rdb
 //! build` (its own test case): the debug module compiles.
 
@@ -77,6 +78,17 @@ fn extracts_cleanly(case: &Path) -> Result<(), Failed> {
             r.anchor.column,
             nesting.join(", "),
             args.join(", ")
+        ));
+    }
+    for c in &extraction.callbacks {
+        regions.push_str(&format!(
+            "callback {} `{}` in [{}] at {}:{} {:?}\n",
+            c.id,
+            c.function,
+            c.module_path.join("::"),
+            c.at.line,
+            c.at.column,
+            c.kind
         ));
     }
     let mut failures = Vec::new();

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Cost of an event callback under replay, per event, against gdb doing the same on a live run,
+# measured in the same invocation: a C program makes N system calls (`write`), N calls of a
+# function, or N writes to a global; rdb replays its recording with a callback that counts
+# them (RDB_ON_SYSCALL(write), RDB_ON_CALL(step), RDB_ON_WRITE(counter)); gdb runs it live with
+# `catch syscall write`, `break step` and `watch -l counter`, each with `commands silent;
+# continue; end`. Per event: (time with N events - time with 1 event) / (N - 1), so that start-up
+# costs cancel out; rdb's also less its plain replay of the same traces.
+#   bench/callbacks.sh            # RDB_EVENTS=20000 by default
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+N=${RDB_EVENTS:-20000}
+CPU=${RDB_BENCH_CPU:-0}
+(cd "$root" && cargo build -q --release --workspace --bins)
+export PATH="$root/target/release:$PATH"
+tmp=$(mktemp -d)
+[ -n "${RDB_KEEP:-}" ] && echo "keeping $tmp" >&2 || trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+cat > events.c <<'C'
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+long counter;
+
+__attribute__((noinline)) long step(long v) {
+    return v * 3 + 1;
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argv[1];
+    long n = atol(argv[2]), acc = 0;
+    int fd = open("/dev/null", O_WRONLY);
+    for (long i = 0; i < n; i++) {
+        if (strcmp(mode, "syscall") == 0)
+            write(fd, "x", 1);
+        else if (strcmp(mode, "call") == 0)
+            acc += step(i);
+        else
+            counter = i + 1;
+    }
+    return acc == 42; /* never: keeps acc alive */
+}
+C
+cat > events.rdb.c <<'C'
+#include "rdb.h"
+static long writes, calls, changes;
+RDB_ON_SYSCALL(write, after) void wrote(const rdb_syscall *call) { writes += (long)call->data_len; }
+RDB_ON_CALL(step) void stepped(long v) { calls += v; }
+RDB_ON_WRITE(counter) void changed(long old, long new) { changes += new - old; }
+C
+clang-14 -O0 -g events.c -o events
+for mode in syscall call write; do
+  rdb record -o "$tmp/$mode-N" -- ./events "$mode" "$N" >/dev/null 2>&1
+  rdb record -o "$tmp/$mode-1" -- ./events "$mode" 1 >/dev/null 2>&1
+done
+rdb-clang -O0 -g events.c events.rdb.c -o events
+
+now() { date +%s.%N; }
+elapsed() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1; t1=$(now); echo "$t1 - $t0" | bc; }
+best() { # best of 3 runs of a command, seconds
+  local b="" t
+  for _ in 1 2 3; do t=$(elapsed "$@"); if [ -z "$b" ] || [ "$(echo "$t < $b" | bc)" = 1 ]; then b=$t; fi; done
+  echo "$b"
+}
+# The callbacks really ran: a replay of each trace reports no problem and no callback left out.
+for mode in syscall call write; do
+  out=$(rdb replay "$tmp/$mode-N" --debug ./events 2>&1 >/dev/null || true)
+  if echo "$out" | grep -q "did not complete\|cannot"; then echo "rdb: $mode callbacks failed: $out" >&2; exit 1; fi
+done
+
+gdb_script() { # $1: mode: a gdb script counting the events in $hits
+  local setup
+  case "$1" in
+    syscall) setup="catch syscall write" ;;
+    call) setup="break step" ;;
+    write) setup="watch -l counter" ;;
+  esac
+  cat <<GDB
+set pagination off
+set startup-with-shell off
+break main
+run
+$setup
+commands
+silent
+set \$hits = \$hits + 1
+continue
+end
+set \$hits = 0
+continue
+printf "hits %d\\n", \$hits
+GDB
+}
+for mode in syscall call write; do gdb_script "$mode" > "$tmp/$mode.gdb"; done
+gdb_run() { # $1: mode, $2: events
+  gdb -batch -nx -x "$tmp/$1.gdb" --args ./events "$1" "$2"
+}
+# gdb sees every event: `catch syscall` stops at each call's entry and exit.
+for mode in syscall call write; do
+  hits=$(gdb_run "$mode" 100 2>&1 | sed -n 's/^hits //p')
+  want=100; [ "$mode" = syscall ] && want=200
+  [ "$hits" = "$want" ] || { echo "gdb counted $hits $mode events, expected $want" >&2; exit 1; }
+done
+printf 'one C program, %d events each, best of 3 runs (rdb: its replay; gdb: a live run, pinned to CPU %s)\n' "$N" "$CPU"
+printf '  %-9s %12s %12s %10s\n' event "rdb us/event" "gdb us/event" "gdb / rdb"
+for mode in syscall call write; do
+  plainN=$(best rdb replay -q "$tmp/$mode-N")
+  plain1=$(best rdb replay -q "$tmp/$mode-1")
+  withN=$(best rdb replay -q "$tmp/$mode-N" --debug ./events)
+  with1=$(best rdb replay -q "$tmp/$mode-1" --debug ./events)
+  rdb_us=$(echo "scale=2; (($withN - $plainN) - ($with1 - $plain1)) * 1000000 / ($N - 1)" | bc)
+  gdbN=$(best taskset -c "$CPU" bash -c "tmp=$tmp; $(declare -f gdb_run); gdb_run $mode $N")
+  gdb1=$(best taskset -c "$CPU" bash -c "tmp=$tmp; $(declare -f gdb_run); gdb_run $mode 1")
+  gdb_us=$(echo "scale=2; ($gdbN - $gdb1) * 1000000 / ($N - 1)" | bc)
+  printf '  %-9s %12.2f %12.2f %9.1fx\n' "$mode" "$rdb_us" "$gdb_us" "$(echo "$gdb_us / $rdb_us" | bc -l)"
+done

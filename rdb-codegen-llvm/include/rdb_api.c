@@ -1,0 +1,112 @@
+/* rdb_api.c: the C side of rdb's debug-side API, linked into every C debug
+ * module by rdb-clang. The debug host fills RDB_HOST_SERVICES when it loads
+ * the module (the same table as Rust's `rdb` crate); outside the host these
+ * functions say that nothing is known. */
+#include <stdio.h>
+#include <string.h>
+#include "rdb.h"
+
+struct rdb_services {
+    uint32_t version;
+    size_t (*backtrace)(unsigned char *buf, size_t cap);
+    size_t (*watch)(uint64_t address, uint64_t len, uint32_t access, const unsigned char *label, size_t label_len,
+                    unsigned char *why, size_t why_cap);
+};
+
+const struct rdb_services *RDB_HOST_SERVICES;
+
+static const struct rdb_services *rdb_services(void) {
+    return RDB_HOST_SERVICES && RDB_HOST_SERVICES->version == 1 ? RDB_HOST_SERVICES : NULL;
+}
+
+int rdb_watch_at(const void *address, size_t size, int reads, const char *file, int line) {
+    const struct rdb_services *s = rdb_services();
+    if (!s) {
+        fprintf(stderr, "rdb_watch: not running in rdb's debug host\n");
+        return -1;
+    }
+    unsigned char why[512];
+    char label[4096];
+    snprintf(label, sizeof label, "%s:%d", file, line);
+    size_t n = s->watch((uint64_t)(uintptr_t)address, size, reads ? 1 : 0, (const unsigned char *)label, strlen(label),
+                        why, sizeof why - 1);
+    if (n == 0)
+        return 0;
+    why[n < sizeof why - 1 ? n : sizeof why - 1] = 0;
+    fprintf(stderr, "rdb_watch: %s\n", why);
+    return -1;
+}
+
+
+static char rdb_text[64 * 1024];
+static unsigned char rdb_raw[64 * 1024];
+
+/* Field `i` of a record (fields separated by 0x1f). */
+static const unsigned char *rdb_field(const unsigned char *rec, const unsigned char *end, int i, size_t *len) {
+    const unsigned char *p = rec;
+    for (; i > 0 && p < end; p++)
+        if (*p == 0x1f)
+            i--;
+    const unsigned char *q = p;
+    while (q < end && *q != 0x1f)
+        q++;
+    *len = (size_t)(q - p);
+    return p;
+}
+
+/* Formats the host's backtrace records: every frame, or (only_program) the first of the
+ * program's own code. */
+static const char *rdb_format(int only_program) {
+    const struct rdb_services *s = rdb_services();
+    if (!s)
+        return "(no backtrace: not running in rdb's debug host)";
+    size_t n = s->backtrace(rdb_raw, sizeof rdb_raw);
+    if (n > sizeof rdb_raw)
+        n = sizeof rdb_raw;
+    size_t out = 0;
+    int frame = 0;
+    const unsigned char *p = rdb_raw, *end = rdb_raw + n;
+    rdb_text[0] = 0;
+    while (p < end) {
+        const unsigned char *rec = p;
+        while (p < end && *p != 0x1e)
+            p++;
+        const unsigned char *rend = p;
+        p++;
+        size_t l0, lf, lfile, lline, lcol, lprog;
+        const unsigned char *f0 = rdb_field(rec, rend, 0, &l0);
+        if (l0 == 4 && memcmp(f0, "note", 4) == 0)
+            continue;
+        const unsigned char *fn = rdb_field(rec, rend, 2, &lf);
+        const unsigned char *file = rdb_field(rec, rend, 3, &lfile);
+        const unsigned char *line = rdb_field(rec, rend, 4, &lline);
+        const unsigned char *col = rdb_field(rec, rend, 5, &lcol);
+        const unsigned char *prog = rdb_field(rec, rend, 6, &lprog);
+        int in_program = lprog == 1 && prog[0] == '1' && lfile > 0;
+        if (only_program && !in_program) {
+            frame++;
+            continue;
+        }
+        int w = snprintf(rdb_text + out, sizeof rdb_text - out, "%s%s%d %.*s", out ? "\n" : "", only_program ? "" : "#",
+                         frame, (int)lf, lf ? (const char *)fn : "??");
+        if (only_program)
+            w = snprintf(rdb_text + out, sizeof rdb_text - out, "%.*s", (int)lf, lf ? (const char *)fn : "??");
+        if (w < 0 || (size_t)w >= sizeof rdb_text - out)
+            break;
+        out += (size_t)w;
+        if (lfile) {
+            w = snprintf(rdb_text + out, sizeof rdb_text - out, " at %.*s:%.*s:%.*s", (int)lfile, (const char *)file,
+                         (int)lline, (const char *)line, (int)lcol, (const char *)col);
+            if (w < 0 || (size_t)w >= sizeof rdb_text - out)
+                break;
+            out += (size_t)w;
+        }
+        frame++;
+        if (only_program)
+            return rdb_text;
+    }
+    return only_program && out == 0 ? "(no frame of the program's own code)" : rdb_text;
+}
+
+const char *rdb_backtrace(void) { return rdb_format(0); }
+const char *rdb_location(void) { return rdb_format(1); }

@@ -1,0 +1,464 @@
+//! Event callbacks (issue 11): a program is recorded from a plain build, then replayed with
+//! `cargo rdb replay` of a variant that adds `#[debug_only]` callbacks. The callbacks see the
+//! recorded events, print in program order, and the program's own output and binary stay the
+//! recorded ones.
+
+use std::path::Path;
+use std::process::Output;
+
+use rdb_tests::{
+    assert_success, lines_where, output, program, rdb, rdb_clang, run_cargo, run_ok, scratch, text, timed, tools,
+    SampleApp,
+};
+
+/// A fixture app recorded from its plain build, with the trace's path and the recorded stdout.
+struct Recorded {
+    app: SampleApp,
+    trace: std::path::PathBuf,
+    stdout: String,
+    _tmp: tempfile::TempDir,
+}
+
+fn record_plain(fixture: &str, args: &[&str]) -> Recorded {
+    let tmp = scratch(fixture);
+    let app = SampleApp::fixture(fixture, tmp.path());
+    assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
+    let trace = tmp.path().join("trace");
+    let binary = app.dir.join("target/debug").join(fixture);
+    let mut prog = vec![binary.to_str().unwrap()];
+    prog.extend_from_slice(args);
+    let out = rdb_tests::record(&app.dir, &trace, &prog);
+    Recorded { app, trace, stdout: text(&out.stdout), _tmp: tmp }
+}
+
+/// `cargo rdb replay TRACE` in `dir` with rdb's tools on `PATH`.
+fn cargo_rdb_replay(dir: &Path, trace: &Path) -> Output {
+    let path = format!("{}:{}", tools().display(), std::env::var("PATH").unwrap_or_default());
+    output(
+        timed(600, tools().join("cargo-rdb"))
+            .args(["rdb", "replay", "-q", trace.to_str().unwrap()])
+            .current_dir(dir)
+            .env("PATH", path)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR"),
+    )
+}
+
+/// The main binary `cargo rdb build` made is the recorded one.
+fn assert_same_binary(app: &SampleApp, name: &str) {
+    assert_eq!(
+        std::fs::read(app.dir.join("target/rdb/debug").join(name)).unwrap(),
+        std::fs::read(app.dir.join("target/debug").join(name)).unwrap(),
+        "the main binary is not the recorded one"
+    );
+}
+
+/// Every callback kind of the `events` fixture, in program order: calls of a program function
+/// with typed arguments, returns with the value, the C library's `write` by symbol with its
+/// register arguments, the `write` system call before and after (the one that wrote a NUL byte
+/// named by its function and line), writes to a static through a debug register, and a local
+/// variable watched with `rdb::watch` from a region.
+pub fn callbacks_see_calls_returns_writes_and_accesses_in_program_order() {
+    let rec = record_plain("events", &[]);
+    rec.app.instrument();
+    let out = cargo_rdb_replay(&rec.app.dir, &rec.trace);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "replay failed:\n{stdout}\n{stderr}");
+    assert_same_binary(&rec.app, "events");
+    let source = std::fs::read_to_string(rec.app.dir.join("src/main.rs")).unwrap();
+    let line_of = |text: &str| source.lines().position(|l| l.contains(text)).unwrap() + 1;
+    let expected = format!(
+        "\
+[rdb] push(3) after 0 steps
+[rdb] push(4) after 1 steps
+[rdb] push(5) after 2 steps
+[rdb] pop() = Some(5)
+[rdb] pop() = Some(4)
+[rdb] pop() = Some(3)
+[rdb] pop() = None
+[rdb] write(1, _, 18) called
+[rdb] before write #1
+sum 12 in 7 steps
+[rdb] write #1 fd=Some(1) result=Some(18) data=\"sum 12 in 7 steps\\n\"
+[rdb] AUDITED 0 -> 10 (changed: true) at events::bank::transfer line 8
+[rdb] AUDITED 10 -> 42 (changed: true) at events::bank::transfer line 8
+[rdb] write(1, _, 11) called
+[rdb] before write #2
+audited 42
+[rdb] write #2 fd=Some(1) result=Some(11) data=\"audited 42\\n\"
+[rdb] write(1, _, 9) called
+[rdb] before write #3
+total\x0012
+[rdb] write #3 fd=Some(1) result=Some(9) data=\"total\\012\\n\"
+[rdb] NUL written by events::write_record line {}
+[rdb] write(1, _, 5) called
+[rdb] before write #4
+done
+[rdb] write #4 fd=Some(1) result=Some(5) data=\"done\\n\"
+",
+        line_of("out.write_all(&record)")
+    );
+    assert_eq!(stdout, expected, "stderr:\n{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), rec.stdout);
+    // `rdb::watch(&machine.steps)`: each change, with the writing function and line (in the
+    // user's file: the instrumented source's own lines).
+    let watch =
+        format!("rdb: watch set at {}:{}:5: ", rec.app.dir.join("src/main.rs").display(), line_of("rdb::watch("));
+    let reports: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&watch)).collect();
+    assert!(reports.len() >= 7, "{stderr}");
+    let vm = rec.app.dir.join("src/vm.rs").display().to_string();
+    for (i, report) in reports[..7].iter().enumerate() {
+        let function = if i < 3 { "events::vm::Vm::push (" } else { "events::vm::Vm::pop (" };
+        let line = if i < 3 { 15 } else { 19 };
+        assert!(report.contains(&format!("(8 bytes) changed {i} -> {}, thread ", i + 1)), "{report}");
+        assert!(report.ends_with(&format!("at {function}{vm}:{line}:9)")), "{report}");
+    }
+}
+
+/// Callbacks whose parameters do not fit their event are compile errors of the debug module,
+/// rustc-style, each at its callback's attribute in the user's file: a call callback with a
+/// wrong argument type, a return callback with the wrong value type, a syscall callback taking
+/// the record by value, a symbol callback taking a slice for a register; then a memory
+/// callback whose values are not the variable's size.
+pub fn a_callback_with_the_wrong_signature_is_rejected_rustc_style() {
+    let tmp = scratch("wrong-signature");
+    let app = SampleApp::fixture("events", tmp.path());
+    app.overlay("rdb");
+    app.overlay("rdb-wrong-signature");
+    let out = rdb_tests::run_cargo_rdb(&app.dir, &["build"]);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "the build succeeded:\n{stderr}");
+    let main = app.dir.join("src/main.rs");
+    let source = std::fs::read_to_string(&main).unwrap();
+    let line_of = |attribute: &str| source.lines().position(|l| l.starts_with(attribute)).unwrap() + 1;
+    let expected = [
+        ("#[on_syscall(write, after)]", "error[E0277]: `fn(Syscall) {after_write}` cannot be a syscall callback"),
+        (
+            "#[on_call(crate::vm::Vm::push)]",
+            "error[E0277]: `for<'a> fn(&'a Vm, i32) {pushed}` cannot be a callback of a function taking `(&mut Vm, i64)`",
+        ),
+        (
+            "#[on_return(crate::vm::Vm::pop)]",
+            "error[E0277]: `fn(i64) {popped}` cannot be a callback of a function taking `(Option<i64>,)`",
+        ),
+        (
+            "#[on_call(\"write\")]",
+            "error[E0277]: `for<'a> fn(i32, &'a [u8], usize) {write_called}` cannot be a callback of a symbol",
+        ),
+    ];
+    for (attribute, message) in expected {
+        let at = stderr.find(message).unwrap_or_else(|| panic!("no `{message}` in:\n{stderr}"));
+        // The next location line is the attribute's, in the user's file.
+        let place = stderr[at..].lines().find(|l| l.trim_start().starts_with("--> ")).unwrap();
+        assert!(place.contains(&format!("{}:{}:", main.display(), line_of(attribute))), "{place}\n{stderr}");
+    }
+    assert!(stderr.contains("a callback takes no arguments, or the function's arguments in order"), "{stderr}");
+    assert!(stderr.contains("a syscall callback is `fn(call: &rdb::Syscall)`, or `fn()`"), "{stderr}");
+    assert!(stderr.contains("one per System V argument register"), "{stderr}");
+    // A memory callback whose values are not the variable's size (`u32` for an `AtomicU64`):
+    // checked by a constant evaluated at the attribute, once the types above are right.
+    app.overlay("rdb");
+    app.overlay("rdb-wrong-size");
+    let out = rdb_tests::run_cargo_rdb(&app.dir, &["build"]);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "the build succeeded:\n{stderr}");
+    let message = "error[E0080]: evaluation panicked: a memory callback's `old` and `new` values must have the size of the watched variable";
+    let at = stderr.find(message).unwrap_or_else(|| panic!("no `{message}` in:\n{stderr}"));
+    let place = stderr[at..].lines().find(|l| l.trim_start().starts_with("--> ")).unwrap();
+    let attribute = line_of("#[on_write(crate::bank::AUDITED)]");
+    assert!(place.contains(&format!("{}:{attribute}:", main.display())), "{place}\n{stderr}");
+    assert!(stderr.contains("fn(u32, u32, &'a Access) {audited_changed}"), "{stderr}");
+}
+
+/// Copies the C callback programs (`tests/programs/support/callbacks/`) into a scratch
+/// directory, builds `name.c` with plain clang-14 and records `./name args`; returns the
+/// directory and the recorded stdout.
+fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
+    let tmp = scratch(name);
+    let dir = tmp.path();
+    for file in [
+        "account.c",
+        "account.rdb.c",
+        "account.misbehaving.rdb.c",
+        "alloc.c",
+        "alloc.rdb.c",
+        "alloc.region.c",
+        "threads.c",
+        "threads.rdb.c",
+        "spread.c",
+        "spread.rdb.c",
+        "reads.c",
+        "reads.rdb.c",
+    ] {
+        std::fs::copy(program(&format!("support/callbacks/{file}")), dir.join(file)).unwrap();
+    }
+    let source = format!("{name}.c");
+    run_ok("clang-14", timed(600, "clang-14").args(["-O0", "-g", &source, "-o", name, "-lpthread"]).current_dir(dir));
+    let mut prog = vec![format!("./{name}")];
+    prog.extend(args.iter().map(|a| a.to_string()));
+    let prog: Vec<&str> = prog.iter().map(String::as_str).collect();
+    let recorded = rdb_tests::record(dir, Path::new("trace"), &prog);
+    (tmp, text(&recorded.stdout))
+}
+
+/// `rdb-clang -O0 -g NAME.c NAME.rdb.c -o NAME`, then `rdb replay trace --debug ./NAME`.
+fn replay_c(dir: &Path, name: &str) -> Output {
+    replay_c_with(dir, name, &format!("{name}.rdb.c"), &[])
+}
+
+/// `rdb-clang -O0 -g NAME.c DEBUG_SOURCE -o NAME`.
+fn build_c(dir: &Path, name: &str, debug_source: &str) {
+    run_ok(
+        "rdb-clang",
+        timed(600, rdb_clang())
+            .args(["-O0", "-g", &format!("{name}.c"), debug_source, "-o", name, "-lpthread"])
+            .current_dir(dir),
+    );
+}
+
+/// [`replay_c`] with another debug source and more `rdb replay` arguments.
+fn replay_c_with(dir: &Path, name: &str, debug_source: &str, replay_args: &[&str]) -> Output {
+    build_c(dir, name, debug_source);
+    let debug = format!("./{name}");
+    let mut args = vec!["replay", "trace", "--debug", &debug];
+    args.extend_from_slice(replay_args);
+    output(rdb(&args).current_dir(dir))
+}
+
+/// A C program prints a corrupted balance; `RDB_ON_WRITE(account)` in a debug source reports
+/// every change of the balance with the writing line: the out-of-bounds copy is one of them.
+pub fn c_on_write_names_the_line_that_corrupts_a_balance() {
+    let (tmp, recorded) = record_c("account", &[]);
+    assert_eq!(recorded, "Margaret has 2\n", "the bug did not show");
+    let out = replay_c(tmp.path(), "account");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let source = std::fs::read_to_string(tmp.path().join("account.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("account.c").display().to_string();
+    let changes: Vec<&str> = stdout.lines().filter(|l| l.starts_with("[rdb] ")).collect();
+    let expected = [
+        format!("[rdb] balance 0 -> 100 at deposit at {file}:{}:21", line_of("account.balance += amount")),
+        format!("[rdb] balance 100 -> 128 at deposit at {file}:{}:21", line_of("account.balance += amount")),
+        format!("[rdb] balance 128 -> 0 at set_owner at {file}:{}:26", line_of("account.owner[i] = name[i]")),
+        format!("[rdb] balance 0 -> 2 at deposit at {file}:{}:21", line_of("account.balance += amount")),
+    ];
+    assert_eq!(changes.len(), expected.len(), "{stdout}");
+    for (change, want) in changes.iter().zip(&expected) {
+        assert!(change.starts_with(want.as_str()), "{change}\nexpected {want}");
+    }
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+}
+
+/// `RDB_ON_CALL(malloc)` (a C library function, by symbol) counts exactly the allocations the
+/// program reports; a static function's callback gets its arguments; the `write` system call's
+/// callback names the line that made it; a region's `rdb_watch(&head, ...)` reports each change
+/// of the list's head with the line that wrote it.
+pub fn c_on_call_malloc_counts_the_allocations_the_program_reports() {
+    let (tmp, recorded) = record_c("alloc", &["7"]);
+    assert_eq!(recorded, "sum 91, 8 allocations\n");
+    std::fs::copy(tmp.path().join("alloc.region.c"), tmp.path().join("alloc.c")).unwrap();
+    let out = replay_c(tmp.path(), "alloc");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let source = std::fs::read_to_string(tmp.path().join("alloc.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("alloc.c").display().to_string();
+    let mut expected: String = (0..7).map(|i| format!("[rdb] insert({}) after {i} mallocs\n", i * i)).collect();
+    expected.push_str("sum 91, 8 allocations\n");
+    expected.push_str(&format!("[rdb] write of 22 bytes by main at {file}:{}:5\n", line_of("write(1, scratch")));
+    expected.push_str("[rdb] malloc was called 8 times (176 bytes)\n");
+    assert_eq!(stdout, expected, "{stderr}");
+    let watch = format!("rdb: watch set at alloc.c:{}: ", line_of("rdb_watch(&head"));
+    let changes: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&watch)).collect();
+    assert!(changes.len() >= 7, "{stderr}");
+    for change in &changes[..7] {
+        assert!(change.ends_with(&format!("at insert ({file}:{}:11)", line_of("*head = push("))), "{change}");
+    }
+}
+
+/// A callback that writes program memory, hangs and crashes is reported each time, like a
+/// region, and the program's replay is not affected.
+pub fn a_misbehaving_callback_is_reported_and_never_changes_the_replay() {
+    let (tmp, recorded) = record_c("account", &[]);
+    let out = replay_c_with(tmp.path(), "account", "account.misbehaving.rdb.c", &["--region-timeout", "1"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(rdb_tests::EXIT_REGION_PROBLEMS), "{stdout}\n{stderr}");
+    assert_eq!(stdout, recorded);
+    let warnings: Vec<&str> =
+        stderr.lines().filter(|l| l.starts_with("rdb: warning: callback `account_written` (")).collect();
+    assert_eq!(warnings.len(), 3, "{stderr}");
+    assert!(
+        warnings[0].contains("debug code wrote program memory at 0x")
+            && warnings[0].contains("The program is unchanged")
+    );
+    assert!(warnings[1].contains("did not return within 1.0 s and was stopped"), "{}", warnings[1]);
+    assert!(warnings[2].contains("debug code crashed with SIGSEGV"), "{}", warnings[2]);
+    assert!(stderr.contains("rdb: 3 of 12 debug calls (regions and callbacks) did not complete cleanly"), "{stderr}");
+}
+
+/// Two threads write in turns: the callbacks of every thread's calls and writes run in the
+/// recorded order, each naming its thread.
+pub fn callbacks_of_every_thread_run_in_the_recorded_order() {
+    let (tmp, recorded) = record_c("threads", &[]);
+    let out = replay_c(tmp.path(), "threads");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), recorded.lines().count() * 3, "{stdout}");
+    let mut threads: std::collections::HashMap<String, String> = Default::default();
+    for (k, chunk) in lines.chunks(3).enumerate() {
+        let said = chunk[1];
+        let (who, i) = said.split_once(' ').unwrap();
+        assert_eq!(chunk[0], format!("[rdb] say({who}, {i}) #{}", k + 1), "{stdout}");
+        let thread =
+            chunk[2].strip_prefix("[rdb] thread ").and_then(|r| r.strip_suffix(&format!(" wrote {said}"))).unwrap();
+        let seen = threads.entry(who.to_string()).or_insert_with(|| thread.to_string());
+        assert_eq!(seen, thread, "{who} wrote from two threads:\n{stdout}");
+    }
+    assert_ne!(threads["alpha"], threads["beta"]);
+}
+
+/// Under `rdb gdb`, going back with event callbacks is refused with the reason (what rdb keeps
+/// for them follows the replay forwards only); gdb stays where it was, and going on forwards runs
+/// every callback once, in program order, with the program's recorded output. A gdb watchpoint
+/// takes a debug register the memory callback does not hold: both see every change.
+pub fn going_back_with_callbacks_under_gdb_is_refused_and_forwards_still_runs_them() {
+    let (tmp, recorded) = record_c("account", &[]);
+    let dir = tmp.path();
+    build_c(dir, "account", "account.rdb.c");
+    let commands = [
+        "break deposit",
+        "continue",
+        "continue",
+        "reverse-continue",
+        "delete",
+        "watch account.balance",
+        "continue",
+        "continue",
+        "continue",
+        "continue",
+    ];
+    let mut gdb = vec!["gdb", "trace", "--debug", "./account", "--", "-batch", "-nx"];
+    for command in commands {
+        gdb.extend(["-ex", command]);
+    }
+    let out = output(rdb(&gdb).current_dir(dir));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    let both = format!("{stdout}{stderr}");
+    assert!(
+        both.contains("cannot go back: the debug module has 1 event callback(s)")
+            && both.contains("reverse execution, `run` and restoring a checkpoint need a debug build without"),
+        "{stdout}\n{stderr}"
+    );
+    let changes: Vec<&str> = stdout.lines().filter(|l| l.starts_with("[rdb] balance")).collect();
+    let moves: Vec<&str> = changes.iter().map(|l| l.split(" at ").next().unwrap()).collect();
+    assert_eq!(
+        moves,
+        ["[rdb] balance 0 -> 100", "[rdb] balance 100 -> 128", "[rdb] balance 128 -> 0", "[rdb] balance 0 -> 2"],
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains(&recorded), "{stdout}\n{stderr}");
+    let gdb_saw: Vec<&str> = stdout.lines().filter(|l| l.starts_with("New value = ")).collect();
+    assert_eq!(gdb_saw, ["New value = 128", "New value = 0", "New value = 2"], "{stdout}\n{stderr}");
+    assert!(!both.contains("not armed"), "{both}");
+}
+
+/// `RDB_ON_CALL(malloc)` (a symbol, resolved when libc is mapped) and `RDB_ON_WRITE(total)` (a
+/// debug register) see the calls and writes of a second thread and of a forked child too, in
+/// the recorded order, each write naming its thread.
+pub fn symbol_and_memory_callbacks_follow_threads_and_forked_processes() {
+    let (tmp, recorded) = record_c("spread", &[]);
+    assert_eq!(recorded, "child total 3006\nparent total 3007\n");
+    let out = replay_c(tmp.path(), "spread");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let thread = |line: &str| line.rsplit_once("(thread ").map(|(_, t)| t.trim_end_matches(')').to_string());
+    let shape: Vec<String> = lines.iter().map(|l| l.split(" (thread ").next().unwrap().to_string()).collect();
+    assert_eq!(
+        shape,
+        [
+            "[rdb] malloc(1001)",
+            "[rdb] total 0 -> 1001",
+            "[rdb] malloc(1002)",
+            "[rdb] total 1001 -> 2003",
+            "[rdb] malloc(1003)",
+            "[rdb] total 2003 -> 3006",
+            "child total 3006",
+            "[rdb] malloc(1004)",
+            "[rdb] total 2003 -> 3007",
+            "parent total 3007",
+        ],
+        "{stdout}\n{stderr}"
+    );
+    let (main, worker, child) = (thread(lines[1]), thread(lines[3]), thread(lines[5]));
+    assert!(main.is_some() && main != worker && main != child && worker != child, "{stdout}");
+    assert_eq!(thread(lines[8]), main, "{stdout}");
+}
+
+/// `RDB_ON_READ(limit)` runs at each read of a global (with the reading line), `RDB_ON_RETURN`
+/// gets each returned value, and `rdb_backtrace()` in a call callback gives the program's stack
+/// with functions and lines.
+pub fn c_read_and_return_callbacks_and_a_backtrace() {
+    let (tmp, recorded) = record_c("reads", &[]);
+    assert_eq!(recorded, "sum 5\n");
+    let out = replay_c(tmp.path(), "reads");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let source = std::fs::read_to_string(tmp.path().join("reads.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("reads.c").display().to_string();
+    let read = format!("[rdb] limit 3 (changed: 0) read at under at {file}:{}:14", line_of("return v < limit;"));
+    let lines: Vec<&str> = stdout.lines().collect();
+    let expected_start = [
+        read.as_str(),
+        "[rdb] square returned 0",
+        read.as_str(),
+        "[rdb] square returned 1",
+        read.as_str(),
+        "[rdb] stack of square(2):",
+    ];
+    assert_eq!(lines[..6], expected_start, "{stdout}\n{stderr}");
+    assert_eq!(lines[6], format!("#0 square at {file}:{}:12", line_of("return v * v;")), "{stdout}");
+    assert_eq!(lines[7], format!("#1 main at {file}:{}:16", line_of("sum += square(i);")), "{stdout}");
+    let tail: Vec<&str> = lines.iter().skip_while(|l| !l.starts_with("[rdb] square returned 4")).copied().collect();
+    assert_eq!(tail, ["[rdb] square returned 4", read.as_str(), "sum 5"], "{stdout}");
+}
+
+/// `#[on_read(crate::bank::AUDITED)]` runs at every access of the static (reads and writes,
+/// `Access::changed` telling them apart) with the accessing function, and `rdb::backtrace()`
+/// in it gives the program's stack, one frame per line, through the program's functions.
+pub fn rust_read_callbacks_see_every_access_with_a_backtrace() {
+    let rec = record_plain("events", &[]);
+    rec.app.instrument();
+    rec.app.overlay("rdb-reads");
+    let out = cargo_rdb_replay(&rec.app.dir, &rec.trace);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "replay failed:\n{stdout}\n{stderr}");
+    assert_same_binary(&rec.app, "events");
+    let accesses: Vec<&str> = stdout.lines().filter(|l| l.starts_with("[rdb] AUDITED accessed")).collect();
+    assert_eq!(
+        accesses,
+        [
+            "[rdb] AUDITED accessed: 0 -> 10 (changed: true) at events::bank::transfer line 8",
+            "[rdb] AUDITED accessed: 10 -> 42 (changed: true) at events::bank::transfer line 8",
+            "[rdb] AUDITED accessed: 42 -> 42 (changed: false) at events::bank::audited line 12",
+        ],
+        "{stdout}\n{stderr}"
+    );
+    let frames: Vec<&str> =
+        stdout.lines().skip_while(|l| *l != "[rdb] read by:").skip(1).take_while(|l| l.starts_with('#')).collect();
+    let bank = rec.app.dir.join("src/bank.rs").display().to_string();
+    let main = rec.app.dir.join("src/main.rs").display().to_string();
+    // Innermost the standard library's atomic load (a debug build), then the program's frames,
+    // at the lines of the user's (instrumented) files.
+    let audited = frames.iter().position(|f| f.contains("events::bank::audited")).expect(&stdout);
+    assert!(frames[audited].contains(&format!("{bank}:12:")), "{stdout}");
+    let source = std::fs::read_to_string(rec.app.dir.join("src/main.rs")).unwrap();
+    let call = source.lines().position(|l| l.contains("bank::audited()")).unwrap() + 1;
+    assert!(frames[audited + 1].starts_with(&format!("#{} events::main at {main}:{call}:", audited + 1)), "{stdout}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ") && !l.starts_with('#')), rec.stdout);
+}
