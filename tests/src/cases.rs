@@ -305,7 +305,19 @@ impl Case {
                 if ext == "rs" && self.build.is_some() {
                     command.args(["--edition", "2021"]);
                 }
-                command.arg(&self.path).arg("-o").arg(&exe).args(&flags);
+                if ext == "rs" {
+                    // Built from the tests directory with a relative path: the path rustc embeds in
+                    // the program (panic locations) is then the same in every checkout, and so are
+                    // the program's code addresses (gdb goldens print them).
+                    let tests = crate::repo_root().join("tests");
+                    match self.path.strip_prefix(&tests) {
+                        Ok(relative) => command.current_dir(&tests).arg(relative),
+                        Err(_) => command.arg(&self.path),
+                    };
+                } else {
+                    command.arg(&self.path);
+                }
+                command.arg("-o").arg(&exe).args(&flags);
                 let out = output(&mut command);
                 if !out.status.success() {
                     return Err(format!("{compiler} failed:\n{}", crate::describe(&out)));
