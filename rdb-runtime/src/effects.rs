@@ -116,11 +116,12 @@ pub fn capture(mem: &dyn Memory, ranges: &[(u64, u64)]) -> Vec<MemWrite> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::syscalls::Sysno;
 
-    struct Fake(Vec<u8>, u64);
+    /// Program memory for tests: `bytes` at address `base`, nothing elsewhere.
+    pub(crate) struct Fake(pub(crate) Vec<u8>, pub(crate) u64);
     impl Memory for Fake {
         fn read_memory(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<usize> {
             let off = addr.checked_sub(self.1).unwrap_or(u64::MAX) as usize;

@@ -177,65 +177,42 @@ pub trait ReplayObserver {
     }
 }
 
-impl<O: ReplayObserver + ?Sized> ReplayObserver for &mut O {
-    fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
-        (**self).on_exec(image)
-    }
-    fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
-        (**self).on_breakpoint(stop)
-    }
-    fn wants_syscall(&self, nr: u64, exit: bool) -> bool {
-        (**self).wants_syscall(nr, exit)
-    }
-    fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
-        (**self).on_syscall(stop)
-    }
-    fn take_breakpoints(&mut self) -> Vec<u64> {
-        (**self).take_breakpoints()
-    }
-    fn on_watchpoint(&mut self, stop: &BreakpointStop<'_>, slots: u8) -> Result<(), String> {
-        (**self).on_watchpoint(stop, slots)
-    }
-    fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
-        (**self).take_watchpoints()
-    }
-    fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
-        (**self).on_fork(parent, child)
-    }
-    fn can_go_back(&self) -> Result<(), String> {
-        (**self).can_go_back()
-    }
+/// `&mut O` and `Box<O>` observe as `O` does.
+macro_rules! forward_observer {
+    ($($ty:ty),*) => {$(
+        impl<O: ReplayObserver + ?Sized> ReplayObserver for $ty {
+            fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
+                (**self).on_exec(image)
+            }
+            fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
+                (**self).on_breakpoint(stop)
+            }
+            fn wants_syscall(&self, nr: u64, exit: bool) -> bool {
+                (**self).wants_syscall(nr, exit)
+            }
+            fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
+                (**self).on_syscall(stop)
+            }
+            fn take_breakpoints(&mut self) -> Vec<u64> {
+                (**self).take_breakpoints()
+            }
+            fn on_watchpoint(&mut self, stop: &BreakpointStop<'_>, slots: u8) -> Result<(), String> {
+                (**self).on_watchpoint(stop, slots)
+            }
+            fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
+                (**self).take_watchpoints()
+            }
+            fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
+                (**self).on_fork(parent, child)
+            }
+            fn can_go_back(&self) -> Result<(), String> {
+                (**self).can_go_back()
+            }
+        }
+    )*};
 }
 
-impl<O: ReplayObserver + ?Sized> ReplayObserver for Box<O> {
-    fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
-        (**self).on_exec(image)
-    }
-    fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
-        (**self).on_breakpoint(stop)
-    }
-    fn wants_syscall(&self, nr: u64, exit: bool) -> bool {
-        (**self).wants_syscall(nr, exit)
-    }
-    fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
-        (**self).on_syscall(stop)
-    }
-    fn take_breakpoints(&mut self) -> Vec<u64> {
-        (**self).take_breakpoints()
-    }
-    fn on_watchpoint(&mut self, stop: &BreakpointStop<'_>, slots: u8) -> Result<(), String> {
-        (**self).on_watchpoint(stop, slots)
-    }
-    fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
-        (**self).take_watchpoints()
-    }
-    fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
-        (**self).on_fork(parent, child)
-    }
-    fn can_go_back(&self) -> Result<(), String> {
-        (**self).can_go_back()
-    }
-}
+forward_observer!(&mut O, Box<O>);
 
 /// An observer that sets no breakpoints.
 pub struct NoObserver;

@@ -156,19 +156,7 @@ pub fn fd_argument(nr: u64) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct Fake(Vec<u8>, u64);
-    impl Memory for Fake {
-        fn read_memory(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<usize> {
-            let off = addr.checked_sub(self.1).unwrap_or(u64::MAX) as usize;
-            if off >= self.0.len() {
-                return Ok(0);
-            }
-            let n = buf.len().min(self.0.len() - off);
-            buf[..n].copy_from_slice(&self.0[off..off + n]);
-            Ok(n)
-        }
-    }
+    use crate::effects::tests::Fake;
 
     #[test]
     fn write_sends_as_many_bytes_as_it_took() {
