@@ -61,16 +61,9 @@
 //!     fails with `EFAULT` (debug code printing through stdio/`format!`
 //!     copies in user mode first and is not affected).
 //!
-//!   Measured with `bench/fault_fill.c` (16 MiB mirror, these 2-CPU VMs,
-//!   loaded): per fault ≈15–40 µs with the handler, ≈14–17 µs with
-//!   userfaultfd; a 4-page fill costs about as much as a 1-page fill, 16
-//!   pages twice as much (hence 4 by default). Invalidation of 4096 filled
-//!   pages: `mprotect` ≈1 ms, `MADV_DONTNEED` ≈2 ms; for the few pages a
-//!   region touches it is a few µs either way. For a whole region that
-//!   walks a list after each stop (tests' `measure_invoke_cost`, loaded
-//!   machine): ≈85 µs per call in both modes unpinned; pinned to one CPU
-//!   ≈106 µs with the handler, ≈158 µs with userfaultfd (a thread switch
-//!   per fault). userfaultfd is the default for what it lets debug code do
+//!   Pages are filled 4 at a time: a 4-page fill costs about as much as a
+//!   1-page fill (`bench/fault_fill.c`; figures in the README's performance
+//!   section). userfaultfd is the default for what it lets debug code do
 //!   (e.g. Rust's `println!` of a long program string writes it straight
 //!   from program memory, which fails with `EFAULT` under the handler);
 //!   [`FaultHandling::Signal`] is the faster choice when everything is

@@ -58,11 +58,6 @@
 //!   (spin locks without `sched_yield`/futex fallback, busy flags) cannot progress under this
 //!   scheduler; long pure computations only get the warning.
 //!
-//! Measured with `bash bench/threads.sh` (release build, 2 shared CPUs at load average ~9):
-//! 4 threads × 10 000 mutex-protected ops with one log line each: native 0.120 s, record
-//! 4.52 s (37.6×), replay 3.44 s (28.7×), replay output exact; 2 CPU-bound threads: record
-//! 0.97×, replay 1.01× of a native run that got no more than one CPU's worth either.
-//!
 //! Replay ([`replay()`]): stops are handled strictly in trace order. A thread that reaches its
 //! next event early waits, stopped. A thread is only resumed into user code (exit, signal,
 //! `rdtsc`, `ThreadStart`) when no other thread of its process is running user code or a
