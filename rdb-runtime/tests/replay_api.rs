@@ -5,12 +5,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use common::{compile_c, symbol};
+use common::{compile_c, replay_options, symbol};
 
 use rdb_runtime::trace::{Event, Trace, TraceWriter};
-use rdb_runtime::{record, replay, BreakpointStop, Error, ProcessImage, ReplayObserver, ReplayOptions};
+use rdb_runtime::{record, replay, BreakpointStop, Error, ProcessImage, ReplayObserver};
 
 struct Watch {
     exe: PathBuf,
@@ -38,10 +38,6 @@ impl ReplayObserver for Watch {
     }
 }
 
-fn opts(trace: &Path) -> ReplayOptions {
-    ReplayOptions { trace_dir: trace.to_path_buf(), pin_cpu: false, echo_output: false }
-}
-
 #[test]
 fn breakpoints_and_divergence_reports() {
     let tmp = tempfile::tempdir().unwrap();
@@ -56,7 +52,7 @@ fn breakpoints_and_divergence_reports() {
     let exe = std::fs::canonicalize(&exe).unwrap();
     let mut watch =
         Watch { work: symbol(&exe, "work"), counter: symbol(&exe, "counter"), exe, images: vec![], hits: vec![] };
-    let out = replay(&opts(&trace), &mut watch).unwrap();
+    let out = replay(&replay_options(&trace), &mut watch).unwrap();
     assert_eq!(out.exit_status, Some(0));
     assert_eq!(out.breakpoint_hits, 3);
     assert_eq!(watch.images.len(), 1);
@@ -65,7 +61,7 @@ fn breakpoints_and_divergence_reports() {
     let at = bias + watch.work;
     assert_eq!(watch.hits, vec![(at, 1, 0), (at, 2, 1), (at, 3, 3)]);
     // Replaying again without the observer gives the same event count.
-    let plain = replay(&opts(&trace), &mut rdb_runtime::NoObserver).unwrap();
+    let plain = replay(&replay_options(&trace), &mut rdb_runtime::NoObserver).unwrap();
     assert_eq!(plain.events, out.events);
 
     // Divergence: doctor the trace so the recorded `write` went to fd 5.
@@ -86,7 +82,7 @@ fn breakpoints_and_divergence_reports() {
         i += 1;
     }
     w.finish(t.summary().cloned().unwrap()).unwrap();
-    match replay(&opts(&doctored), &mut rdb_runtime::NoObserver) {
+    match replay(&replay_options(&doctored), &mut rdb_runtime::NoObserver) {
         Err(Error::Divergence(d)) => {
             assert_eq!(Some(d.index), target_index);
             assert!(d.expected.contains("write(0x5,"), "{}", d.expected);

@@ -7,23 +7,12 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
-use common::{compile_c, record_options, symbol};
+use common::{compile_c, read_u64, record_options, replay_options, symbol};
 
-use rdb_runtime::{record, NoObserver, ReplayOptions, Resume, Session, SessionStop};
+use rdb_runtime::{record, NoObserver, Resume, Session, SessionStop};
 use rdb_tracee::{Memory, Regs, Target, WatchKind, Watchpoint};
-
-fn opts(trace: &Path) -> ReplayOptions {
-    ReplayOptions { trace_dir: trace.to_path_buf(), pin_cpu: false, echo_output: false }
-}
-
-fn read_u64(session: &Session<'_>, addr: u64) -> u64 {
-    let mut b = [0u8; 8];
-    session.read_exact(addr, &mut b).unwrap();
-    u64::from_le_bytes(b)
-}
 
 /// What is compared between a point reached forwards and backwards.
 type State = (SessionStop, Regs, u64, Vec<u8>);
@@ -47,7 +36,7 @@ fn going_back_gives_the_state_of_going_forwards() {
     // backward scan starts halted at a hit it must not miss).
     for (interval, at_hits) in [(None, false), (Some(Duration::from_millis(1)), false), (None, true)] {
         let mut observer = NoObserver;
-        let mut s = Session::start(&opts(&trace), &mut observer).unwrap();
+        let mut s = Session::start(&replay_options(&trace), &mut observer).unwrap();
         let root = s.root();
         s.set_focus(Some(root));
         s.enable_history(interval).unwrap();

@@ -6,22 +6,10 @@
 
 mod common;
 
-use std::path::Path;
+use common::{compile_c, read_u64, record_options, replay_options, symbol};
 
-use common::{compile_c, record_options, symbol};
-
-use rdb_runtime::{record, replay, NoObserver, ReplayOptions, Resume, Session, SessionStop};
+use rdb_runtime::{record, replay, NoObserver, Resume, Session, SessionStop};
 use rdb_tracee::{Memory, Target, WatchKind, Watchpoint};
-
-fn opts(trace: &Path) -> ReplayOptions {
-    ReplayOptions { trace_dir: trace.to_path_buf(), pin_cpu: false, echo_output: false }
-}
-
-fn read_u64(session: &Session<'_>, addr: u64) -> u64 {
-    let mut b = [0u8; 8];
-    session.read_exact(addr, &mut b).unwrap();
-    u64::from_le_bytes(b)
-}
 
 #[test]
 fn a_debugger_halts_steps_watches_and_the_replay_stays_exact() {
@@ -30,10 +18,10 @@ fn a_debugger_halts_steps_watches_and_the_replay_stays_exact() {
     let trace = tmp.path().join("trace");
     let rec = record(&record_options(&trace, exe.clone(), &[])).unwrap();
     assert_eq!(rec.exit_status, 0);
-    let plain = replay(&opts(&trace), &mut NoObserver).unwrap();
+    let plain = replay(&replay_options(&trace), &mut NoObserver).unwrap();
 
     let mut observer = NoObserver;
-    let mut s = Session::start(&opts(&trace), &mut observer).unwrap();
+    let mut s = Session::start(&replay_options(&trace), &mut observer).unwrap();
     let root = s.root();
     s.set_focus(Some(root));
     let bias = s.image().unwrap().load_bias;
@@ -95,7 +83,7 @@ fn a_debugger_halts_steps_watches_and_the_replay_stays_exact() {
 
     // Caught syscalls, then `goto` an event index: the halted thread's next event is it.
     let mut observer = NoObserver;
-    let mut s = Session::start(&opts(&trace), &mut observer).unwrap();
+    let mut s = Session::start(&replay_options(&trace), &mut observer).unwrap();
     s.set_focus(Some(root));
     s.catch_syscalls(true);
     let SessionStop::Syscall { tid, nr, exit: false } = s.resume(Resume::Continue).unwrap() else {
@@ -115,7 +103,7 @@ fn a_debugger_halts_steps_watches_and_the_replay_stays_exact() {
     // Checkpoints: one thread (at the first call), then two (at the worker's first write).
     // Going back gives the same registers and memory at every later stop, and the same end.
     let mut observer = NoObserver;
-    let mut s = Session::start(&opts(&trace), &mut observer).unwrap();
+    let mut s = Session::start(&replay_options(&trace), &mut observer).unwrap();
     s.set_focus(Some(root));
     s.set_breakpoint(bump).unwrap();
     let at = |s: &mut Session<'_>| match s.resume(Resume::Continue).unwrap() {

@@ -7,7 +7,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use rdb_runtime::RecordOptions;
+use rdb_runtime::{RecordOptions, ReplayOptions, Session};
+use rdb_tracee::Memory;
 
 /// Builds `tests/programs/<program>.c` into `dir/<name>` with clang-14 and `flags` (followed by
 /// the source, the output and `libs`).
@@ -32,4 +33,16 @@ pub fn record_options(trace: &Path, program: impl Into<OsString>, args: &[OsStri
         keep_files: Default::default(),
         program_build: None,
     }
+}
+
+/// Options replaying `trace` unpinned, without echoing the program's output.
+pub fn replay_options(trace: &Path) -> ReplayOptions {
+    ReplayOptions { trace_dir: trace.to_path_buf(), pin_cpu: false, echo_output: false }
+}
+
+/// The 8 bytes at `addr` of the session's debugged process.
+pub fn read_u64(session: &Session<'_>, addr: u64) -> u64 {
+    let mut b = [0u8; 8];
+    session.read_exact(addr, &mut b).unwrap();
+    u64::from_le_bytes(b)
 }
