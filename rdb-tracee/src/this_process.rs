@@ -46,6 +46,29 @@ pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout: Duration) -> io::
     }
 }
 
+/// Copy up to `len` bytes from the pipe `from` into the pipe `to` without consuming them
+/// (`tee` with `SPLICE_F_NONBLOCK`): how the recorder reads bytes a tracee's pipe keeps.
+pub fn tee(from: std::os::fd::BorrowedFd<'_>, to: std::os::fd::BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: two descriptors and integers; the kernel touches no memory of ours.
+    let r = unsafe { libc::tee(from.as_raw_fd(), to.as_raw_fd(), len, libc::SPLICE_F_NONBLOCK) };
+    if r == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r as usize)
+}
+
+/// Make the pipe `fd` hold at least `len` bytes (`F_SETPIPE_SZ`); the size it got.
+pub fn set_pipe_size(fd: std::os::fd::BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: integer arguments only.
+    let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, len.min(i32::MAX as usize) as libc::c_int) };
+    if r == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r as usize)
+}
+
 /// The calling thread's CPU affinity mask, as the kernel's `sched_getaffinity` writes it
 /// (`cpu_set_t` bytes, trailing zero bytes included).
 pub fn affinity_mask() -> io::Result<Vec<u8>> {

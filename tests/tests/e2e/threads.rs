@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use rdb_tests::{cargo, describe, output, rdb, repo_root, run_ok, scratch, target_dir, text, timed};
+use rdb_tests::{cargo, clang, describe, output, program, rdb, repo_root, run_ok, scratch, target_dir, text, timed};
 
 /// The race sample app (its own cargo project), built into this target directory.
 fn race_app() -> PathBuf {
@@ -89,4 +89,40 @@ pub fn the_chaos_seed_is_stored_in_the_trace() {
     let info = text(&info.stdout);
     assert!(info.contains("chaos, seed 77"), "{info}");
     assert!(info.contains("(2 more threads)"), "{info}");
+}
+
+/// Threads whose writes to the output block on a slow reader (each far longer than the
+/// recorder's 2 ms deadline, so other threads run and write meanwhile) are recorded in the
+/// order the kernel wrote their bytes: the replay prints exactly what the recording printed.
+pub fn writes_blocked_on_a_slow_reader_replay_in_the_kernels_order() {
+    use std::io::Read;
+    let dir = scratch("slow-reader");
+    let exe =
+        clang(&program("support/writers_to_a_slow_reader.c"), &dir.path().join("writers"), &["-O1", "-pthread"], &[]);
+    let trace = dir.path().join("trace");
+    let mut child = rdb(&["record", "-o", trace.to_str().unwrap(), "--", exe.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start rdb record");
+    // Read 4 KB a millisecond: a 200 KB write waits about 50 ms for the pipe.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut recorded = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stdout.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => recorded.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("reading the recording's output: {e}"),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let rec = child.wait_with_output().expect("wait for rdb record");
+    assert_eq!(rec.status.code(), Some(0), "recording failed:\n{}", text(&rec.stderr));
+    assert_eq!(recorded.len(), 4 * 3 * 200 * 1024, "the recording printed {} bytes", recorded.len());
+    let rep = output(rdb(&["replay", trace.to_str().unwrap()]).current_dir(dir.path()));
+    assert_eq!(rep.status.code(), Some(0), "replay failed:\n{}", describe(&rep));
+    assert_eq!(rep.stdout.len(), recorded.len(), "the replay printed {} bytes", rep.stdout.len());
+    let first_difference = rep.stdout.iter().zip(&recorded).position(|(a, b)| a != b);
+    assert_eq!(first_difference, None, "the replay's output differs from the recording's at that byte");
 }
