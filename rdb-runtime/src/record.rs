@@ -362,9 +362,15 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     sys::ignore_terminal_signals();
     let mut cmd = Command::new(&exec_name);
     cmd.arg0(&opts.program).args(&opts.args);
-    // SAFETY: the closure only makes two async-signal-safe syscalls (see the callee).
+    // A standard descriptor closed when rdb started (`prog <&-`) is closed for the program too,
+    // as it would be natively: not the `/dev/null` Rust's runtime put there for rdb.
+    let closed = sys::standard_fds_closed_at_start();
+    // SAFETY: the closure only makes async-signal-safe syscalls (close, and see the callee).
     unsafe {
-        cmd.pre_exec(ptrace::child_prepare_for_trace);
+        cmd.pre_exec(move || {
+            sys::close_standard_fds(closed);
+            ptrace::child_prepare_for_trace()
+        });
     }
     let child = cmd.spawn().map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
     let root = Pid::of(&child);

@@ -163,6 +163,7 @@ fn main() {
         changed_shared_library_is_refused_by_name,
         git_commit_replays_after_the_repository_changed,
         ctrl_c_reaches_the_program_and_the_trace_completes,
+        closed_standard_descriptors_stay_closed,
     ));
     trials.extend(scenarios!(replay_debug:
         minibc_regions_show_branch_popping_an_empty_stack,

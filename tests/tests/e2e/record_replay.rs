@@ -7,7 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use rdb_tests::{
-    clang, describe, output, program, rdb, record, replay, scratch, text, tools, EXIT_ENDS_EARLY, EXIT_ERROR,
+    clang, describe, output, program, program_stderr, rdb, record, replay, scratch, text, tools, EXIT_ENDS_EARLY,
+    EXIT_ERROR,
 };
 
 fn sh(script: &str) -> [&str; 3] {
@@ -243,4 +244,31 @@ pub fn ctrl_c_reaches_the_program_and_the_trace_completes() {
     let rep = replay(dir.path(), &trace);
     assert_eq!(rep.status.code(), Some(0), "{}", describe(&rep));
     assert_eq!(text(&rep.stdout), "ready\ninterrupted\n");
+}
+
+/// A standard descriptor closed for `rdb record` is closed for the program too, as natively
+/// (not the `/dev/null` Rust's runtime opens on it for rdb), and the replay shows the same run.
+pub fn closed_standard_descriptors_stay_closed() {
+    let dir = scratch("closed-stdio");
+    let rdb_path = tools().join("rdb");
+    for (name, program, redirect) in [("stdin", "cat", "<&-"), ("stdout", "echo hi", ">&-")] {
+        let native =
+            output(Command::new("/bin/sh").args(["-c", &format!("{program} {redirect}")]).current_dir(dir.path()));
+        assert_ne!(native.status.code(), Some(0), "natively, `{program} {redirect}` fails:\n{}", describe(&native));
+        let trace = dir.path().join(name);
+        let script = format!("exec \"$0\" record -o \"$1\" -- /bin/sh -c '{program}' {redirect}");
+        let rec = output(
+            Command::new("/bin/sh")
+                .args(["-c", &script])
+                .arg(&rdb_path)
+                .arg(&trace)
+                .current_dir(dir.path())
+                .stdin(Stdio::null()),
+        );
+        assert_eq!(rec.status.code(), native.status.code(), "{name} closed:\n{}", describe(&rec));
+        assert_eq!(program_stderr(&rec), text(&native.stderr), "{name} closed");
+        let rep = replay(dir.path(), &trace);
+        assert_eq!(rep.status.code(), Some(0), "{name} closed:\n{}", describe(&rep));
+        assert_eq!(program_stderr(&rep), text(&native.stderr), "the replay with {name} closed");
+    }
 }
