@@ -432,10 +432,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         result
     });
     if let Err(e) = result {
-        for &pid in rec.procs.keys() {
-            let _ = ptrace::kill(pid, libc::SIGKILL);
-        }
-        while let Ok(Some(_)) = ptrace::wait_any() {}
+        rec.kill_all();
         let _ = rec.w.flush();
         return Err(e);
     }
@@ -821,7 +818,7 @@ impl Recorder {
 
     fn on_entry(&mut self, pid: Pid, nr: u64, args: [u64; 6]) -> Result<(), Error> {
         let Some(desc) = syscalls::lookup(nr).filter(|d| d.policy != Policy::Unsupported) else {
-            return Err(Error::UnsupportedSyscall { pid, nr, name: syscalls::name(nr) });
+            return Err(Error::UnsupportedSyscall { pid, nr, name: syscalls::name(nr), why: syscalls::refusal(nr) });
         };
         let call = desc.sysno;
         let clone_flags = match call {
@@ -996,6 +993,22 @@ impl Recorder {
         p.user_since = Some(now);
         p.warned = false;
         self.resume_at_syscall_stop(pid)
+    }
+
+    /// A recording that fails ends every tracee, and waits until each is gone: the threads it
+    /// knows, children announced or stopped whose adoption was pending, and any tracee still
+    /// reporting a stop (a child forked just before the failure stops for its tracer, which is
+    /// gone only once it is killed; waiting for it without killing it never ends).
+    fn kill_all(&mut self) {
+        let known = self.procs.keys().chain(&self.early_children).chain(self.awaited_children.keys());
+        for &pid in known {
+            let _ = ptrace::kill(pid, libc::SIGKILL);
+        }
+        while let Ok(Some((pid, status))) = ptrace::wait_any() {
+            if matches!(status, Wait::Stopped { .. }) {
+                let _ = ptrace::kill(pid, libc::SIGKILL);
+            }
+        }
     }
 
     /// Resume a thread from a syscall stop, re-sending a held-back signal if it has one.

@@ -566,6 +566,21 @@ pub fn name(nr: u64) -> String {
     }
 }
 
+/// Why a call missing from the table is refused (the end of the recorder's error message).
+pub fn refusal(nr: u64) -> &'static str {
+    match Sysno::new(nr as usize) {
+        Some(Sysno::ptrace) => {
+            "a tracer (strace, gdb) cannot run under rdb, which is the program's tracer already: record the \
+             program without it, and debug the replay instead (`rdb gdb`)"
+        }
+        Some(Sysno::io_uring_setup | Sysno::io_uring_enter | Sysno::io_uring_register) => {
+            "the kernel performs io_uring's operations outside system calls, where a ptrace recorder cannot see \
+             them: run the program without io_uring"
+        }
+        _ => "rdb cannot record it yet",
+    }
+}
+
 /// The policy for a number: unknown numbers are [`Policy::Unsupported`].
 pub fn policy(nr: u64) -> Policy {
     lookup(nr).map_or(Policy::Unsupported, |d| d.policy)
@@ -600,6 +615,8 @@ mod tests {
         assert_eq!(policy(101), Policy::Unsupported);
         assert_eq!(name(101), "ptrace");
         assert_eq!(name(100_000), "syscall_100000");
+        assert!(refusal(101).contains("tracer") && refusal(425).contains("io_uring"));
+        assert_eq!(refusal(100_000), "rdb cannot record it yet");
         assert_eq!(lookup(0).unwrap().name(), "read");
     }
 
