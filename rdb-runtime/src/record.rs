@@ -121,6 +121,13 @@ fn is_elf(path: &Path) -> bool {
     std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == b"\x7fELF"
 }
 
+/// A 32-bit ELF file (`ELFCLASS32`).
+fn is_elf32(path: &Path) -> bool {
+    use std::io::Read;
+    let mut ident = [0u8; 5];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut ident)).is_ok() && ident == *b"\x7fELF\x01"
+}
+
 /// Hashes thread ids and fds with one multiplication. The recorder looks threads up about ten
 /// times per syscall; SipHash's resistance to chosen keys buys nothing for kernel-assigned ids.
 #[derive(Default, Clone, Copy)]
@@ -763,6 +770,17 @@ impl Recorder {
     /// After exec (or the initial start): hide the vDSO, trap `rdtsc`, log the image.
     /// `path` is the absolute path of the file exec'ed.
     fn after_exec(&mut self, pid: Pid, path: PathBuf) -> Result<(), Error> {
+        let image = procfs::exe(pid).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?;
+        if is_elf32(&image) {
+            return Err(Error::Unsupported {
+                pid,
+                what: format!(
+                    "{} is a 32-bit program: rdb records x86-64 programs only (a 32-bit program's system calls \
+                     are numbered and passed differently); build it for x86-64",
+                    image.display()
+                ),
+            });
+        }
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
         let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         let mut stack =
@@ -771,7 +789,6 @@ impl Recorder {
             mem::write(pid, regs.rsp + off as u64, &stack[off..off + 8])
                 .map_err(Error::ptrace(pid, "hiding the vDSO"))?;
         }
-        let image = procfs::exe(pid).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?;
         let (image_blake3, _) =
             self.hashes.hash(&image).map_err(|source| Error::FileMissing { path: image.clone(), source })?;
         let (blake3, _) =
@@ -809,6 +826,16 @@ impl Recorder {
 
     fn on_syscall_stop(&mut self, pid: Pid) -> Result<(), Error> {
         let info = ptrace::syscall_info(pid).map_err(Error::ptrace(pid, "reading syscall info"))?;
+        if let (true, SyscallStop::Entry { nr, .. }) = (info.compat, info.stop) {
+            return Err(Error::Unsupported {
+                pid,
+                what: format!(
+                    "a 32-bit system call (int 0x80, number {nr}) at pc {:#x}: rdb records the x86-64 system call \
+                     interface only (32-bit calls are numbered and passed differently)",
+                    info.pc
+                ),
+            });
+        }
         match info.stop {
             SyscallStop::Entry { nr, args } => self.on_entry(pid, nr, args),
             SyscallStop::Exit { ret } => self.on_exit_stop(pid, ret, info.pc, info.sp),
