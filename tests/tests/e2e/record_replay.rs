@@ -272,3 +272,21 @@ pub fn closed_standard_descriptors_stay_closed() {
         assert_eq!(program_stderr(&rep), text(&native.stderr), "the replay with {name} closed");
     }
 }
+
+/// A trace root (`RDB_TRACE_DIR`) that is a regular file is said to be one by every command that
+/// looks in it, never reported as missing or empty.
+pub fn a_trace_root_that_is_a_file_is_said_to_be_one() {
+    let dir = scratch("root-is-a-file");
+    let root = dir.path().join("root");
+    std::fs::write(&root, "hello\n").unwrap();
+    for args in [&["ls"][..], &["replay"], &["info", "some-trace"], &["record", "--", "/bin/true"]] {
+        let out = output(rdb(args).env("RDB_TRACE_DIR", &root).current_dir(dir.path()));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(EXIT_ERROR), "rdb {args:?}:\n{}", describe(&out));
+        assert!(
+            err.contains(&format!("{} is a file", root.display())) || err.contains("not a directory"),
+            "rdb {args:?} must say the root is a file:\n{err}"
+        );
+        assert!(!err.contains("does not exist") && !err.contains("no trace named"), "rdb {args:?}:\n{err}");
+    }
+}
