@@ -165,6 +165,7 @@ fn main() {
         ctrl_c_reaches_the_program_and_the_trace_completes,
         closed_standard_descriptors_stay_closed,
         a_trace_root_that_is_a_file_is_said_to_be_one,
+        output_sent_to_a_socket_is_re_emitted,
     ));
     trials.extend(scenarios!(replay_debug:
         minibc_regions_show_branch_popping_an_empty_stack,

@@ -290,3 +290,37 @@ pub fn a_trace_root_that_is_a_file_is_said_to_be_one() {
         assert!(!err.contains("does not exist") && !err.contains("no trace named"), "rdb {args:?}:\n{err}");
     }
 }
+
+/// Output sent with `sendto` and `sendmsg` to a standard output that is a socket is re-emitted
+/// on replay like `write`'s; bytes spliced into it from a pipe, which the recorder cannot read
+/// again, are refused at record time with the reason.
+pub fn output_sent_to_a_socket_is_re_emitted() {
+    use std::io::Read;
+    let dir = scratch("send-to-stdout");
+    let exe = clang(&program("support/send_to_stdout.c"), &dir.path().join("send"), &["-O1"], &[]);
+    let trace = dir.path().join("trace");
+    let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut command = rdb(&["record", "-o", trace.to_str().unwrap(), "--", exe.to_str().unwrap()]);
+    command.stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs))).stderr(Stdio::piped());
+    let child = command.spawn().expect("start rdb record");
+    drop(command); // our copy of the socket's other end: the read below ends with the recording
+    let mut recorded = Vec::new();
+    ours.read_to_end(&mut recorded).unwrap();
+    let rec = child.wait_with_output().unwrap();
+    assert_eq!(rec.status.code(), Some(0), "recording failed:\n{}", text(&rec.stderr));
+    assert_eq!(text(&recorded), "write\nsendto\nsendmsg\n");
+    let rep = replay(dir.path(), &trace);
+    assert_eq!(rep.status.code(), Some(0), "{}", describe(&rep));
+    assert_eq!(text(&rep.stdout), text(&recorded));
+    // Bytes spliced from a pipe into the socket cannot be read again: refused, saying so.
+    let (_ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let splice = "import os; r, w = os.pipe(); os.write(w, b'spliced\\n'); os.splice(r, 1, 8)";
+    let trace = dir.path().join("splice");
+    let rec = output(
+        rdb(&["record", "-o", trace.to_str().unwrap(), "--", "python3", "-c", splice])
+            .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs))),
+    );
+    let err = text(&rec.stderr);
+    assert_eq!(rec.status.code(), Some(EXIT_ERROR), "{}", describe(&rec));
+    assert!(err.contains("splice from fd 3 to rdb's own output (fd 1): rdb cannot read those bytes again"), "{err}");
+}
