@@ -274,7 +274,7 @@ struct Recorder {
     syscalls: u64,
     processes: u64,
     /// The thread whose call writing to our stdout/stderr is in the kernel or not yet logged
-    /// (see [`Recorder::enter_output`]).
+    /// (see [`Recorder::leave_output`]).
     output_turn: Option<Pid>,
     /// Threads stopped at the entry of such a call until `output_turn` is free, in order.
     output_queue: VecDeque<Pid>,
@@ -1059,7 +1059,8 @@ impl Recorder {
     /// write, and the kernel may complete the two in one order (or interleave their bytes)
     /// while the events are logged in another, which replay then prints. With it, the order
     /// of the output events is the order in which the kernel wrote the bytes.
-    /// `pid`'s output call is logged (or `pid` is gone): let the next waiting one in.
+    ///
+    /// Here: `pid`'s output call is logged (or `pid` is gone), so the next waiting one goes in.
     fn leave_output(&mut self, pid: Pid) -> Result<(), Error> {
         if self.output_turn != Some(pid) {
             return Ok(());
