@@ -4,7 +4,7 @@
 // calls writing to a file of the program's own (whose contents it then prints). Its twin
 // output_by_fd_calls_to_file.c runs this with standard output in a regular file
 // (copy_file_range instead of tee and vmsplice there).
-// rdb-stdout: "sendfile at an offset\nsendfile at the position\nsplice from a pipe\nsplice from a file\ntee from a pipe\nvmsplice from memory\nin a file: sendfile splice copy_file_range\n"
+// rdb-stdout: "sendfile at an offset\nsendfile at the position\nsplice from a pipe\nsplice from a file\ntee from a pipe\nvmsplice from memory\nvmsplice into memory\nin a file: sendfile splice copy_file_range\n"
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -67,6 +67,14 @@ int main(void) {
         static char a[] = "vmsplice ", b[] = "from memory\n";
         struct iovec iov[2] = {{a, 9}, {b, 12}};
         check(vmsplice(1, iov, 2, 0), 21, "vmsplice");
+        /* vmsplice from a pipe's read end copies into memory, like readv. */
+        int v[2];
+        pipe_with(v, "vmsplice into memory\n");
+        static char into[32];
+        struct iovec dst = {into, sizeof into};
+        check(vmsplice(v[0], &dst, 1, 0), 21, "vmsplice from a pipe");
+        check(memcmp(into, "vmsplice into memory\n", 21), 0, "the bytes vmsplice copied");
+        check(write(1, into, 21), 21, "write");
     } else {
         /* A file can be spliced only through a pipe: through one of ours, into the output. */
         off = 49;
