@@ -181,6 +181,13 @@ enum Capture {
     PipeCopy { source: u64 },
 }
 
+/// Who may write to one of the recorder's output files (see [`Recorder::leave_output`]).
+#[derive(Default)]
+struct OutputTurn {
+    holder: Option<Pid>,
+    waiting: VecDeque<Pid>,
+}
+
 /// A call writing to the recorder's own stdout/stderr, from its entry to its event.
 #[derive(Debug, Clone)]
 struct OutputCall {
@@ -273,11 +280,10 @@ struct Recorder {
     root_status: Option<i32>,
     syscalls: u64,
     processes: u64,
-    /// The thread whose call writing to our stdout/stderr is in the kernel or not yet logged
-    /// (see [`Recorder::leave_output`]).
-    output_turn: Option<Pid>,
-    /// Threads stopped at the entry of such a call until `output_turn` is free, in order.
-    output_queue: VecDeque<Pid>,
+    /// Per output file (stdout's, and stderr's when it is another file): the thread whose
+    /// call writing to it is in the kernel or not yet logged, and the threads stopped at the
+    /// entry of such a call until it is, in order (see [`Recorder::leave_output`]).
+    output_turns: [OutputTurn; 2],
     /// A pipe of the recorder's into which it copies bytes a tracee's pipe keeps (`tee`).
     scratch: Option<(std::io::PipeReader, std::io::PipeWriter)>,
 }
@@ -414,8 +420,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         root_status: None,
         syscalls: 0,
         processes: 1,
-        output_turn: None,
-        output_queue: VecDeque::new(),
+        output_turns: Default::default(),
         scratch: None,
     };
     rec.procs.insert(root, Proc { tgid: root, ..Proc::default() });
@@ -686,7 +691,9 @@ impl Recorder {
     fn on_exit(&mut self, pid: Pid, status: i32) -> Result<(), Error> {
         if let Some(p) = self.procs.remove(&pid) {
             self.w.push(&Event::Exit { tid: Tid(pid.0 as u32), status })?;
-            self.output_queue.retain(|&t| t != pid);
+            for turn in &mut self.output_turns {
+                turn.waiting.retain(|&t| t != pid);
+            }
             self.leave_output(pid)?;
             if pid == self.root {
                 self.root_status = Some(status);
@@ -886,7 +893,8 @@ impl Recorder {
             _ => None,
         };
         // A call writing to our output waits at its entry while another thread's is under way.
-        let parked = output.is_some() && self.output_turn.is_some_and(|t| t != pid);
+        let turn = stream.map(|s| self.output_file(s));
+        let parked = turn.is_some_and(|i| self.output_turns[i].holder.is_some_and(|t| t != pid));
         let exec_path = match call {
             Sysno::execve => exec_target(pid, libc::AT_FDCWD as u64, args[0]),
             Sysno::execveat => exec_target(pid, args[0], args[1]),
@@ -912,15 +920,14 @@ impl Recorder {
         p.user_since = None;
         p.probing = None;
         let tgid = p.tgid;
-        let is_output = output.is_some();
         p.output = output;
-        if parked {
-            self.output_queue.push_back(pid);
-        } else {
-            if is_output {
-                self.output_turn = Some(pid);
+        match turn {
+            Some(i) if parked => self.output_turns[i].waiting.push_back(pid),
+            Some(i) => {
+                self.output_turns[i].holder = Some(pid);
+                self.resume_at_syscall_stop(pid)?;
             }
-            self.resume_at_syscall_stop(pid)?;
+            None => self.resume_at_syscall_stop(pid)?,
         }
         let g = self.groups.get_mut(&tgid).expect("thread group");
         if call == Sysno::exit_group {
@@ -1051,26 +1058,39 @@ impl Recorder {
         ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
     }
 
-    /// Output calls in the kernel's order. Calls that write to the recorder's stdout/stderr
-    /// enter the kernel one at a time: a thread entering one while another thread's is in the
+    /// Output calls in the kernel's order. Calls that write to one of the recorder's output
+    /// files (stdout's; stderr's, the same one or another) enter the kernel one at a time: a thread entering one while another thread's is in the
     /// kernel, or done but not yet logged, stays stopped at its entry (giving its turn up, so
     /// the threads it may wait for run) until that call's event is written. Without this, a
     /// write that blocks past the 2 ms deadline (a full pipe) lets another thread run and
     /// write, and the kernel may complete the two in one order (or interleave their bytes)
     /// while the events are logged in another, which replay then prints. With it, the order
-    /// of the output events is the order in which the kernel wrote the bytes.
+    /// of the output events is the order in which the kernel wrote the bytes. Writes to two
+    /// different files do not wait for each other (a reader may need one before it drains
+    /// the other, as natively).
     ///
     /// Here: `pid`'s output call is logged (or `pid` is gone), so the next waiting one goes in.
     fn leave_output(&mut self, pid: Pid) -> Result<(), Error> {
-        if self.output_turn != Some(pid) {
-            return Ok(());
-        }
-        self.output_turn = None;
-        if let Some(next) = self.output_queue.pop_front() {
-            self.output_turn = Some(next);
-            self.resume_at_syscall_stop(next)?;
+        for i in 0..self.output_turns.len() {
+            if self.output_turns[i].holder != Some(pid) {
+                continue;
+            }
+            let next = self.output_turns[i].waiting.pop_front();
+            self.output_turns[i].holder = next;
+            if let Some(next) = next {
+                self.resume_at_syscall_stop(next)?;
+            }
         }
         Ok(())
+    }
+
+    /// Which output file a stream is (an index of `output_turns`): stderr's is stdout's when
+    /// both are the same file.
+    fn output_file(&self, stream: Stream) -> usize {
+        match stream {
+            Stream::Stderr if self.stderr_id != self.stdout_id => 1,
+            _ => 0,
+        }
     }
 
     /// Which of the recorder's own output streams a call writing to a descriptor reaches.

@@ -6,7 +6,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use rdb_tests::{cargo, clang, describe, output, program, rdb, repo_root, run_ok, scratch, target_dir, text, timed};
+use rdb_tests::{
+    cargo, clang, describe, output, program, rdb, rdb_timed, repo_root, run_ok, scratch, target_dir, text, timed,
+};
 
 /// The race sample app (its own cargo project), built into this target directory.
 fn race_app() -> PathBuf {
@@ -125,4 +127,34 @@ pub fn writes_blocked_on_a_slow_reader_replay_in_the_kernels_order() {
     assert_eq!(rep.stdout.len(), recorded.len(), "the replay printed {} bytes", rep.stdout.len());
     let first_difference = rep.stdout.iter().zip(&recorded).position(|(a, b)| a != b);
     assert_eq!(first_difference, None, "the replay's output differs from the recording's at that byte");
+}
+
+/// Writes to two different output files do not wait for each other: a reader that drains
+/// stderr only after a line on stdout gets that line while a thread's write to stderr blocks.
+pub fn a_write_to_stdout_does_not_wait_for_one_to_stderr() {
+    use std::io::{BufRead, Read};
+    let dir = scratch("stdout-stderr");
+    let exe =
+        clang(&program("support/stdout_while_stderr_is_full.c"), &dir.path().join("speak"), &["-O1", "-pthread"], &[]);
+    let trace = dir.path().join("trace");
+    let mut child = rdb_timed(60, &["record", "-o", trace.to_str().unwrap(), "--", exe.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start rdb record");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n", "the line on stdout (none: the recording hung until its timeout)");
+    let mut err = Vec::new();
+    child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", text(&err[err.len().saturating_sub(2000)..]));
+    assert!(
+        err.len() > 1 << 20 && err[..1 << 20].iter().all(|&b| b == b'e'),
+        "stderr is the program's 1 MB, then rdb's"
+    );
+    let rep = output(rdb(&["replay", trace.to_str().unwrap()]).current_dir(dir.path()));
+    assert_eq!(rep.status.code(), Some(0), "replay failed:\n{}", describe(&rep));
+    assert_eq!(text(&rep.stdout), "ready\n");
 }
