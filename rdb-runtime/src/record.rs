@@ -876,6 +876,16 @@ impl Recorder {
         if call == Sysno::prctl && args[0] == syscalls::PR_SET_TSC {
             return Err(Error::Unsupported { pid, what: "prctl(PR_SET_TSC): rdb traps rdtsc itself".into() });
         }
+        if syscalls::maps_a_file(call, &args) && self.writes_our_output_through_memory(pid, &args) {
+            return Err(Error::Unsupported {
+                pid,
+                what: format!(
+                    "mmap of rdb's own output file (fd {}) shared and writable: output written through memory cannot \
+                     be replayed; redirect the program's output elsewhere",
+                    args[4]
+                ),
+            });
+        }
         if call == Sysno::rseq {
             // The kernel would write the current CPU into rseq areas at any time: make the
             // call fail with ENOSYS (glibc copes) by skipping it.
@@ -1091,6 +1101,15 @@ impl Recorder {
             Stream::Stderr if self.stderr_id != self.stdout_id => 1,
             _ => 0,
         }
+    }
+
+    /// A shared writable `mmap` of the recorder's own stdout/stderr file: writing to that
+    /// memory changes the output without any call that replay could re-emit.
+    fn writes_our_output_through_memory(&self, pid: Pid, args: &[u64; 6]) -> bool {
+        let shared_writable = args[3] & libc::MAP_SHARED as u64 != 0 && args[2] & libc::PROT_WRITE as u64 != 0;
+        shared_writable
+            && procfs::fd_metadata(pid, args[4])
+                .is_ok_and(|md| [self.stdout_id, self.stderr_id].contains(&Some((md.dev(), md.ino()))))
     }
 
     /// Which of the recorder's own output streams a call writing to a descriptor reaches.
