@@ -48,9 +48,20 @@ fn date(secs: u64) -> String {
 
 pub fn run(_: Args) -> Result<i32> {
     let base = traces::base_dir()?;
-    let Ok(rd) = std::fs::read_dir(&base) else {
-        println!("no traces ({} does not exist)", base.display());
-        return Ok(0);
+    let rd = match std::fs::read_dir(&base) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!("no traces ({} does not exist)", base.display());
+            return Ok(0);
+        }
+        // Only a missing root is "no traces": a file, or one rdb may not read, is an error.
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            anyhow::bail!(
+                "the trace root {} is a file, not a directory (set RDB_TRACE_DIR to a directory)",
+                base.display()
+            )
+        }
+        Err(e) => anyhow::bail!("cannot list the trace root {}: {e}", base.display()),
     };
     let mut rows: Vec<(u64, String, String, String, u64, String, String)> = Vec::new();
     let mut names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();

@@ -53,6 +53,12 @@ Examples:
   cargo rdb replay app-0              Rust: rebuild with debug regions, replay app-0 with them
   rdb replay app-0 --debug ./app      C: replay with the regions of a program rebuilt by rdb-clang";
 
+/// Before Rust's runtime puts `/dev/null` on closed standard descriptors: which were closed, so
+/// that `rdb record` closes them for the program too.
+#[used]
+#[link_section = ".init_array"]
+static NOTE_CLOSED_STANDARD_FDS: extern "C" fn() = rdb_runtime::sys::note_closed_standard_fds;
+
 /// Exit code for errors that are not the program's own status.
 pub const EXIT_ERROR: i32 = 1;
 pub const EXIT_DIVERGED: i32 = 3;

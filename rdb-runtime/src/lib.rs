@@ -120,8 +120,8 @@ pub enum Error {
     Spawn { program: String, source: io::Error },
     #[error("tracing pid {pid} failed ({what})")]
     Ptrace { pid: Pid, what: &'static str, source: io::Error },
-    #[error("unsupported syscall `{name}` (number {nr}) in pid {pid}: rdb cannot record it yet")]
-    UnsupportedSyscall { pid: Pid, nr: u64, name: String },
+    #[error("unsupported syscall `{name}` (number {nr}) in pid {pid}: {why}")]
+    UnsupportedSyscall { pid: Pid, nr: u64, name: String, why: &'static str },
     #[error("unsupported in pid {pid}: {what}")]
     Unsupported { pid: Pid, what: String },
     #[error("thread {tid} ran user code for {secs} s without a syscall at pc {pc:#x}{} while {waiting} other thread(s) waited for their turn: rdb switches threads only at syscalls, so a thread spinning until another one acts never ends under rdb (add a syscall such as sched_yield to the spin loop)", location.as_ref().map(|l| format!(" ({l})")).unwrap_or_default())]

@@ -1,6 +1,6 @@
 //! What a system call moves between the program and the outside world, for event callbacks
 //! (`rdb::Syscall::data`): the bytes it sends, read from the program's memory (the table's
-//! [`In`] for calls that write to files, plus `sendto`/`sendmsg`), and the bytes it received
+//! [`In`] of its [`Output`](syscalls::Output) for calls that write to a descriptor from memory), and the bytes it received
 //! (the payload part of the table's [`Out`] effects: `Ret`, `Iov` and the iovecs of a
 //! `msghdr`), which after a replayed call are in the program's memory as recorded.
 
@@ -22,18 +22,15 @@ pub fn data_ranges(nr: u64, args: &[u64; 6], ret: i64, completed: bool, mem: &dy
     }
     let len = (ret as u64).min(MAX_DATA);
     let Some(desc) = syscalls::lookup(nr) else { return ranges };
-    // Calls that read the program's memory: the table says where for file writes; the socket
-    // sends are described here.
-    let source = desc.reads.or(match desc.sysno {
-        Sysno::sendto => Some(In::Buf(1)),
-        _ => None,
-    });
-    match source {
+    // Calls that send the program's memory: the table says where.
+    match desc.output.map(|o| o.data) {
         Some(In::Buf(buf)) => ranges.push((args[buf as usize], len)),
         Some(In::Iov(iov, count)) => {
             scatter(&read_iovecs(mem, args[iov as usize], args[count as usize]), len, &mut ranges)
         }
-        None if desc.sysno == Sysno::sendmsg => msghdr_iovecs(mem, args[1], len, &mut ranges),
+        Some(In::MsgHdr(h)) => msghdr_iovecs(mem, args[h as usize], len, &mut ranges),
+        // Bytes moved between descriptors never pass through the program's memory.
+        Some(In::Fd { .. } | In::PipeCopy(_)) => {}
         None if completed => {
             for w in desc.writes {
                 match *w {

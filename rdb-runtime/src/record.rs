@@ -30,7 +30,7 @@ use crate::effects;
 use crate::location;
 use crate::observer::ProcessImage;
 use crate::process::{self, FileHashes};
-use crate::syscalls::{self, In, Policy, SyscallDesc, Sysno};
+use crate::syscalls::{self, In, Output, Policy, SyscallDesc, Sysno};
 use crate::trace::{self, Event, Header, KeepFiles, MappedFile, Stream, Summary, Tid, TraceWriter};
 use crate::Error;
 
@@ -121,6 +121,13 @@ fn is_elf(path: &Path) -> bool {
     std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == b"\x7fELF"
 }
 
+/// A 32-bit ELF file (`ELFCLASS32`).
+fn is_elf32(path: &Path) -> bool {
+    use std::io::Read;
+    let mut ident = [0u8; 5];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut ident)).is_ok() && ident == *b"\x7fELF\x01"
+}
+
 /// Hashes thread ids and fds with one multiplication. The recorder looks threads up about ten
 /// times per syscall; SipHash's resistance to chosen keys buys nothing for kernel-assigned ids.
 #[derive(Default, Clone, Copy)]
@@ -153,6 +160,41 @@ enum Pending {
     SyscallExit { ret: i64, pc: u64, sp: u64 },
     /// A new thread's first turn.
     Start,
+}
+
+/// How the recorder captures the bytes a call writes to its own stdout/stderr (decided at the
+/// call's entry from the table's [`Output`] and the kinds of files involved).
+#[derive(Debug, Clone, Copy)]
+enum Capture {
+    /// From the program's memory (`write`, `writev`, `sendto`, `sendmsg`, `vmsplice`).
+    Memory(In),
+    /// Read again from a regular file of the tracee, `fd`, at the offset the kernel advanced
+    /// past the bytes: the one in the pointer `offset_ptr`, or the file position when it is
+    /// null. The source of `sendfile`/`copy_file_range`/`splice`, or their destination when
+    /// the source is a pipe or socket.
+    File { fd: u64, offset_ptr: u64 },
+    /// A `splice` from a pipe to a pipe, run as `tee` (its argument registers restored at
+    /// exit): the kernel copies the bytes to the destination and leaves them in the source,
+    /// from which the recorder then reads them itself, which consumes them as `splice` would.
+    SpliceAsTee { source: u64 },
+    /// Copied out of a pipe that keeps them (`tee`).
+    PipeCopy { source: u64 },
+}
+
+/// Who may write to one of the recorder's output files (see [`Recorder::leave_output`]).
+#[derive(Default)]
+struct OutputTurn {
+    holder: Option<Pid>,
+    waiting: VecDeque<Pid>,
+}
+
+/// A call writing to the recorder's own stdout/stderr, from its entry to its event.
+#[derive(Debug, Clone)]
+struct OutputCall {
+    stream: Stream,
+    capture: Capture,
+    /// The bytes, read at the exit stop.
+    bytes: Option<Vec<u8>>,
 }
 
 /// The threads of one process (thread group): at most one runs user code.
@@ -194,6 +236,8 @@ struct Proc {
     exec_path: Option<PathBuf>,
     /// Which of our output streams each fd writes to (cleared when fds change).
     fd_streams: IdMap<u64, Option<Stream>>,
+    /// The call it is in writes to our stdout/stderr.
+    output: Option<OutputCall>,
     /// Asynchronous signals held back until the next syscall stop (siginfo bytes).
     deferred: VecDeque<SigInfo>,
     /// A held-back signal re-sent at a syscall stop, awaiting its delivery stop.
@@ -236,6 +280,12 @@ struct Recorder {
     root_status: Option<i32>,
     syscalls: u64,
     processes: u64,
+    /// Per output file (stdout's, and stderr's when it is another file): the thread whose
+    /// call writing to it is in the kernel or not yet logged, and the threads stopped at the
+    /// entry of such a call until it is, in order (see [`Recorder::leave_output`]).
+    output_turns: [OutputTurn; 2],
+    /// A pipe of the recorder's into which it copies bytes a tracee's pipe keeps (`tee`).
+    scratch: Option<(std::io::PipeReader, std::io::PipeWriter)>,
 }
 
 /// Identity (device, inode) of what our `fd` writes to, to recognise the program's writes that
@@ -325,9 +375,15 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     sys::ignore_terminal_signals();
     let mut cmd = Command::new(&exec_name);
     cmd.arg0(&opts.program).args(&opts.args);
-    // SAFETY: the closure only makes two async-signal-safe syscalls (see the callee).
+    // A standard descriptor closed when rdb started (`prog <&-`) is closed for the program too,
+    // as it would be natively: not the `/dev/null` Rust's runtime put there for rdb.
+    let closed = sys::standard_fds_closed_at_start();
+    // SAFETY: the closure only makes async-signal-safe syscalls (close, and see the callee).
     unsafe {
-        cmd.pre_exec(ptrace::child_prepare_for_trace);
+        cmd.pre_exec(move || {
+            sys::close_standard_fds(closed);
+            ptrace::child_prepare_for_trace()
+        });
     }
     let child = cmd.spawn().map_err(|source| Error::Spawn { program: exe.display().to_string(), source })?;
     let root = Pid::of(&child);
@@ -364,6 +420,8 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         root_status: None,
         syscalls: 0,
         processes: 1,
+        output_turns: Default::default(),
+        scratch: None,
     };
     rec.procs.insert(root, Proc { tgid: root, ..Proc::default() });
     rec.groups.insert(root, Group { running: Some(root), since: Some(Instant::now()), ..Group::default() });
@@ -386,10 +444,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         result
     });
     if let Err(e) = result {
-        for &pid in rec.procs.keys() {
-            let _ = ptrace::kill(pid, libc::SIGKILL);
-        }
-        while let Ok(Some(_)) = ptrace::wait_any() {}
+        rec.kill_all();
         let _ = rec.w.flush();
         return Err(e);
     }
@@ -636,6 +691,10 @@ impl Recorder {
     fn on_exit(&mut self, pid: Pid, status: i32) -> Result<(), Error> {
         if let Some(p) = self.procs.remove(&pid) {
             self.w.push(&Event::Exit { tid: Tid(pid.0 as u32), status })?;
+            for turn in &mut self.output_turns {
+                turn.waiting.retain(|&t| t != pid);
+            }
+            self.leave_output(pid)?;
             if pid == self.root {
                 self.root_status = Some(status);
             }
@@ -718,6 +777,17 @@ impl Recorder {
     /// After exec (or the initial start): hide the vDSO, trap `rdtsc`, log the image.
     /// `path` is the absolute path of the file exec'ed.
     fn after_exec(&mut self, pid: Pid, path: PathBuf) -> Result<(), Error> {
+        let image = procfs::exe(pid).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?;
+        if is_elf32(&image) {
+            return Err(Error::Unsupported {
+                pid,
+                what: format!(
+                    "{} is a 32-bit program: rdb records x86-64 programs only (a 32-bit program's system calls \
+                     are numbered and passed differently); build it for x86-64",
+                    image.display()
+                ),
+            });
+        }
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
         let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         let mut stack =
@@ -726,7 +796,6 @@ impl Recorder {
             mem::write(pid, regs.rsp + off as u64, &stack[off..off + 8])
                 .map_err(Error::ptrace(pid, "hiding the vDSO"))?;
         }
-        let image = procfs::exe(pid).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?;
         let (image_blake3, _) =
             self.hashes.hash(&image).map_err(|source| Error::FileMissing { path: image.clone(), source })?;
         let (blake3, _) =
@@ -764,6 +833,16 @@ impl Recorder {
 
     fn on_syscall_stop(&mut self, pid: Pid) -> Result<(), Error> {
         let info = ptrace::syscall_info(pid).map_err(Error::ptrace(pid, "reading syscall info"))?;
+        if let (true, SyscallStop::Entry { nr, .. }) = (info.compat, info.stop) {
+            return Err(Error::Unsupported {
+                pid,
+                what: format!(
+                    "a 32-bit system call (int 0x80, number {nr}) at pc {:#x}: rdb records the x86-64 system call \
+                     interface only (32-bit calls are numbered and passed differently)",
+                    info.pc
+                ),
+            });
+        }
         match info.stop {
             SyscallStop::Entry { nr, args } => self.on_entry(pid, nr, args),
             SyscallStop::Exit { ret } => self.on_exit_stop(pid, ret, info.pc, info.sp),
@@ -773,7 +852,7 @@ impl Recorder {
 
     fn on_entry(&mut self, pid: Pid, nr: u64, args: [u64; 6]) -> Result<(), Error> {
         let Some(desc) = syscalls::lookup(nr).filter(|d| d.policy != Policy::Unsupported) else {
-            return Err(Error::UnsupportedSyscall { pid, nr, name: syscalls::name(nr) });
+            return Err(Error::UnsupportedSyscall { pid, nr, name: syscalls::name(nr), why: syscalls::refusal(nr) });
         };
         let call = desc.sysno;
         let clone_flags = match call {
@@ -797,15 +876,35 @@ impl Recorder {
         if call == Sysno::prctl && args[0] == syscalls::PR_SET_TSC {
             return Err(Error::Unsupported { pid, what: "prctl(PR_SET_TSC): rdb traps rdtsc itself".into() });
         }
+        if syscalls::maps_a_file(call, &args) && self.writes_our_output_through_memory(pid, &args) {
+            return Err(Error::Unsupported {
+                pid,
+                what: format!(
+                    "mmap of rdb's own output file (fd {}) shared and writable: output written through memory cannot \
+                     be replayed; redirect the program's output elsewhere",
+                    args[4]
+                ),
+            });
+        }
         if call == Sysno::rseq {
             // The kernel would write the current CPU into rseq areas at any time: make the
             // call fail with ENOSYS (glibc copes) by skipping it.
             ptrace::poke_user(pid, ptrace::ORIG_RAX_OFFSET, u64::MAX).map_err(Error::ptrace(pid, "skipping rseq"))?;
         }
-        if trace::progress::active() && self.stream_of(pid, desc, args[0]).is_some() {
+        let stream = self.stream_of(pid, desc, &args);
+        if trace::progress::active() && stream.is_some() {
             // A progress display on our terminal steps aside before the program writes there.
             trace::progress::before_output();
         }
+        let output = match (stream, desc.output) {
+            (Some(stream), Some(out)) => {
+                Some(OutputCall { stream, capture: self.plan_capture(pid, desc, out, &args)?, bytes: None })
+            }
+            _ => None,
+        };
+        // A call writing to our output waits at its entry while another thread's is under way.
+        let turn = stream.map(|s| self.output_file(s));
+        let parked = turn.is_some_and(|i| self.output_turns[i].holder.is_some_and(|t| t != pid));
         let exec_path = match call {
             Sysno::execve => exec_target(pid, libc::AT_FDCWD as u64, args[0]),
             Sysno::execveat => exec_target(pid, args[0], args[1]),
@@ -819,7 +918,7 @@ impl Recorder {
         let tgid = self.procs[&pid].tgid;
         let resumes_blocking =
             call == Sysno::restart_syscall && self.procs[&pid].restart_block.is_some_and(|(d, a)| d.gives_turn_up(&a));
-        let release = desc.gives_turn_up(&args) || resumes_blocking || (call == Sysno::exit && pid == tgid);
+        let release = desc.gives_turn_up(&args) || resumes_blocking || (call == Sysno::exit && pid == tgid) || parked;
         // Read only for a call that neither gives its turn up nor keeps it (2 ms deadline).
         let now = self.stamp(!release && !desc.policy.re_executed());
         let p = self.procs.get_mut(&pid).expect("known process");
@@ -831,14 +930,15 @@ impl Recorder {
         p.user_since = None;
         p.probing = None;
         let tgid = p.tgid;
-        let mut sig = 0;
-        if p.injecting.is_none() {
-            if let Some(info) = p.deferred.pop_front() {
-                sig = si_signo(&info);
-                p.injecting = Some(info);
+        p.output = output;
+        match turn {
+            Some(i) if parked => self.output_turns[i].waiting.push_back(pid),
+            Some(i) => {
+                self.output_turns[i].holder = Some(pid);
+                self.resume_at_syscall_stop(pid)?;
             }
+            None => self.resume_at_syscall_stop(pid)?,
         }
-        ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))?;
         let g = self.groups.get_mut(&tgid).expect("thread group");
         if call == Sysno::exit_group {
             // The other threads are about to be killed: nobody gets another turn.
@@ -860,6 +960,9 @@ impl Recorder {
             return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
         }
         let tgid = p.tgid;
+        if p.output.is_some() {
+            self.capture_output(pid, ret)?;
+        }
         let chaos_coin = self.schedule.chaos.is_some() && self.random().is_multiple_of(4);
         let (clock, slice) = (self.clock, self.schedule.slice);
         let g = self.groups.get_mut(&tgid).expect("thread group");
@@ -915,13 +1018,15 @@ impl Recorder {
                 .map_err(|e| Error::Unsupported { pid, what: e.0 })?;
             writes = effects::capture(&mem, &ranges);
         }
-        let output = if ret > 0 { self.output_of(pid, desc, &args, ret as u64) } else { None };
+        let p = self.procs.get_mut(&pid).expect("known process");
+        let output = p.output.take().and_then(|o| Some((o.stream, o.bytes?)));
         let file = if syscalls::maps_a_file(desc.sysno, &args) && ret >= 0 {
             self.mapped_file(pid, &args, ret as u64)?
         } else {
             None
         };
         self.w.push(&Event::Syscall { tid: Tid(pid.0 as u32), nr, args, ret, writes, output, file })?;
+        self.leave_output(pid)?;
         // Read against the watchdog, and to tell a stale probe (sent 10 s after it) apart.
         let now = self.stamp(false);
         let p = self.procs.get_mut(&pid).expect("known process");
@@ -931,6 +1036,28 @@ impl Recorder {
         p.last_exit = Some((pc, sp, ret));
         p.user_since = Some(now);
         p.warned = false;
+        self.resume_at_syscall_stop(pid)
+    }
+
+    /// A recording that fails ends every tracee, and waits until each is gone: the threads it
+    /// knows, children announced or stopped whose adoption was pending, and any tracee still
+    /// reporting a stop (a child forked just before the failure stops for its tracer, which is
+    /// gone only once it is killed; waiting for it without killing it never ends).
+    fn kill_all(&mut self) {
+        let known = self.procs.keys().chain(&self.early_children).chain(self.awaited_children.keys());
+        for &pid in known {
+            let _ = ptrace::kill(pid, libc::SIGKILL);
+        }
+        while let Ok(Some((pid, status))) = ptrace::wait_any() {
+            if matches!(status, Wait::Stopped { .. }) {
+                let _ = ptrace::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+
+    /// Resume a thread from a syscall stop, re-sending a held-back signal if it has one.
+    fn resume_at_syscall_stop(&mut self, pid: Pid) -> Result<(), Error> {
+        let p = self.procs.get_mut(&pid).expect("known process");
         let mut sig = 0;
         if p.injecting.is_none() {
             if let Some(info) = p.deferred.pop_front() {
@@ -941,9 +1068,53 @@ impl Recorder {
         ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
     }
 
-    /// Which of the recorder's own output streams a write-family call on `fd` reaches.
-    fn stream_of(&mut self, pid: Pid, desc: &SyscallDesc, fd: u64) -> Option<Stream> {
-        desc.reads?;
+    /// Output calls in the kernel's order. Calls that write to one of the recorder's output
+    /// files (stdout's; stderr's, the same one or another) enter the kernel one at a time: a thread entering one while another thread's is in the
+    /// kernel, or done but not yet logged, stays stopped at its entry (giving its turn up, so
+    /// the threads it may wait for run) until that call's event is written. Without this, a
+    /// write that blocks past the 2 ms deadline (a full pipe) lets another thread run and
+    /// write, and the kernel may complete the two in one order (or interleave their bytes)
+    /// while the events are logged in another, which replay then prints. With it, the order
+    /// of the output events is the order in which the kernel wrote the bytes. Writes to two
+    /// different files do not wait for each other (a reader may need one before it drains
+    /// the other, as natively).
+    ///
+    /// Here: `pid`'s output call is logged (or `pid` is gone), so the next waiting one goes in.
+    fn leave_output(&mut self, pid: Pid) -> Result<(), Error> {
+        for i in 0..self.output_turns.len() {
+            if self.output_turns[i].holder != Some(pid) {
+                continue;
+            }
+            let next = self.output_turns[i].waiting.pop_front();
+            self.output_turns[i].holder = next;
+            if let Some(next) = next {
+                self.resume_at_syscall_stop(next)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Which output file a stream is (an index of `output_turns`): stderr's is stdout's when
+    /// both are the same file.
+    fn output_file(&self, stream: Stream) -> usize {
+        match stream {
+            Stream::Stderr if self.stderr_id != self.stdout_id => 1,
+            _ => 0,
+        }
+    }
+
+    /// A shared writable `mmap` of the recorder's own stdout/stderr file: writing to that
+    /// memory changes the output without any call that replay could re-emit.
+    fn writes_our_output_through_memory(&self, pid: Pid, args: &[u64; 6]) -> bool {
+        let shared_writable = args[3] & libc::MAP_SHARED as u64 != 0 && args[2] & libc::PROT_WRITE as u64 != 0;
+        shared_writable
+            && procfs::fd_metadata(pid, args[4])
+                .is_ok_and(|md| [self.stdout_id, self.stderr_id].contains(&Some((md.dev(), md.ino()))))
+    }
+
+    /// Which of the recorder's own output streams a call writing to a descriptor reaches.
+    fn stream_of(&mut self, pid: Pid, desc: &SyscallDesc, args: &[u64; 6]) -> Option<Stream> {
+        let fd = args[desc.output?.fd as usize];
         let (stdout_id, stderr_id) = (self.stdout_id, self.stderr_id);
         let p = self.procs.get_mut(&pid)?;
         *p.fd_streams.entry(fd).or_insert_with(|| {
@@ -959,30 +1130,168 @@ impl Recorder {
         })
     }
 
-    /// Bytes a write-family call sent to the recorder's own stdout/stderr.
-    fn output_of(&mut self, pid: Pid, desc: &SyscallDesc, args: &[u64; 6], len: u64) -> Option<(Stream, Vec<u8>)> {
-        let source = desc.reads?;
-        let stream = self.stream_of(pid, desc, args[0])?;
+    /// How to capture what a call about to write to our output writes (at its entry stop).
+    /// A call moving bytes between descriptors is captured from wherever the bytes can still
+    /// be read after it: a regular file it read or wrote, or the source pipe; a transfer whose
+    /// bytes cannot be read again is refused.
+    fn plan_capture(&mut self, pid: Pid, desc: &SyscallDesc, out: Output, args: &[u64; 6]) -> Result<Capture, Error> {
+        let In::Fd { fd, offset } = out.data else {
+            return Ok(match out.data {
+                In::PipeCopy(source) => Capture::PipeCopy { source: args[source as usize] },
+                data => Capture::Memory(data),
+            });
+        };
+        use std::os::unix::fs::FileTypeExt;
+        let kind = |fd: u64| procfs::fd_metadata(pid, fd).map(|m| m.file_type()).ok();
+        let (source, dest) = (args[fd as usize], args[out.fd as usize]);
+        if kind(source).is_some_and(|k| k.is_file()) {
+            return Ok(Capture::File { fd: source, offset_ptr: args[offset as usize] });
+        }
+        if kind(dest).is_some_and(|k| k.is_file()) {
+            let offset_ptr = out.offset.map_or(0, |o| args[o as usize]);
+            return Ok(Capture::File { fd: dest, offset_ptr });
+        }
+        let offsets = args[offset as usize] != 0 || out.offset.is_some_and(|o| args[o as usize] != 0);
+        if desc.sysno == Sysno::splice
+            && kind(source).is_some_and(|k| k.is_fifo())
+            && kind(dest).is_some_and(|k| k.is_fifo())
+            && !offsets
+        {
+            // splice(in, NULL, out, NULL, len, flags) becomes tee(in, out, len, flags).
+            let mut tee = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            tee.orig_rax = Sysno::tee as u64;
+            (tee.rdi, tee.rsi, tee.rdx, tee.r10) = (args[0], args[2], args[4], args[5]);
+            ptrace::set_regs(pid, &tee).map_err(Error::ptrace(pid, "turning splice into tee"))?;
+            return Ok(Capture::SpliceAsTee { source });
+        }
+        Err(Error::Unsupported {
+            pid,
+            what: format!(
+                "{} from fd {source} to rdb's own output (fd {dest}): rdb cannot read those bytes again to replay them; \
+                 redirect the program's standard output to a file or a pipe",
+                desc.name()
+            ),
+        })
+    }
+
+    /// At the exit stop of a call writing to our output: read the bytes it wrote (and put the
+    /// registers back for a `splice` run as `tee`).
+    fn capture_output(&mut self, pid: Pid, ret: i64) -> Result<(), Error> {
+        let p = self.procs.get_mut(&pid).expect("known process");
+        let (Some(out), Some((desc, args))) = (p.output.as_ref(), p.entry) else { return Ok(()) };
+        let capture = out.capture;
+        let len = ret.max(0) as u64;
+        let bytes = match capture {
+            Capture::Memory(data) => Some(self.memory_output(pid, data, &args, len)),
+            Capture::File { fd, offset_ptr } if len > 0 => Some(self.file_output(pid, desc, fd, offset_ptr, len)?),
+            Capture::PipeCopy { source } if len > 0 => Some(self.pipe_output(pid, desc, source, len, false)?),
+            Capture::SpliceAsTee { source } => {
+                let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                (regs.orig_rax, regs.rax) = (desc.sysno as u64, ret as u64);
+                (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) =
+                    (args[0], args[1], args[2], args[3], args[4], args[5]);
+                ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "restoring splice's registers"))?;
+                (len > 0).then(|| self.pipe_output(pid, desc, source, len, true)).transpose()?
+            }
+            _ => None,
+        };
+        if let Some(o) = self.procs.get_mut(&pid).and_then(|p| p.output.as_mut()) {
+            o.bytes = bytes.filter(|b| !b.is_empty());
+        }
+        Ok(())
+    }
+
+    /// The bytes a call wrote from the program's memory.
+    fn memory_output(&self, pid: Pid, data: In, args: &[u64; 6], len: u64) -> Vec<u8> {
         let mem = pid;
-        let mut data = Vec::with_capacity(len as usize);
         let mut ranges = Vec::new();
-        match source {
+        let iov_at = |iov: u64, count: u64, ranges: &mut Vec<(u64, u64)>| {
+            let mut left = len;
+            for (base, l) in effects::read_iovecs(&mem, iov, count) {
+                let n = l.min(left);
+                ranges.push((base, n));
+                left -= n;
+            }
+        };
+        match data {
             In::Buf(buf) => ranges.push((args[buf as usize], len)),
-            In::Iov(iov, count) => {
-                let mut left = len;
-                for (base, l) in effects::read_iovecs(&mem, args[iov as usize], args[count as usize]) {
-                    let n = l.min(left);
-                    ranges.push((base, n));
-                    left -= n;
+            In::Iov(iov, count) => iov_at(args[iov as usize], args[count as usize], &mut ranges),
+            In::MsgHdr(h) => {
+                let mut hdr = [0u8; 32];
+                if mem.read_memory(args[h as usize], &mut hdr).unwrap_or(0) == 32 {
+                    let word = |i: usize| u64::from_le_bytes(hdr[i..i + 8].try_into().expect("8 bytes"));
+                    iov_at(word(16), word(24), &mut ranges);
                 }
             }
+            In::Fd { .. } | In::PipeCopy(_) => {}
         }
+        let mut bytes = Vec::with_capacity(len.min(1 << 20) as usize);
         for (addr, n) in ranges {
             let mut buf = vec![0u8; n as usize];
             let got = mem.read_memory(addr, &mut buf).unwrap_or(0);
-            data.extend_from_slice(&buf[..got]);
+            bytes.extend_from_slice(&buf[..got]);
         }
-        Some((stream, data))
+        bytes
+    }
+
+    /// The `len` bytes before the offset a call advanced in the regular file `fd`.
+    fn file_output(&self, pid: Pid, desc: &SyscallDesc, fd: u64, offset_ptr: u64, len: u64) -> Result<Vec<u8>, Error> {
+        use std::os::unix::fs::FileExt;
+        let fail = |why: String| Error::Unsupported {
+            pid,
+            what: format!("{} wrote {len} bytes to rdb's own output that rdb cannot read again: {why}", desc.name()),
+        };
+        let end = if offset_ptr != 0 {
+            let mut b = [0u8; 8];
+            mem::read(pid, offset_ptr, &mut b).map_err(|e| fail(format!("reading the offset: {e}")))?;
+            u64::from_le_bytes(b)
+        } else {
+            procfs::fd_position(pid, fd).map_err(|e| fail(format!("the position of fd {fd}: {e}")))?
+        };
+        let start = end.checked_sub(len).ok_or_else(|| fail(format!("offset {end} is before the bytes")))?;
+        let file = procfs::open_fd(pid, fd).map_err(|e| fail(format!("opening fd {fd}: {e}")))?;
+        let mut bytes = vec![0u8; len as usize];
+        file.read_exact_at(&mut bytes, start).map_err(|e| fail(format!("reading fd {fd} at {start}: {e}")))?;
+        Ok(bytes)
+    }
+
+    /// The first `len` bytes in the tracee's pipe `source`: copied, or read (`consume`, which
+    /// takes them out of the pipe as the `splice` that was run as `tee` would have).
+    fn pipe_output(
+        &mut self,
+        pid: Pid,
+        desc: &SyscallDesc,
+        source: u64,
+        len: u64,
+        consume: bool,
+    ) -> Result<Vec<u8>, Error> {
+        use std::io::Read;
+        use std::os::fd::AsFd;
+        let fail = |why: String| Error::Unsupported {
+            pid,
+            what: format!(
+                "{} wrote {len} bytes from a pipe to rdb's own output that rdb cannot read: {why}",
+                desc.name()
+            ),
+        };
+        let mut pipe = procfs::open_fd(pid, source).map_err(|e| fail(format!("opening fd {source}: {e}")))?;
+        let mut bytes = vec![0u8; len as usize];
+        if consume {
+            pipe.read_exact(&mut bytes).map_err(|e| fail(format!("reading fd {source}: {e}")))?;
+            return Ok(bytes);
+        }
+        if self.scratch.is_none() {
+            self.scratch = Some(std::io::pipe().map_err(|e| fail(format!("creating a pipe: {e}")))?);
+        }
+        let (r, w) = self.scratch.as_mut().expect("just made");
+        sys::set_pipe_size(w.as_fd(), len as usize).map_err(|e| fail(format!("sizing a pipe: {e}")))?;
+        let n =
+            sys::tee(pipe.as_fd(), w.as_fd(), len as usize).map_err(|e| fail(format!("copying fd {source}: {e}")))?;
+        r.read_exact(&mut bytes[..n]).map_err(|e| fail(format!("reading the copy: {e}")))?;
+        if (n as u64) < len {
+            return Err(fail(format!("only {n} of them are still in the pipe")));
+        }
+        Ok(bytes)
     }
 
     /// Identity (and, when it cannot be found again by path, contents) of an mmap'ed file.

@@ -11,8 +11,9 @@
 //! - whether it may wait for another thread or the outside world, so the thread gives its
 //!   turn up at entry ([`Blocks`]);
 //! - whether it changes the file-descriptor table, whether it still writes memory when a
-//!   signal interrupts it, the temporary signal mask it waits under ([`Mask`]), and the
-//!   buffer it writes to a file ([`In`], for the recorder's output capture).
+//!   signal interrupts it, the temporary signal mask it waits under ([`Mask`]), and what it
+//!   writes to a file descriptor and where those bytes come from ([`Output`], for the
+//!   recorder's output capture: every way of writing is described, memory or another file).
 //!
 //! [`crate::effects`] turns the memory descriptions into address ranges. A call missing from
 //! the table is unsupported: recording fails, naming the call.
@@ -28,9 +29,9 @@ pub enum Policy {
     /// Builds kernel state the replayed process needs (signal dispositions, thread setup):
     /// executed again on replay with the same arguments.
     ReExecute,
-    /// Changes the address space (mmap family, brk): re-executed, and its result must be the
-    /// recorded one (else the replay diverged). File mappings become anonymous memory filled
-    /// from the file or the trace.
+    /// Changes the address space (mmap family, brk, memory protection keys): re-executed, and
+    /// its result must be the recorded one (else the replay diverged). File mappings become
+    /// anonymous memory filled from the file or the trace.
     AddressSpace,
     /// Creates a process or thread (clone, fork, vfork, clone3): re-executed; a `NewProcess`
     /// event follows.
@@ -101,13 +102,44 @@ pub enum Mask {
     Pselect6(u8),
 }
 
-/// The buffer a call writes to a file.
+/// What a call writes to a file descriptor: the descriptor (an argument) and where the bytes
+/// come from. The recorder uses it to capture the bytes that reach its own stdout/stderr, which
+/// replay re-emits: every call that writes to a descriptor has one, so no output goes unseen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Output {
+    /// The argument holding the descriptor written to.
+    pub fd: u8,
+    /// The argument holding a pointer to the offset written at (`splice`, `copy_file_range`;
+    /// the kernel advances it), when the call has one.
+    pub offset: Option<u8>,
+    pub data: In,
+}
+
+/// Where the bytes a call writes come from. The length is always the result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum In {
-    /// A buffer at argument `.0` (its length is the result).
+    /// A buffer at argument `.0`.
     Buf(u8),
     /// An iovec array at argument `.0` with argument `.1` entries.
     Iov(u8, u8),
+    /// A `struct msghdr` at argument `.0` (`sendmsg`): its iovecs.
+    MsgHdr(u8),
+    /// Another descriptor (argument `fd`), read at the offset the pointer in argument `offset`
+    /// points to, or at its file position when that is null; a pipe is consumed (`splice`,
+    /// `sendfile`, `copy_file_range`).
+    Fd { fd: u8, offset: u8 },
+    /// A pipe (argument `.0`) whose bytes are copied, not consumed (`tee`).
+    PipeCopy(u8),
+}
+
+/// `Output` for the table: descriptor `fd`, no offset pointer.
+const fn to(fd: u8, data: In) -> Option<Output> {
+    Some(Output { fd, offset: None, data })
+}
+
+/// `Output` for the table: descriptor `fd` written at the offset pointer in argument `offset`.
+const fn to_at(fd: u8, offset: u8, data: In) -> Option<Output> {
+    Some(Output { fd, offset: Some(offset), data })
 }
 
 /// One syscall table entry.
@@ -125,7 +157,7 @@ pub struct SyscallDesc {
     /// the time left, poll/ppoll every `revents`, select/pselect6/ppoll the timeout left.
     pub writes_when_interrupted: bool,
     pub mask: Option<Mask>,
-    pub reads: Option<In>,
+    pub output: Option<Output>,
 }
 
 impl SyscallDesc {
@@ -153,7 +185,7 @@ const PLAIN: SyscallDesc = SyscallDesc {
     changes_fds: false,
     writes_when_interrupted: false,
     mask: None,
-    reads: None,
+    output: None,
 };
 
 use Out::*;
@@ -187,7 +219,7 @@ const POLLFD: usize = 8;
 
 table! {
     read 3 Emulate [Ret(1)] { blocks: Blocks::Always };
-    write 3 Emulate [] { reads: Some(In::Buf(1)) };
+    write 3 Emulate [] { output: to(0, In::Buf(1)) };
     open 3 Emulate [];
     close 1 Emulate [] { changes_fds: true };
     stat 2 Emulate [Fixed(1, STAT)];
@@ -204,9 +236,9 @@ table! {
     rt_sigreturn 0 ReExecute [];
     ioctl 3 Emulate [Special(ioctl_writes)];
     pread64 4 Emulate [Ret(1)];
-    pwrite64 4 Emulate [] { reads: Some(In::Buf(1)) };
+    pwrite64 4 Emulate [] { output: to(0, In::Buf(1)) };
     readv 3 Emulate [Iov(1, 2)] { blocks: Blocks::Always };
-    writev 3 Emulate [] { reads: Some(In::Iov(1, 2)) };
+    writev 3 Emulate [] { output: to(0, In::Iov(1, 2)) };
     access 2 Emulate [];
     pipe 1 Emulate [Fixed(0, 8)];
     select 5 Emulate [Special(select_writes)] { blocks: Blocks::Always, writes_when_interrupted: true };
@@ -223,13 +255,13 @@ table! {
     alarm 1 Emulate [];
     setitimer 3 Emulate [Fixed(2, ITIMERVAL)];
     getpid 0 Emulate [];
-    sendfile 4 Emulate [Fixed(2, 8)];
+    sendfile 4 Emulate [Fixed(2, 8)] { blocks: Blocks::Always, output: to(0, In::Fd { fd: 1, offset: 2 }) };
     socket 3 Emulate [];
     connect 3 Emulate [] { blocks: Blocks::Always };
     accept 3 Emulate [LenPtr(1, 2)] { blocks: Blocks::Always };
-    sendto 6 Emulate [];
+    sendto 6 Emulate [] { output: to(0, In::Buf(1)) };
     recvfrom 6 Emulate [Ret(1), LenPtr(4, 5)] { blocks: Blocks::Always };
-    sendmsg 3 Emulate [];
+    sendmsg 3 Emulate [] { output: to(0, In::MsgHdr(1)) };
     recvmsg 3 Emulate [MsgHdr(1)] { blocks: Blocks::Always };
     shutdown 2 Emulate [];
     bind 3 Emulate [];
@@ -364,6 +396,9 @@ table! {
     epoll_ctl 4 Emulate [];
     tgkill 3 Emulate [];
     utimes 2 Emulate [];
+    mbind 6 Emulate [];
+    set_mempolicy 3 Emulate [];
+    get_mempolicy 5 Emulate [Fixed(0, 4), Special(nodemask_writes)];
     waitid 5 Emulate [Fixed(2, SIGINFO), Fixed(4, RUSAGE)] { blocks: Blocks::Always };
     inotify_init 0 Emulate [];
     inotify_add_watch 3 Emulate [];
@@ -385,9 +420,12 @@ table! {
     ppoll 5 Emulate [ArgCount(0, 1, POLLFD), Fixed(2, TIMESPEC)] { blocks: Blocks::Always, writes_when_interrupted: true, mask: Some(Mask::Args(3, 4)) };
     set_robust_list 2 ReExecute [];
     get_robust_list 3 Emulate [Fixed(1, 8), Fixed(2, 8)];
-    splice 6 Emulate [Fixed(1, 8), Fixed(3, 8)];
-    tee 4 Emulate [];
+    splice 6 Emulate [Fixed(1, 8), Fixed(3, 8)] { blocks: Blocks::Always, output: to_at(2, 3, In::Fd { fd: 0, offset: 1 }) };
+    tee 4 Emulate [] { blocks: Blocks::Always, output: to(1, In::PipeCopy(0)) };
     sync_file_range 4 Emulate [];
+    // vmsplice on a pipe's read end copies into the iovecs (like readv); on a write end the
+    // bytes recorded as written are the program's own, already there at replay.
+    vmsplice 4 Emulate [Iov(1, 2)] { blocks: Blocks::Always, output: to(0, In::Iov(1, 2)) };
     utimensat 4 Emulate [];
     epoll_pwait 6 Emulate [RetCount(1, EPOLL_EVENT)] { blocks: Blocks::Always, mask: Some(Mask::Args(4, 5)) };
     signalfd 3 Emulate [];
@@ -404,7 +442,7 @@ table! {
     pipe2 2 Emulate [Fixed(0, 8)];
     inotify_init1 1 Emulate [];
     preadv 5 Emulate [Iov(1, 2)];
-    pwritev 5 Emulate [] { reads: Some(In::Iov(1, 2)) };
+    pwritev 5 Emulate [] { output: to(0, In::Iov(1, 2)) };
     rt_tgsigqueueinfo 4 Emulate [];
     prlimit64 4 Emulate [Fixed(3, RLIMIT)];
     syncfs 1 Emulate [];
@@ -415,9 +453,12 @@ table! {
     execveat 5 Exec [] { changes_fds: true };
     membarrier 3 Emulate [];
     mlock2 3 Emulate [];
-    copy_file_range 6 Emulate [Fixed(1, 8), Fixed(3, 8)];
+    copy_file_range 6 Emulate [Fixed(1, 8), Fixed(3, 8)] { output: to_at(2, 3, In::Fd { fd: 0, offset: 1 }) };
     preadv2 6 Emulate [Iov(1, 2)];
-    pwritev2 6 Emulate [] { reads: Some(In::Iov(1, 2)) };
+    pwritev2 6 Emulate [] { output: to(0, In::Iov(1, 2)) };
+    pkey_mprotect 4 AddressSpace [];
+    pkey_alloc 2 AddressSpace [];
+    pkey_free 1 AddressSpace [];
     statx 5 Emulate [Fixed(4, 256)];
     rseq 4 Emulate [];
     pidfd_send_signal 4 Emulate [];
@@ -490,6 +531,11 @@ fn select_writes(args: &[u64; 6]) -> Result<Vec<(u64, u64)>, UnknownEffect> {
     Ok(vec![(args[1], set), (args[2], set), (args[3], set), (args[4], 16)])
 }
 
+/// `get_mempolicy`: the node mask has `maxnode` bits (argument 2), in whole `unsigned long`s.
+fn nodemask_writes(args: &[u64; 6]) -> Result<Vec<(u64, u64)>, UnknownEffect> {
+    Ok(vec![(args[1], args[2].div_ceil(64).saturating_mul(8))])
+}
+
 /// `mincore`: one byte per page.
 fn mincore_writes(args: &[u64; 6]) -> Result<Vec<(u64, u64)>, UnknownEffect> {
     Ok(vec![(args[2], args[1].div_ceil(4096))])
@@ -519,6 +565,21 @@ pub fn name(nr: u64) -> String {
     match Sysno::new(nr as usize) {
         Some(s) => s.name().to_string(),
         None => format!("syscall_{nr}"),
+    }
+}
+
+/// Why a call missing from the table is refused (the end of the recorder's error message).
+pub fn refusal(nr: u64) -> &'static str {
+    match Sysno::new(nr as usize) {
+        Some(Sysno::ptrace) => {
+            "a tracer (strace, gdb) cannot run under rdb, which is the program's tracer already: record the \
+             program without it, and debug the replay instead (`rdb gdb`)"
+        }
+        Some(Sysno::io_uring_setup | Sysno::io_uring_enter | Sysno::io_uring_register) => {
+            "the kernel performs io_uring's operations outside system calls, where a ptrace recorder cannot see \
+             them: run the program without io_uring"
+        }
+        _ => "rdb cannot record it yet",
     }
 }
 
@@ -556,6 +617,8 @@ mod tests {
         assert_eq!(policy(101), Policy::Unsupported);
         assert_eq!(name(101), "ptrace");
         assert_eq!(name(100_000), "syscall_100000");
+        assert!(refusal(101).contains("tracer") && refusal(425).contains("io_uring"));
+        assert_eq!(refusal(100_000), "rdb cannot record it yet");
         assert_eq!(lookup(0).unwrap().name(), "read");
     }
 
@@ -568,7 +631,8 @@ mod tests {
         assert!(d(Sysno::dup2).changes_fds && d(Sysno::execveat).changes_fds && !d(Sysno::open).changes_fds);
         assert!(d(Sysno::ppoll).writes_when_interrupted && !d(Sysno::epoll_wait).writes_when_interrupted);
         assert_eq!(d(Sysno::pselect6).mask, Some(Mask::Pselect6(5)));
-        assert_eq!(d(Sysno::writev).reads, Some(In::Iov(1, 2)));
+        assert_eq!(d(Sysno::writev).output, to(0, In::Iov(1, 2)));
+        assert_eq!(d(Sysno::splice).output.map(|o| (o.fd, o.offset)), Some((2, Some(3))));
         assert_eq!(d(Sysno::brk).policy, Policy::AddressSpace);
         assert!(d(Sysno::clone3).policy.re_executed() && !d(Sysno::read).policy.re_executed());
     }

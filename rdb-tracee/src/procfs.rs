@@ -166,6 +166,26 @@ pub fn fd_metadata(pid: Pid, fd: u64) -> io::Result<std::fs::Metadata> {
     std::fs::metadata(format!("/proc/{pid}/fd/{fd}"))
 }
 
+/// Open what an fd of a process refers to, for reading, without blocking (a FIFO with no
+/// writer) and without taking the tracee's file position (a fresh open file description; read
+/// it with `pread`). A pipe opened this way is the tracee's pipe: reading it consumes.
+pub fn open_fd(pid: Pid, fd: u64) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(format!("/proc/{pid}/fd/{fd}"))
+}
+
+/// The file position of an fd of a process (`pos:` in `/proc/PID/fdinfo/FD`).
+pub fn fd_position(pid: Pid, fd: u64) -> io::Result<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("pos:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| io::Error::other(format!("no position in /proc/{pid}/fdinfo/{fd}")))
+}
+
 /// Auxiliary vector keys rdb uses.
 pub const AT_NULL: u64 = 0;
 pub const AT_IGNORE: u64 = 1;

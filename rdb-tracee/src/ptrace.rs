@@ -51,7 +51,13 @@ pub struct SyscallInfo {
     pub stop: SyscallStop,
     pub pc: u64,
     pub sp: u64,
+    /// A 32-bit system call (`int 0x80`, or any call of an ia32 process): its number and
+    /// arguments follow the i386 numbering and registers, not x86-64's.
+    pub compat: bool,
 }
+
+/// `AUDIT_ARCH_I386`: the `arch` of a 32-bit system call in `PTRACE_GET_SYSCALL_INFO`.
+const AUDIT_ARCH_I386: u32 = 0x4000_0003;
 
 pub(crate) fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
     if ret == -1 {
@@ -279,7 +285,7 @@ pub fn syscall_info(pid: Pid) -> io::Result<SyscallInfo> {
         2 => SyscallStop::Exit { ret: raw.data[0] as i64 },
         _ => SyscallStop::Other,
     };
-    Ok(SyscallInfo { stop, pc: raw.instruction_pointer, sp: raw.stack_pointer })
+    Ok(SyscallInfo { stop, pc: raw.instruction_pointer, sp: raw.stack_pointer, compat: raw.arch == AUDIT_ARCH_I386 })
 }
 
 /// Outcome of `waitpid`.

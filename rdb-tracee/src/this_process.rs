@@ -46,6 +46,65 @@ pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout: Duration) -> io::
     }
 }
 
+/// The standard descriptors (bit `fd`) that were closed when this process started.
+static CLOSED_AT_START: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Note which of the standard descriptors 0, 1 and 2 are closed. Rust's runtime opens
+/// `/dev/null` on closed ones before `main`, so a binary that must tell a closed descriptor
+/// from `/dev/null` (the recorder, which hands the program what it was given) registers this
+/// in its `.init_array`, which runs first:
+/// `#[used] #[link_section = ".init_array"] static F: extern "C" fn() = note_closed_standard_fds;`
+pub extern "C" fn note_closed_standard_fds() {
+    let mut closed = 0;
+    for fd in 0..3 {
+        // SAFETY: F_GETFD only asks about the descriptor.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            closed |= 1 << fd;
+        }
+    }
+    CLOSED_AT_START.store(closed, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Which standard descriptors were closed when this process started (as noted by
+/// [`note_closed_standard_fds`]; none when the binary does not register it).
+pub fn standard_fds_closed_at_start() -> [bool; 3] {
+    let closed = CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed);
+    [closed & 1 != 0, closed & 2 != 0, closed & 4 != 0]
+}
+
+/// Close the standard descriptors marked in `closed`. Async-signal-safe (for `pre_exec`).
+pub fn close_standard_fds(closed: [bool; 3]) {
+    for (fd, closed) in closed.into_iter().enumerate() {
+        if closed {
+            // SAFETY: closing a descriptor of this process.
+            unsafe { libc::close(fd as libc::c_int) };
+        }
+    }
+}
+
+/// Copy up to `len` bytes from the pipe `from` into the pipe `to` without consuming them
+/// (`tee` with `SPLICE_F_NONBLOCK`): how the recorder reads bytes a tracee's pipe keeps.
+pub fn tee(from: std::os::fd::BorrowedFd<'_>, to: std::os::fd::BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: two descriptors and integers; the kernel touches no memory of ours.
+    let r = unsafe { libc::tee(from.as_raw_fd(), to.as_raw_fd(), len, libc::SPLICE_F_NONBLOCK) };
+    if r == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r as usize)
+}
+
+/// Make the pipe `fd` hold at least `len` bytes (`F_SETPIPE_SZ`); the size it got.
+pub fn set_pipe_size(fd: std::os::fd::BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: integer arguments only.
+    let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, len.min(i32::MAX as usize) as libc::c_int) };
+    if r == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r as usize)
+}
+
 /// The calling thread's CPU affinity mask, as the kernel's `sched_getaffinity` writes it
 /// (`cpu_set_t` bytes, trailing zero bytes included).
 pub fn affinity_mask() -> io::Result<Vec<u8>> {

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # os.sendfile from a file to standard output.
-# rdb-expect: fails "issue 17: output written with sendfile is not re-emitted on replay"
+# rdb-expect: identical
 import os, sys, tempfile
 with tempfile.TemporaryFile() as f:
     f.write(b"x" * 1000 + b"\n")

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # os.splice from a pipe to standard output.
-# rdb-expect: fails "issue 17: output written with splice is not re-emitted on replay"
+# rdb-expect: identical
 import os, sys
 r, w = os.pipe()
 os.write(w, b"spliced bytes\n")

@@ -27,6 +27,21 @@ pub struct Resolved {
     _unpacked: Option<tempfile::TempDir>,
 }
 
+/// The trace root to look names up in; one that is a file is said to be one (not "no trace
+/// named ... in it").
+fn root_dir() -> Result<PathBuf, TraceError> {
+    let root = base_dir()?;
+    if std::fs::metadata(&root).is_ok_and(|m| !m.is_dir()) {
+        return Err(TraceError::NoTrace {
+            why: format!(
+                "the trace root {} is a file, not a directory (set RDB_TRACE_DIR to a directory)",
+                root.display()
+            ),
+        });
+    }
+    Ok(root)
+}
+
 /// The trace named on the command line (a path, or the name of a trace in the root), or the
 /// latest one; a packed trace is unpacked. The directory is not checked here: opening it
 /// (`Trace::open`, `Trace::peek`) does that.
@@ -34,7 +49,7 @@ pub fn resolve(arg: Option<&Path>) -> Result<Resolved, TraceError> {
     let path = match arg {
         Some(p) if p.exists() || p.components().count() != 1 => p.to_path_buf(),
         Some(p) => {
-            let root = base_dir()?;
+            let root = root_dir()?;
             let in_root = root.join(p);
             if std::fs::symlink_metadata(&in_root).is_err() {
                 return Err(TraceError::NoTrace {
@@ -48,7 +63,7 @@ pub fn resolve(arg: Option<&Path>) -> Result<Resolved, TraceError> {
             in_root
         }
         None => {
-            let link = base_dir()?.join("latest");
+            let link = root_dir()?.join("latest");
             if std::fs::symlink_metadata(&link).is_err() {
                 return Err(TraceError::NoTrace {
                     why: format!("no trace given and {} does not exist (record something first)", link.display()),

@@ -163,6 +163,9 @@ fn main() {
         changed_shared_library_is_refused_by_name,
         git_commit_replays_after_the_repository_changed,
         ctrl_c_reaches_the_program_and_the_trace_completes,
+        closed_standard_descriptors_stay_closed,
+        a_trace_root_that_is_a_file_is_said_to_be_one,
+        output_sent_to_a_socket_is_re_emitted,
     ));
     trials.extend(scenarios!(replay_debug:
         minibc_regions_show_branch_popping_an_empty_stack,
@@ -193,6 +196,8 @@ fn main() {
     trials.extend(scenarios!(threads:
         racy_recordings_replay_to_their_own_outcome,
         the_chaos_seed_is_stored_in_the_trace,
+        writes_blocked_on_a_slow_reader_replay_in_the_kernels_order,
+        a_write_to_stdout_does_not_wait_for_one_to_stderr,
     ));
     trials.extend(scenarios!(binary_differs:
         a_use_only_debug_code_needs_is_named_with_its_line_and_the_fix,

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use rdb_tests::{
-    clang, describe, output, program, rdb, record, replay, scratch, text, tools, EXIT_ENDS_EARLY, EXIT_ERROR,
+    clang, describe, output, program, program_stderr, rdb, record, replay, scratch, text, tools, EXIT_ENDS_EARLY,
+    EXIT_ERROR,
 };
 
 fn sh(script: &str) -> [&str; 3] {
@@ -243,4 +244,83 @@ pub fn ctrl_c_reaches_the_program_and_the_trace_completes() {
     let rep = replay(dir.path(), &trace);
     assert_eq!(rep.status.code(), Some(0), "{}", describe(&rep));
     assert_eq!(text(&rep.stdout), "ready\ninterrupted\n");
+}
+
+/// A standard descriptor closed for `rdb record` is closed for the program too, as natively
+/// (not the `/dev/null` Rust's runtime opens on it for rdb), and the replay shows the same run.
+pub fn closed_standard_descriptors_stay_closed() {
+    let dir = scratch("closed-stdio");
+    let rdb_path = tools().join("rdb");
+    for (name, program, redirect) in [("stdin", "cat", "<&-"), ("stdout", "echo hi", ">&-")] {
+        let native =
+            output(Command::new("/bin/sh").args(["-c", &format!("{program} {redirect}")]).current_dir(dir.path()));
+        assert_ne!(native.status.code(), Some(0), "natively, `{program} {redirect}` fails:\n{}", describe(&native));
+        let trace = dir.path().join(name);
+        let script = format!("exec \"$0\" record -o \"$1\" -- /bin/sh -c '{program}' {redirect}");
+        let rec = output(
+            Command::new("/bin/sh")
+                .args(["-c", &script])
+                .arg(&rdb_path)
+                .arg(&trace)
+                .current_dir(dir.path())
+                .stdin(Stdio::null()),
+        );
+        assert_eq!(rec.status.code(), native.status.code(), "{name} closed:\n{}", describe(&rec));
+        assert_eq!(program_stderr(&rec), text(&native.stderr), "{name} closed");
+        let rep = replay(dir.path(), &trace);
+        assert_eq!(rep.status.code(), Some(0), "{name} closed:\n{}", describe(&rep));
+        assert_eq!(program_stderr(&rep), text(&native.stderr), "the replay with {name} closed");
+    }
+}
+
+/// A trace root (`RDB_TRACE_DIR`) that is a regular file is said to be one by every command that
+/// looks in it, never reported as missing or empty.
+pub fn a_trace_root_that_is_a_file_is_said_to_be_one() {
+    let dir = scratch("root-is-a-file");
+    let root = dir.path().join("root");
+    std::fs::write(&root, "hello\n").unwrap();
+    for args in [&["ls"][..], &["replay"], &["info", "some-trace"], &["record", "--", "/bin/true"]] {
+        let out = output(rdb(args).env("RDB_TRACE_DIR", &root).current_dir(dir.path()));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(EXIT_ERROR), "rdb {args:?}:\n{}", describe(&out));
+        assert!(
+            err.contains(&format!("{} is a file", root.display())) || err.contains("not a directory"),
+            "rdb {args:?} must say the root is a file:\n{err}"
+        );
+        assert!(!err.contains("does not exist") && !err.contains("no trace named"), "rdb {args:?}:\n{err}");
+    }
+}
+
+/// Output sent with `sendto` and `sendmsg` to a standard output that is a socket is re-emitted
+/// on replay like `write`'s; bytes spliced into it from a pipe, which the recorder cannot read
+/// again, are refused at record time with the reason.
+pub fn output_sent_to_a_socket_is_re_emitted() {
+    use std::io::Read;
+    let dir = scratch("send-to-stdout");
+    let exe = clang(&program("support/send_to_stdout.c"), &dir.path().join("send"), &["-O1"], &[]);
+    let trace = dir.path().join("trace");
+    let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut command = rdb(&["record", "-o", trace.to_str().unwrap(), "--", exe.to_str().unwrap()]);
+    command.stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs))).stderr(Stdio::piped());
+    let child = command.spawn().expect("start rdb record");
+    drop(command); // our copy of the socket's other end: the read below ends with the recording
+    let mut recorded = Vec::new();
+    ours.read_to_end(&mut recorded).unwrap();
+    let rec = child.wait_with_output().unwrap();
+    assert_eq!(rec.status.code(), Some(0), "recording failed:\n{}", text(&rec.stderr));
+    assert_eq!(text(&recorded), "write\nsendto\nsendmsg\n");
+    let rep = replay(dir.path(), &trace);
+    assert_eq!(rep.status.code(), Some(0), "{}", describe(&rep));
+    assert_eq!(text(&rep.stdout), text(&recorded));
+    // Bytes spliced from a pipe into the socket cannot be read again: refused, saying so.
+    let (_ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let splice = "import os; r, w = os.pipe(); os.write(w, b'spliced\\n'); os.splice(r, 1, 8)";
+    let trace = dir.path().join("splice");
+    let rec = output(
+        rdb(&["record", "-o", trace.to_str().unwrap(), "--", "python3", "-c", splice])
+            .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs))),
+    );
+    let err = text(&rec.stderr);
+    assert_eq!(rec.status.code(), Some(EXIT_ERROR), "{}", describe(&rec));
+    assert!(err.contains("splice from fd 3 to rdb's own output (fd 1): rdb cannot read those bytes again"), "{err}");
 }

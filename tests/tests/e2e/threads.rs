@@ -6,7 +6,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use rdb_tests::{cargo, describe, output, rdb, repo_root, run_ok, scratch, target_dir, text, timed};
+use rdb_tests::{
+    cargo, clang, describe, output, program, rdb, rdb_timed, repo_root, run_ok, scratch, target_dir, text, timed,
+};
 
 /// The race sample app (its own cargo project), built into this target directory.
 fn race_app() -> PathBuf {
@@ -89,4 +91,70 @@ pub fn the_chaos_seed_is_stored_in_the_trace() {
     let info = text(&info.stdout);
     assert!(info.contains("chaos, seed 77"), "{info}");
     assert!(info.contains("(2 more threads)"), "{info}");
+}
+
+/// Threads whose writes to the output block on a slow reader (each far longer than the
+/// recorder's 2 ms deadline, so other threads run and write meanwhile) are recorded in the
+/// order the kernel wrote their bytes: the replay prints exactly what the recording printed.
+pub fn writes_blocked_on_a_slow_reader_replay_in_the_kernels_order() {
+    use std::io::Read;
+    let dir = scratch("slow-reader");
+    let exe =
+        clang(&program("support/writers_to_a_slow_reader.c"), &dir.path().join("writers"), &["-O1", "-pthread"], &[]);
+    let trace = dir.path().join("trace");
+    let mut child = rdb(&["record", "-o", trace.to_str().unwrap(), "--", exe.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start rdb record");
+    // Read 4 KB a millisecond: a 200 KB write waits about 50 ms for the pipe.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut recorded = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stdout.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => recorded.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("reading the recording's output: {e}"),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let rec = child.wait_with_output().expect("wait for rdb record");
+    assert_eq!(rec.status.code(), Some(0), "recording failed:\n{}", text(&rec.stderr));
+    assert_eq!(recorded.len(), 4 * 3 * 200 * 1024, "the recording printed {} bytes", recorded.len());
+    let rep = output(rdb(&["replay", trace.to_str().unwrap()]).current_dir(dir.path()));
+    assert_eq!(rep.status.code(), Some(0), "replay failed:\n{}", describe(&rep));
+    assert_eq!(rep.stdout.len(), recorded.len(), "the replay printed {} bytes", rep.stdout.len());
+    let first_difference = rep.stdout.iter().zip(&recorded).position(|(a, b)| a != b);
+    assert_eq!(first_difference, None, "the replay's output differs from the recording's at that byte");
+}
+
+/// Writes to two different output files do not wait for each other: a reader that drains
+/// stderr only after a line on stdout gets that line while a thread's write to stderr blocks.
+pub fn a_write_to_stdout_does_not_wait_for_one_to_stderr() {
+    use std::io::{BufRead, Read};
+    let dir = scratch("stdout-stderr");
+    let exe =
+        clang(&program("support/stdout_while_stderr_is_full.c"), &dir.path().join("speak"), &["-O1", "-pthread"], &[]);
+    let trace = dir.path().join("trace");
+    let mut child = rdb_timed(60, &["record", "-o", trace.to_str().unwrap(), "--", exe.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start rdb record");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n", "the line on stdout (none: the recording hung until its timeout)");
+    let mut err = Vec::new();
+    child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", text(&err[err.len().saturating_sub(2000)..]));
+    assert!(
+        err.len() > 1 << 20 && err[..1 << 20].iter().all(|&b| b == b'e'),
+        "stderr is the program's 1 MB, then rdb's"
+    );
+    let rep = output(rdb(&["replay", trace.to_str().unwrap()]).current_dir(dir.path()));
+    assert_eq!(rep.status.code(), Some(0), "replay failed:\n{}", describe(&rep));
+    assert_eq!(text(&rep.stdout), "ready\n");
 }
