@@ -433,6 +433,23 @@ fn regions_run_at_their_descriptor_locations_under_gdb() {
     let dir = tmp.path();
     copy_dir(&repo().join("sample-apps/c/list/instrumented"), dir);
     run(dir, rdb_clang(), &["-O0", "-g", "list.c", "dump.rdb.c", "-o", "list"]);
+    // gdb 13 cannot call a function in a live program on hosts whose CPUs have AMX state:
+    // it writes the registers back with an XSTATE buffer smaller than the kernel's, which
+    // the kernel refuses (plain gdb calling `getpid()` in any program fails the same way).
+    // This test needs such calls (dlopen, the region's entry); rdb's own tests do not.
+    let probe = Command::new("timeout")
+        .args(["60", "gdb", "-q", "-batch", "-ex", "break main", "-ex", "run", "-ex", "print (int) getpid()", "./list"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let probe = String::from_utf8_lossy(&probe.stdout).into_owned() + &String::from_utf8_lossy(&probe.stderr);
+    if probe.contains("Couldn't write extended state status") {
+        eprintln!(
+            "skipped: gdb cannot call functions in a live program on this host (`{}`)",
+            probe.lines().last().unwrap_or("")
+        );
+        return;
+    }
     assert_eq!(
         debug_lines(dir, "./list", &["5", "1", "9", "3", "7"]),
         "rdb: list shrank from 3 to 2 after inserting 3: 1 3 \n3 numbers: 1 3 7"
