@@ -14,13 +14,19 @@
 # `cargo build --release` of the source without regions.
 #
 # Usage: bench/arguments.sh [WORKDIR]   (default: a fresh temporary directory)
+# RDB_TOOLS=dev uses the dev build of cargo-rdb and rdb (same logic, faster to build).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 work="${1:-$(mktemp -d /tmp/rdb-args.XXXXXX)}"
 mkdir -p "$work"
 unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS CARGO_TARGET_DIR
-cargo build -q --release -p cargo-rdb -p rdb-cli --manifest-path "$repo/Cargo.toml"
-export PATH="$repo/target/release:$PATH"
+if [ "${RDB_TOOLS:-release}" = dev ]; then
+  cargo build -q -p cargo-rdb -p rdb-cli --manifest-path "$repo/Cargo.toml"
+  export PATH="$repo/target/debug:$PATH"
+else
+  cargo build -q --release -p cargo-rdb -p rdb-cli --manifest-path "$repo/Cargo.toml"
+  export PATH="$repo/target/release:$PATH"
+fi
 
 default_profile() { # MANIFEST: drop [profile.release] (cargo's defaults apply)
   python3 - "$1" <<'PY'

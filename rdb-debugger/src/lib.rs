@@ -270,7 +270,9 @@ impl ReplayObserver for RegionObserver {
     }
 
     fn can_go_back(&self) -> Result<(), String> {
-        self.callbacks.can_go_back()
+        self.callbacks.can_go_back()?;
+        self.regions.going_back();
+        Ok(())
     }
 
     fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {

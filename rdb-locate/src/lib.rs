@@ -178,6 +178,13 @@ pub struct ArgumentSite {
     /// code and a later line stands in, a change on a line in between may
     /// already have happened there: the variable is not served.
     pub written_after: Vec<u32>,
+    /// The variable's value never changes in its scope: a Rust binding
+    /// without `mut` (no binding of that name in the function is `mut`).
+    /// A parameter whose location the optimizer dropped at the region is
+    /// then the value it had on entry to the function (kept by the replayer
+    /// at the entry, descriptor class `entry_value`), unless its type holds
+    /// an `UnsafeCell` in its own bytes. Always false for C.
+    pub unchanged: bool,
 }
 
 /// The descriptors computed for a set of sites.
@@ -275,6 +282,23 @@ impl Located {
 }
 
 fn retarget_location(location: &mut Location, map: &TwinMap) {
+    if let Location::EntryValue { entry, value, .. } = location {
+        match map.map(*entry) {
+            Ok((main, _, _)) => {
+                *entry = main;
+                retarget_location(value, map);
+            }
+            Err(why) => {
+                *location = Location::Unavailable {
+                    reason: format!(
+                        "its value on entry to the function is read at the function's first instruction, whose code \
+                         is not proven the same in the recorded build ({why})"
+                    ),
+                };
+            }
+        }
+        return;
+    }
     match location {
         Location::Symbol { symbol, offset, address } => {
             if let Ok((main, name, off)) = map.map(*address) {
@@ -624,12 +648,19 @@ fn locate_local(
                             ),
                         }
                     }
-                    Ok(Location::OptimizedOut) => {
-                        warnings.push(format!(
-                            "region {region}: variable `{name}` is optimized out in `{}` at {address:#x}",
-                            instance.name
-                        ));
-                        Location::OptimizedOut
+                    Ok(l) if matches!(l, Location::OptimizedOut) || incomplete(&l, size) => {
+                        match entry_value_of_parameter(index, instance, found.die, argument, *address, size)? {
+                            Ok(l) => l,
+                            Err(why) => {
+                                let partly = if matches!(l, Location::OptimizedOut) { "" } else { "partly " };
+                                warnings.push(format!(
+                                    "region {region}: variable `{name}` is {partly}optimized out in `{}` at \
+                                     {address:#x}{why}",
+                                    instance.name
+                                ));
+                                Location::OptimizedOut
+                            }
+                        }
                     }
                     Ok(l) => l,
                     Err(why) => {
@@ -659,6 +690,75 @@ fn locate_local(
     }
     let (type_name, size) = type_info.unwrap_or_else(|| ("<unknown>".into(), 0));
     Ok((type_name, size, locations, warnings))
+}
+
+/// A parameter the optimizer dropped at `address` whose value never changes
+/// (`argument.unchanged`): the value it had on entry to the function, where
+/// its location list places it. `Err` says (after a `;`) why that cannot
+/// be, or is empty when the variable is no such parameter.
+fn entry_value_of_parameter(
+    index: &index::Index<'_>,
+    instance: &function::Instance,
+    die: index::DieRef,
+    argument: &ArgumentSite,
+    address: u64,
+    size: u64,
+) -> Result<Result<Location, String>, gimli::Error> {
+    if !argument.unchanged || index.die(die)?.tag != gimli::DW_TAG_formal_parameter {
+        return Ok(Err(String::new()));
+    }
+    let (Some(own), Some(owner)) = (instance.die, instance.frame_owner) else { return Ok(Err(String::new())) };
+    if own != owner {
+        return Ok(Err(
+            "; it is a parameter of a copy inlined into another function, whose entry is not its own".into()
+        ));
+    }
+    let ty = match index.inherited(die, gimli::DW_AT_type)? {
+        Some((holder, _)) => index.reference(holder, gimli::DW_AT_type)?,
+        None => None,
+    };
+    if types::has_interior_mutability(index, ty)? {
+        return Ok(Err("; its type holds an `UnsafeCell` (it may change without `mut`)".into()));
+    }
+    let Some(entry) = variable::entry_address(index, owner)? else {
+        return Ok(Err("; the function's entry is not known".into()));
+    };
+    let Some(cfa) = index.binary.cfa_rule(address) else {
+        return Ok(Err("; the unwind tables give no frame address here to tell calls apart".into()));
+    };
+    Ok(match variable::variable_location(index, die, Some(owner), entry, size)? {
+        Ok(value @ (Location::Register { .. } | Location::Stack { .. } | Location::Pieces { .. }))
+            if !partly_missing(&value) && !incomplete(&value, size) =>
+        {
+            Ok(Location::EntryValue {
+                entry,
+                value: Box::new(value),
+                frame: rdb_descriptors::FrameAddress { register: Register::x86_64(cfa.register.0), offset: cfa.offset },
+            })
+        }
+        _ => Err("; not even on entry to the function".into()),
+    })
+}
+
+/// Whether a split value's pieces leave part of its `size` bytes out.
+fn incomplete(location: &Location, size: u64) -> bool {
+    match location {
+        Location::Pieces { pieces } => {
+            pieces.iter().any(|p| matches!(p.location, Location::OptimizedOut | Location::Unavailable { .. }))
+                || pieces.iter().map(|p| p.size).sum::<u64>() < size
+        }
+        _ => false,
+    }
+}
+
+/// Whether a location lacks part of the value (an optimized-out piece) or
+/// needs a value kept elsewhere.
+fn partly_missing(location: &Location) -> bool {
+    match location {
+        Location::Pieces { pieces } => pieces.iter().any(|p| partly_missing(&p.location)),
+        Location::OptimizedOut | Location::Unavailable { .. } | Location::EntryValue { .. } => true,
+        _ => false,
+    }
 }
 
 /// Whether reading `location` reads the stopped function's frame memory

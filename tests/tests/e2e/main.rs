@@ -147,6 +147,7 @@ fn main() {
     ));
     trials.extend(scenarios!(clang_replay:
         every_inlined_and_unrolled_copy_runs_the_region,
+        entry_values_give_the_o0_values_at_o2,
         list_region_shows_the_lost_tail_on_replay,
         minibc_regions_explain_the_recorded_crash,
         lua_region_in_the_hot_loop_runs_on_replay,
