@@ -215,12 +215,15 @@ pub fn compute(
                     })?;
                     value.extend_from_slice(&part);
                 }
-                if value.len() as u64 != size {
+                if value.len() as u64 > size {
                     return Err(unavailable(format!(
-                        "its pieces give {} of its {size} bytes (malformed descriptor)",
+                        "its pieces give {} bytes, more than its {size} (malformed descriptor)",
                         value.len()
                     )));
                 }
+                // Bytes no piece gives are padding (the locator reports a value with a member
+                // missing as partly optimized out): zeros, never host memory after the buffer.
+                value.resize(size as usize, 0);
                 ArgValue::Bytes(value)
             }
             Location::OptimizedOut => return Err(unavailable("optimized out at this location".into())),

@@ -446,6 +446,7 @@ fn locate_site(
     } else {
         let instances = function::instances(index, &units, &site.function)?;
         let instances = function::in_body(index, instances, site.bodies.last())?;
+        let copies = instances.len();
         let mut found = Vec::new();
         for instance in instances {
             for code in function::code_addresses(index, &instance, &site.anchor)? {
@@ -480,11 +481,41 @@ fn locate_site(
             }
         }
         if placed.is_empty() && note.is_none() {
-            note = Some(format!(
-                "no code of function `{}` comes from {} or later lines: the compiler removed it or the function is not in this binary",
-                site.function,
-                show(&site.anchor)
-            ));
+            let name = &site.function;
+            let what = match site.bodies.last() {
+                Some(body) => format!(
+                    "the {} at line {} in `{name}`",
+                    match body.kind {
+                        BodyKind::Closure => "closure",
+                        BodyKind::AsyncBlock => "`async` block",
+                        BodyKind::AsyncFn => "body of `async fn`",
+                    },
+                    body.line
+                ),
+                None => format!("`{name}`"),
+            };
+            let keep = match site.bodies.last() {
+                Some(_) => "move that body into a function marked `#[inline(never)]`".to_string(),
+                None => format!("mark `{name}` `#[inline(never)]`"),
+            };
+            note = Some(if copies == 0 {
+                format!(
+                    "{what} has no code of its own in this binary: it is never called (or, if generic, never \
+                     instantiated), or the optimizer inlined it into its callers without keeping debug information \
+                     for the inlined copies (rustc's MIR inlining; a closure passed to `sort_by` or `map` is inlined \
+                     into the library code calling it) or removed it; to run the region in an optimized build, \
+                     {keep}, rebuild and record again (a dev build runs it as written)"
+                )
+            } else {
+                format!(
+                    "none of the {copies} cop{} of {what} in this binary has code from {} or later lines: the \
+                     optimizer removed that code (its result was not used, or it was computed at compile time); \
+                     put the region where the program still does something, or use in the program a value the \
+                     region reads",
+                    if copies == 1 { "y" } else { "ies" },
+                    show(&site.anchor)
+                )
+            });
         }
     }
     placed.sort_by_key(|(_, a)| *a);
@@ -521,7 +552,7 @@ fn locate_site(
     for (position, argument) in site.arguments.iter().enumerate() {
         let descriptor = match argument.kind {
             ArgumentKind::Local => locate_local(index, site, argument, &placed, &stand_ins, has_variables)?,
-            ArgumentKind::Static => locate_static(index, site, argument, &placed, &units)?,
+            ArgumentKind::Static => locate_static(index, site, argument, &placed, &stand_ins, &units)?,
             ArgumentKind::Frame => locate_frame(index, site, &placed),
         };
         let (type_name, size, locations, warnings) = descriptor;
@@ -648,7 +679,7 @@ fn locate_local(
                             ),
                         }
                     }
-                    Ok(l) if matches!(l, Location::OptimizedOut) || incomplete(&l, size) => {
+                    Ok(l) if matches!(l, Location::OptimizedOut) || incomplete(index, found.die, &l, size)? => {
                         match entry_value_of_parameter(index, instance, found.die, argument, *address, size)? {
                             Ok(l) => l,
                             Err(why) => {
@@ -728,7 +759,7 @@ fn entry_value_of_parameter(
     };
     Ok(match variable::variable_location(index, die, Some(owner), entry, size)? {
         Ok(value @ (Location::Register { .. } | Location::Stack { .. } | Location::Pieces { .. }))
-            if !partly_missing(&value) && !incomplete(&value, size) =>
+            if !partly_missing(&value) && !incomplete(index, die, &value, size)? =>
         {
             Ok(Location::EntryValue {
                 entry,
@@ -740,15 +771,36 @@ fn entry_value_of_parameter(
     })
 }
 
-/// Whether a split value's pieces leave part of its `size` bytes out.
-fn incomplete(location: &Location, size: u64) -> bool {
-    match location {
-        Location::Pieces { pieces } => {
-            pieces.iter().any(|p| matches!(p.location, Location::OptimizedOut | Location::Unavailable { .. }))
-                || pieces.iter().map(|p| p.size).sum::<u64>() < size
+/// Whether a split value's pieces leave part of the value out: a piece
+/// optimized out, or bytes of a member (of `die`'s type; without members,
+/// any of its `size` bytes) that no piece gives. Padding may go without a
+/// piece (rustc describes `(char, i16)` by 6 of its 8 bytes).
+fn incomplete(
+    index: &index::Index<'_>,
+    die: index::DieRef,
+    location: &Location,
+    size: u64,
+) -> Result<bool, gimli::Error> {
+    let Location::Pieces { pieces } = location else { return Ok(false) };
+    let mut given = Vec::new();
+    let mut at = 0;
+    for piece in pieces {
+        match piece.location {
+            Location::OptimizedOut | Location::Unavailable { .. } => return Ok(true),
+            _ => given.push((at, at + piece.size)),
         }
-        _ => false,
+        at += piece.size;
     }
+    let ty = match index.inherited(die, gimli::DW_AT_type)? {
+        Some((holder, _)) => index.reference(holder, gimli::DW_AT_type)?,
+        None => None,
+    };
+    let needed = types::member_ranges(index, ty)?.unwrap_or_else(|| vec![(0, size)]);
+    let covered = |(begin, end): (u64, u64)| {
+        // Pieces are consecutive from byte 0: `given` covers [0, at) but for optimized-out ones.
+        (begin..end).all(|b| given.iter().any(|&(g0, g1)| g0 <= b && b < g1))
+    };
+    Ok(!needed.into_iter().filter(|&(b, e)| b < e).all(covered))
 }
 
 /// Whether a location lacks part of the value (an optimized-out piece) or
@@ -823,6 +875,7 @@ fn locate_static(
     site: &RegionSite,
     argument: &ArgumentSite,
     placed: &[(function::Instance, u64)],
+    stand_ins: &HashMap<u64, u32>,
     units: &[usize],
 ) -> Result<ArgumentResult, SiteError> {
     let path = argument.static_path.as_deref().unwrap_or(&argument.name);
@@ -856,11 +909,31 @@ fn locate_static(
     };
     let locations = placed
         .iter()
-        .map(|(_, address)| PlacedLocation {
-            address: *address,
-            location: location.clone(),
-            type_name: None,
-            size: None,
+        .map(|(instance, address)| {
+            // As for locals: a later line standing in for the anchor's runs
+            // after statements that may change the static.
+            let changed = stand_ins.get(address).and_then(|&line| {
+                argument.written_after.iter().find(|&&w| w >= site.anchor.line && w < line).map(|&w| (w, line))
+            });
+            let location = match changed {
+                Some((written, line)) => {
+                    warnings.push(format!(
+                        "region {}: `{}` is not served in `{}` at {address:#x}: line {} has no code there, line \
+                         {line} stands in, and line {written} may change `{}` before it",
+                        site.region, argument.name, instance.name, site.anchor.line, argument.name
+                    ));
+                    Location::Unavailable {
+                        reason: format!(
+                            "possibly changed already: line {written} of {} may change it, and the region runs \
+                             after it, before line {line} (line {} has no code of its own in this build)",
+                            site.anchor.file.display(),
+                            site.anchor.line
+                        ),
+                    }
+                }
+                None => location.clone(),
+            };
+            PlacedLocation { address: *address, location, type_name: None, size: None }
         })
         .collect();
     Ok((type_name, size, locations, warnings))

@@ -209,3 +209,40 @@ fn members_inner(index: &Index<'_>, r: DieRef, depth: u32) -> Result<bool, gimli
     }
     Ok(false)
 }
+
+/// The byte ranges `[offset, offset + size)` of a structure's (or tuple's)
+/// members, through typedefs and qualifiers: the bytes a value of the type
+/// holds, its padding left out. `None` for other types (scalars, enums,
+/// unions) or when a member's place or size is not known.
+pub fn member_ranges(index: &Index<'_>, r: Option<DieRef>) -> Result<Option<Vec<(u64, u64)>>, gimli::Error> {
+    let mut r = r;
+    for _ in 0..MAX_DEPTH {
+        let Some(t) = r else { return Ok(None) };
+        match index.die(t)?.tag {
+            gimli::DW_TAG_typedef | gimli::DW_TAG_const_type | gimli::DW_TAG_volatile_type => {
+                r = index.reference(t, gimli::DW_AT_type)?;
+            }
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type => {
+                let mut out = Vec::new();
+                for child in index.children(t)? {
+                    match index.die(child)?.tag {
+                        gimli::DW_TAG_member => {
+                            let Some(offset) = index.udata(child, gimli::DW_AT_data_member_location)? else {
+                                return Ok(None);
+                            };
+                            let Some(size) = type_size(index, index.reference(child, gimli::DW_AT_type)?)? else {
+                                return Ok(None);
+                            };
+                            out.push((offset, offset + size));
+                        }
+                        gimli::DW_TAG_variant_part => return Ok(None),
+                        _ => {}
+                    }
+                }
+                return Ok(Some(out));
+            }
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}
