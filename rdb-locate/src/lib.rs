@@ -685,8 +685,9 @@ fn locate_local(
                             Err(why) => {
                                 let partly = if matches!(l, Location::OptimizedOut) { "" } else { "partly " };
                                 warnings.push(format!(
-                                    "region {region}: variable `{name}` is {partly}optimized out in `{}` at \
+                                    "region {region} ({}): variable `{name}` is {partly}optimized out in `{}` at \
                                      {address:#x}{why}",
+                                    show(&site.begin),
                                     instance.name
                                 ));
                                 Location::OptimizedOut
@@ -735,8 +736,15 @@ fn entry_value_of_parameter(
     address: u64,
     size: u64,
 ) -> Result<Result<Location, String>, gimli::Error> {
-    if !argument.unchanged || index.die(die)?.tag != gimli::DW_TAG_formal_parameter {
-        return Ok(Err(String::new()));
+    if index.die(die)?.tag != gimli::DW_TAG_formal_parameter {
+        return Ok(Err("; it is not a parameter, whose value on entry could stand in".into()));
+    }
+    if !argument.unchanged {
+        return Ok(Err(if argument.kind == ArgumentKind::Local && site_is_c(index, die) {
+            "; a C parameter may have changed since the entry, and the DWARF does not say it has not".into()
+        } else {
+            format!("; `{}` is bound `mut` in the function: its value on entry may have changed", argument.name)
+        }));
     }
     let (Some(own), Some(owner)) = (instance.die, instance.frame_owner) else { return Ok(Err(String::new())) };
     if own != owner {
@@ -801,6 +809,11 @@ fn incomplete(
         (begin..end).all(|b| given.iter().any(|&(g0, g1)| g0 <= b && b < g1))
     };
     Ok(!needed.into_iter().filter(|&(b, e)| b < e).all(covered))
+}
+
+/// Whether the variable's unit is C (not Rust).
+fn site_is_c(index: &index::Index<'_>, die: index::DieRef) -> bool {
+    index.units[die.unit].language != Some(gimli::DW_LANG_Rust)
 }
 
 /// Whether a location lacks part of the value (an optimized-out piece) or
