@@ -38,8 +38,11 @@
 //! `total += c * (i as i64);`: the column-13 row comes after the multiply).
 //! Rows of earlier statements on the same line have smaller columns and are
 //! left out. When no `is_stmt` row qualifies, any row of the line does; when
-//! the line has no code in that copy, the nearest later line with code is
-//! used and a warning says so (a region that ends a loop body whose closing
+//! the line has no row in that copy but callees inlined at it
+//! (`DW_AT_call_line`, e.g. `STEPS.fetch_add(1, ..)` or a `for` loop's
+//! `next()`), the region runs at the first instruction of each call of the
+//! lowest such column (one per copy of the statement); otherwise the nearest
+//! later line with code is used and a warning says so (a region that ends a loop body whose closing
 //! brace has no code then runs after the loop: put such a region before the
 //! body's last statement instead). If some copy has code on the anchor line
 //! itself, copies that would only use a later line are dropped.
@@ -63,10 +66,15 @@
 //! `DW_AT_frame_base`, and `DW_OP_call_frame_cfa` through the CFA rule of
 //! `.eh_frame`/`.debug_frame` at that address), `symbol` (+ offset),
 //! `pieces`, `implicit` (constants, `DW_AT_const_value`), `computed` (a
-//! register plus a constant, `DW_OP_bregN k; DW_OP_stack_value`) and
-//! `optimized_out`. Values the descriptor format cannot express (any other
-//! computation marked `DW_OP_stack_value`, a
-//! pointer that must be read from memory, `DW_OP_entry_value`, TLS, implicit
+//! register plus a constant, `DW_OP_bregN k; DW_OP_stack_value`),
+//! `entry_value` (`DW_OP_entry_value(DW_OP_regN)`: the register at the
+//! function's entry, kept by the replayer per call) and `optimized_out`.
+//! Where a Rust parameter bound without `mut` has no location at the
+//! address (or only part of one), its location at the function's entry is
+//! used as an `entry_value` (its value cannot have changed; not for types
+//! holding an `UnsafeCell`, nor for copies inlined elsewhere). Values the
+//! descriptor format cannot express (any other computation marked
+//! `DW_OP_stack_value`, computations on entry values, TLS, implicit
 //! pointers) are passed as `optimized_out` with a warning naming the
 //! variable, the region, the address and the reason.
 //!
