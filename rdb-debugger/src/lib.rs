@@ -265,6 +265,7 @@ impl ReplayObserver for RegionObserver {
 
     fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
         if self.runs_region_binary(&parent.file) {
+            self.regions.on_fork(parent.pid.0, child.pid.0);
             self.callbacks.on_fork(parent, child);
         }
     }

@@ -77,6 +77,11 @@ impl Regions {
         out
     }
 
+    /// A process forked: its child goes on with the calls the parent was in (real process ids).
+    pub fn on_fork(&mut self, parent: i32, child: i32) {
+        self.host.fork_entry_values(parent, child);
+    }
+
     /// The replay is about to go back (restore a checkpoint, start again): values kept at
     /// function entries since then may belong to calls that have not happened yet there, and
     /// are forgotten before the next stop.

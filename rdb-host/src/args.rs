@@ -94,6 +94,18 @@ impl EntryValues {
         true
     }
 
+    /// A process forked: the child goes on with the calls the parent was in, whose entries it
+    /// will not pass again: it gets the parent's kept values.
+    pub fn fork(&mut self, parent: i32, child: i32) {
+        let copies: Vec<_> = self
+            .kept
+            .iter()
+            .filter(|((pid, _, _), _)| *pid == parent)
+            .map(|((_, e, f), v)| ((child, *e, *f), v.clone()))
+            .collect();
+        self.kept.extend(copies);
+    }
+
     /// Forgets every kept value (the replay went back: a kept value may belong to a later call).
     pub fn forget(&mut self) {
         self.kept.clear();

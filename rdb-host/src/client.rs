@@ -281,6 +281,12 @@ impl DebugHost {
         self.entry_values.keep(address, tracee)
     }
 
+    /// A process forked (real process ids of this run): the child gets the parent's kept entry
+    /// values, for the calls it goes on with.
+    pub fn fork_entry_values(&mut self, parent: i32, child: i32) {
+        self.entry_values.fork(parent, child);
+    }
+
     /// Forgets the kept entry values: the replay went back, and a value kept
     /// later than the point it went back to may belong to another call. A
     /// region in a call whose entry is not seen again reports its argument

@@ -164,11 +164,13 @@ fn entry_values_replay(opt: &str) -> (String, String) {
 /// which the calls before the region clobber: the DWARF describes them there by their values
 /// on entry (`DW_OP_entry_value`). The descriptors say so (`entry_value`), the replay keeps
 /// each call's values at the function's entry, and the region prints what it prints at -O0,
-/// in every frame of the recursion.
+/// in every frame of the recursion and in a child forked inside a call.
 pub fn entry_values_give_the_o0_values_at_o2() {
     let (o0_descriptors, o0) = entry_values_replay("-O0");
     assert!(!o0_descriptors.contains("entry_value"), "{o0_descriptors}");
     assert!(o0.contains("rdb: x 4 depth 4\n"), "{o0}");
+    // The child forked inside `split` never passes that call's entry: it has the parent's values.
+    assert!(o0.contains("rdb: child tag 104\nrdb: parent tag 104\n"), "{o0}");
     let (o2_descriptors, o2) = entry_values_replay("-O2");
     assert!(o2_descriptors.contains("\"class\": \"entry_value\""), "{o2_descriptors}");
     assert_eq!(o2, o0);
