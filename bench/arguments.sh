@@ -6,21 +6,30 @@
 # (regex-syntax, with regions in its HIR constructors and its parser
 # driven by a small binary).
 #
-# Counts, over every (region, code location, argument), the locations that
-# are not `optimized_out` ("after recovery"), and the same without the
-# locations recovered as `computed` (register + constant, "before"). Also:
+# Counts, over every (region, code location, argument), the locations whose
+# whole value is available ("after recovery": no `optimized_out` or
+# `unavailable` part), and the same without the locations recovered as
+# `computed` (register + constant) or `entry_value` (the value on entry to
+# the call: DW_OP_entry_value, or a parameter bound without `mut` whose
+# location the optimizer dropped) ("before"). Also:
 # regions without any code location, the twin proof (functions proven
 # identical), and whether the main binary is byte-identical to a plain
 # `cargo build --release` of the source without regions.
 #
 # Usage: bench/arguments.sh [WORKDIR]   (default: a fresh temporary directory)
+# RDB_TOOLS=dev uses the dev build of cargo-rdb and rdb (same logic, faster to build).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 work="${1:-$(mktemp -d /tmp/rdb-args.XXXXXX)}"
 mkdir -p "$work"
 unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS CARGO_TARGET_DIR
-cargo build -q --release -p cargo-rdb -p rdb-cli --manifest-path "$repo/Cargo.toml"
-export PATH="$repo/target/release:$PATH"
+if [ "${RDB_TOOLS:-release}" = dev ]; then
+  cargo build -q -p cargo-rdb -p rdb-cli --manifest-path "$repo/Cargo.toml"
+  export PATH="$repo/target/debug:$PATH"
+else
+  cargo build -q --release -p cargo-rdb -p rdb-cli --manifest-path "$repo/Cargo.toml"
+  export PATH="$repo/target/release:$PATH"
+fi
 
 default_profile() { # MANIFEST: drop [profile.release] (cargo's defaults apply)
   python3 - "$1" <<'PY'
@@ -39,8 +48,18 @@ base, app, err = sys.argv[1], sys.argv[2], sys.argv[3]
 functions = json.load(open(base + ".rdb-functions.json"))["functions"]
 arguments = json.load(open(base + ".rdb-arguments.json"))["arguments"]
 placed = sum(len(a["locations"]) for a in arguments)
-after = sum(1 for a in arguments for p in a["locations"] if p["location"]["class"] != "optimized_out")
-before = sum(1 for a in arguments for p in a["locations"] if p["location"]["class"] not in ("optimized_out", "computed"))
+def classes(l):
+    yield l["class"]
+    for p in l.get("pieces", []):
+        yield from classes(p["location"])
+    for k in ("pointer", "value"):
+        if k in l:
+            yield from classes(l[k])
+def available(l, recovered):
+    missing = {"optimized_out", "unavailable"} | (set() if recovered else {"computed", "entry_value"})
+    return not missing & set(classes(l))
+after = sum(1 for a in arguments for p in a["locations"] if available(p["location"], True))
+before = sum(1 for a in arguments for p in a["locations"] if available(p["location"], False))
 unplaced = sum(1 for f in functions if not f["locations"])
 proof = next((l.split("Proved", 1)[1].strip() for l in open(err) if "Proved" in l), "-")
 m = re.search(r"(\d+) of (\d+) functions", proof)

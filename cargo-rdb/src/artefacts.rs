@@ -72,6 +72,7 @@ pub fn write_descriptors(
                         static_path: a.static_path.clone(),
                         after_await: a.after_await.map(|at| location(&file, at)),
                         written_after: a.written_after.iter().map(|at| at.line).collect(),
+                        unchanged: a.unchanged,
                     })
                     .collect(),
             }

@@ -34,7 +34,7 @@ pub const FUNCTIONS_FORMAT: &str = "rdb-functions";
 /// Value of the `format` field of an argument descriptor file.
 pub const ARGUMENTS_FORMAT: &str = "rdb-arguments";
 /// The descriptor format version this crate reads and writes.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// Name of the ELF section of a Rust debug module that maps region ids to
 /// debug functions: pairs of little-endian `u64` (region id, function address).
@@ -405,6 +405,16 @@ pub enum Location {
     /// `i` is the induction register plus that copy's offset). The value's
     /// `size` low bytes of the 64-bit sum, little-endian.
     Computed { register: Register, offset: i64 },
+    /// The value held at the entry of the call the code location is in
+    /// (version 4): the DWARF says so (`DW_OP_entry_value`), or the variable
+    /// is a parameter the program never changes (a Rust binding without
+    /// `mut`) that was in `value` on entry. At `entry` (module-relative, the
+    /// function's first instruction) the value is at `value`; a replayer
+    /// also breaks there and keeps the value's bytes per call, keyed by the
+    /// canonical frame address at the entry (`rsp + 8`), and here passes the
+    /// bytes kept for the call whose canonical frame address is `frame`. A
+    /// call whose entry the replay did not see has no value: report it.
+    EntryValue { entry: u64, value: Box<Location>, frame: FrameAddress },
     /// The compiler kept no location for the variable here.
     OptimizedOut,
     /// The DWARF names a place but the value is not there at this location,
@@ -421,6 +431,15 @@ pub enum Location {
 pub struct Register {
     pub dwarf: u16,
     pub name: String,
+}
+
+/// How to compute the canonical frame address (the value of `rsp` before the
+/// call that entered the function) at a code location: `register + offset`,
+/// from the unwind tables.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FrameAddress {
+    pub register: Register,
+    pub offset: i64,
 }
 
 /// One piece of a split value.

@@ -38,6 +38,30 @@ fn round_trip_and_version_check() {
             size: None,
         }],
     });
+    // A value kept at the function's entry (version 4).
+    args.arguments.push(ArgumentDescriptor {
+        region: 1,
+        position: 1,
+        name: "program".into(),
+        kind: ArgumentKind::Local,
+        type_name: "&[app::Stmt]".into(),
+        size: 16,
+        locations: vec![PlacedLocation {
+            address: 0x1234,
+            location: Location::EntryValue {
+                entry: 0x1200,
+                value: Box::new(Location::Pieces {
+                    pieces: vec![
+                        Piece { size: 8, location: Location::Register { register: Register::x86_64(4) } },
+                        Piece { size: 8, location: Location::Register { register: Register::x86_64(1) } },
+                    ],
+                }),
+                frame: FrameAddress { register: Register::x86_64(7), offset: 64 },
+            },
+            type_name: None,
+            size: None,
+        }],
+    });
     let path = dir.path().join("a.rdb-arguments.json");
     store(&path, &args).unwrap();
     assert_eq!(load_arguments(&path).unwrap(), args);

@@ -908,6 +908,7 @@ fn c_region(info: &ObjectInfo, region: &RegionInfo, at_block_end: (u32, u32), ou
                 static_path: None,
                 after_await: None,
                 written_after: Vec::new(),
+                unchanged: false,
             })
             .collect(),
     };

@@ -265,12 +265,15 @@ impl ReplayObserver for RegionObserver {
 
     fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
         if self.runs_region_binary(&parent.file) {
+            self.regions.on_fork(parent.pid.0, child.pid.0);
             self.callbacks.on_fork(parent, child);
         }
     }
 
     fn can_go_back(&self) -> Result<(), String> {
-        self.callbacks.can_go_back()
+        self.callbacks.can_go_back()?;
+        self.regions.going_back();
+        Ok(())
     }
 
     fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {

@@ -17,6 +17,10 @@ pub struct Regions {
     /// Module-relative code address -> regions to run there.
     locations: BTreeMap<u64, Vec<u32>>,
     without_location: Vec<(u32, String)>,
+    /// Function entries where values of `entry_value` arguments are kept.
+    entries: BTreeSet<u64>,
+    /// The replay may have gone back: forget the kept entry values at the next stop.
+    went_back: std::cell::Cell<bool>,
     calls: u64,
     problems: u64,
     hit: BTreeSet<u32>,
@@ -51,12 +55,38 @@ impl Regions {
             .collect();
         let host = DebugHost::for_binary(binary, host)?;
         let locations = host.code_locations();
-        Ok(Regions { host, locations, without_location, calls: 0, problems: 0, hit: BTreeSet::new() })
+        let entries = host.entry_points().into_iter().collect();
+        Ok(Regions {
+            host,
+            locations,
+            entries,
+            went_back: std::cell::Cell::new(false),
+            without_location,
+            calls: 0,
+            problems: 0,
+            hit: BTreeSet::new(),
+        })
     }
 
     /// Absolute addresses to break at in a process whose main binary is loaded at `load_bias`.
+    /// Function entries where arguments' values are kept are breakpoints too.
     pub fn breakpoints(&self, load_bias: u64) -> Vec<u64> {
-        self.locations.keys().map(|a| a.wrapping_add(load_bias)).collect()
+        let mut out: Vec<u64> = self.locations.keys().chain(&self.entries).map(|a| a.wrapping_add(load_bias)).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// A process forked: its child goes on with the calls the parent was in (real process ids).
+    pub fn on_fork(&mut self, parent: i32, child: i32) {
+        self.host.fork_entry_values(parent, child);
+    }
+
+    /// The replay is about to go back (restore a checkpoint, start again): values kept at
+    /// function entries since then may belong to calls that have not happened yet there, and
+    /// are forgotten before the next stop.
+    pub fn going_back(&self) {
+        self.went_back.set(true);
     }
 
     /// Runs the regions of the stop at absolute address `addr` (none if it is not a region
@@ -64,6 +94,13 @@ impl Regions {
     /// runs next: what the host mirrored is stale afterwards.
     pub fn run_at(&mut self, addr: u64, target: &dyn Target) {
         let address = addr.wrapping_sub(target.load_bias());
+        if self.went_back.take() {
+            self.host.forget_entry_values();
+        }
+        // A function's entry: keep what its regions' optimized-out arguments need.
+        if self.entries.contains(&address) {
+            self.host.keep_entry_values(address, target);
+        }
         let Some(regions) = self.locations.get(&address).cloned() else {
             return;
         };

@@ -201,6 +201,11 @@ pub struct RegionArgument {
     /// build and a later line stands in, a variable changed in between may
     /// already hold its later value there.
     pub written_after: Vec<LineCol>,
+    /// A local whose value never changes in the function: no binding of
+    /// that name in it is `mut` (nor borrowed `&mut`), checked on its
+    /// tokens, macros' included. The locator may then take a parameter's
+    /// value from the function's entry where the optimizer dropped it.
+    pub unchanged: bool,
 }
 
 /// Extracts the regions of one crate's files. Region ids start at

@@ -81,6 +81,9 @@ pub(crate) fn walk(input: &SourceInput, file: &syn::File, statics: &Statics, nex
 
 struct FnCtx {
     name: String,
+    /// Names written after `mut` anywhere in the function (its bindings
+    /// that may change, conservatively: `&mut x`, macros' tokens too).
+    mut_names: HashSet<String>,
 }
 
 /// A closure or `async` body the walk is in, outside regions.
@@ -264,7 +267,10 @@ impl<'a> FileWalk<'a> {
             let start = self.range(sig.fn_token.span).start;
             self.bodies.push(Body { kind: NestKind::AsyncFn, start, scope_base: 0, used: None });
         }
-        self.fns.push(FnCtx { name });
+        let mut mut_names = HashSet::new();
+        crate::syntax::mut_names(quote::ToTokens::to_token_stream(sig), &mut mut_names);
+        crate::syntax::mut_names(quote::ToTokens::to_token_stream(block), &mut mut_names);
+        self.fns.push(FnCtx { name, mut_names });
         self.visit_block(block);
         self.fns.pop();
         self.scopes = saved_scopes;
@@ -332,6 +338,7 @@ impl<'a> FileWalk<'a> {
             return;
         };
         let fname = fctx.name.clone();
+        let mut_names = fctx.mut_names.clone();
         let outer = self.scopes.clone();
         self.region = Some(RegionCtx {
             outer,
@@ -435,6 +442,7 @@ impl<'a> FileWalk<'a> {
                 .args
                 .into_iter()
                 .map(|a| RegionArgument {
+                    unchanged: a.kind == ArgumentKind::Local && !mut_names.contains(&a.name),
                     name: a.name,
                     kind: a.kind,
                     static_path: a.static_path,
@@ -1214,6 +1222,7 @@ impl<'a> FileWalk<'a> {
                 static_path: None,
                 after_await: None,
                 written_after: Vec::new(),
+                unchanged: false,
             };
             found.region.arguments.insert(0, frame);
             found.region.shares_from = call.from.clone();

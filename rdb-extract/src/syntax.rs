@@ -107,6 +107,58 @@ pub(crate) fn pat_names(pat: &Pat, out: &mut Vec<String>) {
     V(out).visit_pat(pat);
 }
 
+/// Every identifier that follows the keyword `mut` in `tokens` (groups
+/// included): the names of `mut` bindings and `mut self`. `&mut x` (and
+/// `&'a mut self`) is left out: a mutable borrow of a local needs a `mut`
+/// binding of it, found where it is declared; the receiver `&mut self`
+/// binds `self` immutably.
+pub(crate) fn mut_names(tokens: proc_macro2::TokenStream, out: &mut std::collections::HashSet<String>) {
+    use proc_macro2::TokenTree;
+    let mut after_mut = false;
+    // The last tokens were `&` (and perhaps a lifetime after it).
+    let mut borrow = false;
+    let mut lifetime = false;
+    for tree in tokens {
+        match tree {
+            TokenTree::Ident(ident) => {
+                let name = ident.to_string();
+                if after_mut {
+                    out.insert(name.strip_prefix("r#").unwrap_or(&name).to_string());
+                }
+                after_mut = name == "mut" && !borrow;
+                borrow = borrow && lifetime;
+                lifetime = false;
+            }
+            TokenTree::Punct(p) => {
+                after_mut = false;
+                lifetime = p.as_char() == '\'' && borrow;
+                borrow = p.as_char() == '&' || lifetime;
+            }
+            TokenTree::Group(group) => {
+                mut_names(group.stream(), out);
+                (after_mut, borrow, lifetime) = (false, false, false);
+            }
+            TokenTree::Literal(_) => (after_mut, borrow, lifetime) = (false, false, false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod mut_names_tests {
+    #[test]
+    fn mut_bindings_not_mut_borrows() {
+        let tokens: proc_macro2::TokenStream =
+            "fn f<'a>(&'a mut self, mut a: u8, b: &mut u8, c: u8) { let mut d = 1; let e = &mut d; println!(\"{}\", { let mut g = 2; g }); let (mut h, i) = (1, 2); }"
+                .parse()
+                .unwrap();
+        let mut out = std::collections::HashSet::new();
+        super::mut_names(tokens, &mut out);
+        let mut names: Vec<_> = out.into_iter().collect();
+        names.sort();
+        assert_eq!(names, ["a", "d", "g", "h"]);
+    }
+}
+
 /// Names bound by the `let` conditions of an `if`/`while` condition.
 pub(crate) fn let_names(cond: &Expr, out: &mut Vec<String>) {
     match cond {

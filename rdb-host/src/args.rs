@@ -2,8 +2,9 @@
 //! function points at, for one stop.
 
 use crate::error::{HostError, Loc};
-use rdb_descriptors::{ArgumentDescriptor, Location, Register};
+use rdb_descriptors::{ArgumentDescriptor, FrameAddress, Location, Register};
 use rdb_tracee::Target;
+use std::collections::{BTreeMap, HashMap};
 
 /// How the host provides one argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,12 +39,129 @@ fn copied(tracee: &dyn Target, at: u64, size: u64) -> Option<ArgValue> {
     Some(ArgValue::Copied { bytes, from: at })
 }
 
+/// The values `entry_value` locations need: at each function entry they
+/// name, the values to keep, and what was kept per call (process, entry,
+/// canonical frame address at the entry).
+#[derive(Debug, Default)]
+pub struct EntryValues {
+    /// Module-relative entry address -> (location at the entry, size), each once.
+    points: BTreeMap<u64, Vec<(Location, u64)>>,
+    kept: HashMap<CallKey, Vec<Result<Vec<u8>, String>>>,
+}
+
+/// One call of a function: process id, entry address, canonical frame address.
+type CallKey = (i32, u64, u64);
+
+impl EntryValues {
+    /// The entries the `entry_value` locations of `arguments` name.
+    pub fn of<'a>(arguments: impl IntoIterator<Item = &'a ArgumentDescriptor>) -> EntryValues {
+        fn collect(location: &Location, size: u64, out: &mut BTreeMap<u64, Vec<(Location, u64)>>) {
+            match location {
+                Location::EntryValue { entry, value, .. } => {
+                    let wanted = ((**value).clone(), size);
+                    let list = out.entry(*entry).or_default();
+                    if !list.contains(&wanted) {
+                        list.push(wanted);
+                    }
+                }
+                Location::Pieces { pieces } => pieces.iter().for_each(|p| collect(&p.location, p.size, out)),
+                Location::Indirect { pointer, .. } => collect(pointer, 8, out),
+                _ => {}
+            }
+        }
+        let mut points = BTreeMap::new();
+        for argument in arguments {
+            for placed in &argument.locations {
+                collect(&placed.location, placed.size.unwrap_or(argument.size), &mut points);
+            }
+        }
+        EntryValues { points, kept: HashMap::new() }
+    }
+
+    /// Module-relative addresses where the replayer must stop to keep values.
+    pub fn entries(&self) -> impl Iterator<Item = u64> + '_ {
+        self.points.keys().copied()
+    }
+
+    /// The program stopped at module-relative `address`: if it is an entry,
+    /// keeps this call's values (the canonical frame address at an entry is
+    /// `rsp + 8`). Returns whether it was one.
+    pub fn keep(&mut self, address: u64, tracee: &dyn Target) -> bool {
+        let Some(points) = self.points.get(&address) else { return false };
+        let frame = tracee.regs().rsp.wrapping_add(8);
+        let values = points.iter().map(|(location, size)| value_bytes(tracee, location, *size)).collect();
+        self.kept.insert((tracee.pid().0, address, frame), values);
+        true
+    }
+
+    /// A process forked: the child goes on with the calls the parent was in, whose entries it
+    /// will not pass again: it gets the parent's kept values.
+    pub fn fork(&mut self, parent: i32, child: i32) {
+        let copies: Vec<_> = self
+            .kept
+            .iter()
+            .filter(|((pid, _, _), _)| *pid == parent)
+            .map(|((_, e, f), v)| ((child, *e, *f), v.clone()))
+            .collect();
+        self.kept.extend(copies);
+    }
+
+    /// Forgets every kept value (the replay went back: a kept value may belong to a later call).
+    pub fn forget(&mut self) {
+        self.kept.clear();
+    }
+
+    /// The bytes kept for the call the program is stopped in.
+    fn get(
+        &self,
+        tracee: &dyn Target,
+        entry: u64,
+        value: &Location,
+        frame: &FrameAddress,
+        size: u64,
+    ) -> Result<Vec<u8>, String> {
+        let cfa = register_u64(tracee, &frame.register)?.wrapping_add(frame.offset as u64);
+        let index = self.points.get(&entry).and_then(|p| p.iter().position(|(l, s)| l == value && *s == size));
+        let kept = self.kept.get(&(tracee.pid().0, entry, cfa));
+        match (index, kept) {
+            (Some(i), Some(values)) => values[i].clone().map_err(|e| format!("on entry to this call: {e}")),
+            _ => Err(format!(
+                "optimized out here; its value on entry to this call (at {entry:#x}) is what the replay keeps, and it \
+                 did not see this call's entry (the call began before the replay's breakpoints were planted, or the \
+                 replay went back to a point inside the call)"
+            )),
+        }
+    }
+}
+
+/// `size` bytes of a location read at a function's entry.
+fn value_bytes(tracee: &dyn Target, location: &Location, size: u64) -> Result<Vec<u8>, String> {
+    let none = EntryValues::default();
+    let one = |location: &Location, size: u64| {
+        piece_bytes(tracee, location, size, &none).map_err(|e| match e {
+            PieceError::Unavailable(why) => why,
+            PieceError::Read(at, e) => format!("its bytes at {at:#x} cannot be read: {e}"),
+        })
+    };
+    match location {
+        Location::Pieces { pieces } => {
+            let mut out = Vec::with_capacity(size as usize);
+            for piece in pieces {
+                out.extend(one(&piece.location, piece.size)?);
+            }
+            Ok(out)
+        }
+        other => one(other, size),
+    }
+}
+
 /// Computes every argument of `region` at code `address`, in `argv` order.
 pub fn compute(
     region: u32,
     address: u64,
     arguments: &[&ArgumentDescriptor],
     tracee: &dyn Target,
+    entries: &EntryValues,
     source_location: &Loc,
 ) -> Result<Vec<ArgValue>, HostError> {
     let mut sorted: Vec<&ArgumentDescriptor> = arguments.to_vec();
@@ -80,8 +198,11 @@ pub fn compute(
             }
             Location::Symbol { address, .. } => ArgValue::Address(tracee.load_bias().wrapping_add(*address)),
             Location::Indirect { .. } => {
-                let at = address_of(tracee, &placed.location).map_err(unavailable)?;
+                let at = address_of(tracee, &placed.location, entries).map_err(unavailable)?;
                 copied(tracee, at, size).unwrap_or(ArgValue::Address(at))
+            }
+            Location::EntryValue { entry, value, frame } => {
+                ArgValue::Bytes(entries.get(tracee, *entry, value, frame, size).map_err(unavailable)?)
             }
             Location::Register { register } => {
                 let bytes = register_bytes(tracee, register).map_err(unavailable)?;
@@ -94,7 +215,7 @@ pub fn compute(
             Location::Pieces { pieces } => {
                 let mut value = Vec::with_capacity(size as usize);
                 for piece in pieces {
-                    let part = piece_bytes(tracee, &piece.location, piece.size).map_err(|e| match e {
+                    let part = piece_bytes(tracee, &piece.location, piece.size, entries).map_err(|e| match e {
                         PieceError::Unavailable(reason) => unavailable(reason),
                         PieceError::Read(address, source) => HostError::ReadArgument {
                             region,
@@ -106,6 +227,15 @@ pub fn compute(
                     })?;
                     value.extend_from_slice(&part);
                 }
+                if value.len() as u64 > size {
+                    return Err(unavailable(format!(
+                        "its pieces give {} bytes, more than its {size} (malformed descriptor)",
+                        value.len()
+                    )));
+                }
+                // Bytes no piece gives are padding (the locator reports a value with a member
+                // missing as partly optimized out): zeros, never host memory after the buffer.
+                value.resize(size as usize, 0);
                 ArgValue::Bytes(value)
             }
             Location::OptimizedOut => return Err(unavailable("optimized out at this location".into())),
@@ -121,7 +251,12 @@ enum PieceError {
     Read(u64, std::io::Error),
 }
 
-fn piece_bytes(tracee: &dyn Target, location: &Location, size: u64) -> Result<Vec<u8>, PieceError> {
+fn piece_bytes(
+    tracee: &dyn Target,
+    location: &Location,
+    size: u64,
+    entries: &EntryValues,
+) -> Result<Vec<u8>, PieceError> {
     let read = |address: u64| {
         let mut buf = vec![0u8; size as usize];
         tracee.read_exact(address, &mut buf).map_err(|e| PieceError::Read(address, e))?;
@@ -136,7 +271,10 @@ fn piece_bytes(tracee: &dyn Target, location: &Location, size: u64) -> Result<Ve
             read(register_u64(tracee, base).map_err(PieceError::Unavailable)?.wrapping_add(*offset as u64))
         }
         Location::Symbol { address, .. } => read(tracee.load_bias().wrapping_add(*address)),
-        Location::Indirect { .. } => read(address_of(tracee, location).map_err(PieceError::Unavailable)?),
+        Location::Indirect { .. } => read(address_of(tracee, location, entries).map_err(PieceError::Unavailable)?),
+        Location::EntryValue { entry, value, frame } => {
+            entries.get(tracee, *entry, value, frame, size).map_err(PieceError::Unavailable)
+        }
         Location::Implicit { bytes } => {
             let bytes = decode_hex(bytes).map_err(PieceError::Unavailable)?;
             fit(bytes, size).map_err(PieceError::Unavailable)
@@ -163,15 +301,19 @@ fn computed(tracee: &dyn Target, register: &Register, offset: i64, size: u64) ->
 
 /// The program address of a memory-resident location (`stack`, `symbol`,
 /// `indirect`).
-fn address_of(tracee: &dyn Target, location: &Location) -> Result<u64, String> {
+fn address_of(tracee: &dyn Target, location: &Location, entries: &EntryValues) -> Result<u64, String> {
     Ok(match location {
         Location::Stack { base, offset } => register_u64(tracee, base)?.wrapping_add(*offset as u64),
         Location::Symbol { address, .. } => tracee.load_bias().wrapping_add(*address),
         Location::Indirect { pointer, offset } => {
             let p = match &**pointer {
                 Location::Register { register } => register_u64(tracee, register)?,
+                Location::EntryValue { entry, value, frame } => {
+                    let bytes = entries.get(tracee, *entry, value, frame, 8)?;
+                    u64::from_le_bytes(bytes.try_into().map_err(|_| "a pointer of other than 8 bytes".to_string())?)
+                }
                 memory => {
-                    let at = address_of(tracee, memory)?;
+                    let at = address_of(tracee, memory, entries)?;
                     let mut word = [0u8; 8];
                     tracee
                         .read_exact(at, &mut word)
@@ -314,7 +456,7 @@ mod tests {
             arg(5, 8, Location::Computed { register: Register::x86_64(6), offset: -3 }),
         ];
         let refs: Vec<&ArgumentDescriptor> = args.iter().rev().collect();
-        let values = compute(7, 0x40, &refs, &fake, &loc()).unwrap();
+        let values = compute(7, 0x40, &refs, &fake, &EntryValues::default(), &loc()).unwrap();
         assert_eq!(
             values,
             vec![
@@ -326,6 +468,53 @@ mod tests {
                 ArgValue::Bytes((0x7000u64 - 3).to_le_bytes().to_vec()),
             ]
         );
+    }
+
+    #[test]
+    fn entry_values_are_kept_per_call() {
+        let frame = FrameAddress { register: Register::x86_64(6), offset: 16 };
+        let entry = |r: u16| Location::EntryValue {
+            entry: 0x10,
+            value: Box::new(Location::Register { register: Register::x86_64(r) }),
+            frame: frame.clone(),
+        };
+        let a = arg(0, 8, entry(5));
+        let b = arg(1, 8, Location::Indirect { pointer: Box::new(entry(4)), offset: 4 });
+        let mut entries = EntryValues::of([&a, &b]);
+        assert_eq!(entries.entries().collect::<Vec<_>>(), [0x10]);
+        let at_entry = |rsp: u64, rdi: u64| {
+            let mut regs = zeroed_regs();
+            regs.rsp = rsp;
+            regs.rdi = rdi;
+            regs.rsi = 0x6ff0;
+            Fake { regs, memory: (0x6ff0, (0u8..32).collect()) }
+        };
+        // Two calls (an outer one, a recursive inner one), each entered with its own rdi.
+        assert!(entries.keep(0x10, &at_entry(0x8000 - 8, 111)));
+        assert!(entries.keep(0x10, &at_entry(0x7000 - 8, 222)));
+        assert!(!entries.keep(0x40, &at_entry(0x7000 - 8, 333)), "not an entry");
+        // At the region the frame address is rbp + 16.
+        let at_region = |rbp: u64| {
+            let mut regs = zeroed_regs();
+            regs.rbp = rbp;
+            Fake { regs, memory: (0x6ff0, (0u8..32).collect()) }
+        };
+        let values = compute(7, 0x40, &[&a, &b], &at_region(0x7000 - 16), &entries, &loc()).unwrap();
+        assert_eq!(
+            values,
+            vec![
+                ArgValue::Bytes(222u64.to_le_bytes().to_vec()),
+                ArgValue::Copied { bytes: (4u8..12).collect(), from: 0x6ff4 }
+            ]
+        );
+        let values = compute(7, 0x40, &[&a], &at_region(0x8000 - 16), &entries, &loc()).unwrap();
+        assert_eq!(values, vec![ArgValue::Bytes(111u64.to_le_bytes().to_vec())]);
+        // A call whose entry was not seen, and every call once the replay went back: said, not guessed.
+        let err = compute(7, 0x40, &[&a], &at_region(0x9000 - 16), &entries, &loc()).unwrap_err().to_string();
+        assert!(err.contains("did not see this call's entry"), "{err}");
+        entries.forget();
+        let err = compute(7, 0x40, &[&a], &at_region(0x7000 - 16), &entries, &loc()).unwrap_err().to_string();
+        assert!(err.contains("did not see this call's entry"), "{err}");
     }
 
     #[test]
@@ -345,7 +534,7 @@ mod tests {
             2,
             Location::Indirect { pointer: Box::new(Location::Register { register: Register::x86_64(7) }), offset: 34 },
         );
-        let values = compute(7, 0x40, &[&a, &b], &fake, &loc()).unwrap();
+        let values = compute(7, 0x40, &[&a, &b], &fake, &EntryValues::default(), &loc()).unwrap();
         assert_eq!(
             values,
             vec![
@@ -363,7 +552,7 @@ mod tests {
         let stack = |offset| Location::Stack { base: Register::x86_64(6), offset };
         let big = arg(0, COPY_LIMIT + 1, stack(-16));
         let unreadable = arg(1, 8, stack(0x100));
-        let values = compute(7, 0x40, &[&big, &unreadable], &fake, &loc()).unwrap();
+        let values = compute(7, 0x40, &[&big, &unreadable], &fake, &EntryValues::default(), &loc()).unwrap();
         assert_eq!(values, vec![ArgValue::Address(0x6ff0), ArgValue::Address(0x7100)]);
     }
 
@@ -372,12 +561,12 @@ mod tests {
         let regs = zeroed_regs();
         let fake = Fake { regs, memory: (0, vec![]) };
         let a = arg(0, 8, Location::OptimizedOut);
-        let err = compute(7, 0x40, &[&a], &fake, &loc()).unwrap_err().to_string();
+        let err = compute(7, 0x40, &[&a], &fake, &EntryValues::default(), &loc()).unwrap_err().to_string();
         assert!(err.contains("region 7") && err.contains("`v0`") && err.contains("optimized out"), "{err}");
-        let err = compute(7, 0x99, &[&a], &fake, &loc()).unwrap_err().to_string();
+        let err = compute(7, 0x99, &[&a], &fake, &EntryValues::default(), &loc()).unwrap_err().to_string();
         assert!(err.contains("not described at address 0x99"), "{err}");
         let b = arg(1, 8, Location::Implicit { bytes: "00".into() });
-        let err = compute(7, 0x40, &[&b], &fake, &loc()).unwrap_err().to_string();
+        let err = compute(7, 0x40, &[&b], &fake, &EntryValues::default(), &loc()).unwrap_err().to_string();
         assert!(err.contains("missing from the argument descriptors"), "{err}");
     }
 }

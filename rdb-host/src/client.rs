@@ -1,6 +1,6 @@
 //! [`DebugHost`]: the replayer's handle on a host process.
 
-use crate::args::{self, ArgValue};
+use crate::args::{self, ArgValue, EntryValues};
 use crate::channel::{monotonic_ns, readable_for, Channel, Mailbox, Received, Side};
 use crate::error::{signal_name, HostError, Invocation, InvokeOutcome, Loc};
 use crate::protocol::{self, reason, Reader, Writer};
@@ -136,9 +136,12 @@ pub struct DebugHost {
     /// The current host process serves faults with userfaultfd.
     userfaultfd: bool,
     buf: Vec<u8>,
-    /// The main binary's bytes at every region location (module-relative
-    /// address, byte): the host shows them instead of the breakpoints.
+    /// The main binary's bytes at every region location and function entry
+    /// kept for `entry_value` locations (module-relative address, byte): the
+    /// host shows them instead of the breakpoints.
     code_bytes: Vec<(u64, u8)>,
+    /// Values kept at function entries for `entry_value` locations.
+    entry_values: EntryValues,
     /// The main binary with DWARF (its twin `<bin>.rdb-g` when there is one), for backtraces.
     dwarf_binary: PathBuf,
     /// The next call's stop is right after an access to watched memory.
@@ -212,6 +215,7 @@ impl DebugHost {
             userfaultfd: false,
             buf: vec![0u8; protocol::MAX_MESSAGE + 64 * 1024],
             code_bytes: Vec::new(),
+            entry_values: EntryValues::of(&arguments.arguments),
             dwarf_binary: {
                 let twin = functions.binary.path.with_file_name(format!(
                     "{}.rdb-g",
@@ -227,7 +231,10 @@ impl DebugHost {
             watch_requests: Vec::new(),
             line_maps: functions.line_maps.clone(),
         };
-        let locations: Vec<u64> = host.code_locations().into_keys().collect();
+        let mut locations: Vec<u64> = host.code_locations().into_keys().collect();
+        locations.extend(host.entry_values.entries());
+        locations.sort_unstable();
+        locations.dedup();
         host.code_bytes = code_bytes(&functions.binary.path, &locations);
         host.start(0)?;
         Ok(host)
@@ -257,6 +264,35 @@ impl DebugHost {
             ids.sort_unstable();
         }
         out
+    }
+
+    /// Function entries where the replayer must also stop (module-relative):
+    /// arguments optimized out at a region are the values some registers held
+    /// there (descriptor class `entry_value`). Call [`DebugHost::keep_entry_values`]
+    /// at each stop there, before running the regions of the same address.
+    pub fn entry_points(&self) -> Vec<u64> {
+        self.entry_values.entries().collect()
+    }
+
+    /// Keeps the values `entry_value` locations need, for a program stopped at
+    /// module-relative `address` (nothing if it is not an entry point).
+    /// Returns whether it was one.
+    pub fn keep_entry_values(&mut self, address: u64, tracee: &dyn Target) -> bool {
+        self.entry_values.keep(address, tracee)
+    }
+
+    /// A process forked (real process ids of this run): the child gets the parent's kept entry
+    /// values, for the calls it goes on with.
+    pub fn fork_entry_values(&mut self, parent: i32, child: i32) {
+        self.entry_values.fork(parent, child);
+    }
+
+    /// Forgets the kept entry values: the replay went back, and a value kept
+    /// later than the point it went back to may belong to another call. A
+    /// region in a call whose entry is not seen again reports its argument
+    /// as not available.
+    pub fn forget_entry_values(&mut self) {
+        self.entry_values.forget();
     }
 
     /// How many times the host process was replaced (crash, timeout,
@@ -304,7 +340,7 @@ impl DebugHost {
         let function = location.entry_id.unwrap_or(region);
         let mut refs: Vec<&ArgumentDescriptor> = entry.arguments.iter().collect();
         refs.sort_by_key(|a| a.position);
-        let values = args::compute(region, address, &refs, tracee, &source_location)?;
+        let values = args::compute(region, address, &refs, tracee, &self.entry_values, &source_location)?;
         let sizes: Vec<u64> = refs
             .iter()
             .map(|a| a.locations.iter().find(|p| p.address == address).and_then(|p| p.size).unwrap_or(a.size))
@@ -389,7 +425,7 @@ impl DebugHost {
         let name = callback.function.clone();
         let arguments = self.callback_arguments.get(&id).map(Vec::as_slice).unwrap_or_default();
         let refs: Vec<&ArgumentDescriptor> = arguments.iter().collect();
-        let values = args::compute(id, address, &refs, tracee, &source_location)?;
+        let values = args::compute(id, address, &refs, tracee, &self.entry_values, &source_location)?;
         let sizes: Vec<u64> = refs.iter().map(|a| a.size).collect();
         self.run(id, id, &values, &sizes, tracee, &source_location, Some(name))
     }

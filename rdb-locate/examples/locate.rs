@@ -30,6 +30,7 @@ fn main() -> ExitCode {
                 static_path: None,
                 after_await: None,
                 written_after: Vec::new(),
+                unchanged: false,
             },
             Some(("static", path)) => ArgumentSite {
                 name: path.rsplit("::").next().unwrap_or(path).into(),
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
                 static_path: Some(path.into()),
                 after_await: None,
                 written_after: Vec::new(),
+                unchanged: false,
             },
             _ => {
                 eprintln!("error: `{a}` is not local:NAME or static:PATH");

@@ -173,12 +173,18 @@ fn locked_packages(lock: &str) -> Vec<String> {
 }
 
 /// Advice to give before recording an executable, when a later replay with debug regions
-/// will lack something it needs: a Rust executable without full debug information (regions
-/// need the recorded build's DWARF, and rustc changes the code of a Rust executable when it
-/// adds debug information, so no twin build can stand in for it). `None` when nothing is
-/// missing, or the program is not a Rust one.
+/// will lack something it needs: an unoptimized Rust executable without full debug
+/// information (a dev profile with `debug = false`). Regions need the recorded build's DWARF;
+/// for an optimized build without it (cargo's default release profile) `cargo rdb` builds a
+/// twin with debug information and proves its code the recorded one's, but at opt-level 0
+/// rustc's code changes with debug information, so no twin can stand in for it. `None` when
+/// nothing is missing, the build is optimized, or the program is not a Rust one.
 pub fn recording_advice(build: &ProgramBuild, exe: &Path) -> Option<String> {
     if !build.is_rust() || build.debug_info == DebugLevel::Full {
+        return None;
+    }
+    let optimized = build.cargo.as_ref().and_then(optimized_profile);
+    if optimized == Some(true) {
         return None;
     }
     let (table, manifest) = match &build.cargo {
@@ -188,14 +194,38 @@ pub fn recording_advice(build: &ProgramBuild, exe: &Path) -> Option<String> {
         Some(c) => ("[profile.PROFILE]".into(), Path::new(&c.root).join("Cargo.toml").display().to_string()),
         None => ("[profile.PROFILE]".into(), "Cargo.toml".into()),
     };
+    let optimization = match optimized {
+        Some(false) => "an unoptimized Rust executable",
+        _ => "a Rust executable (of a profile whose optimization rdb cannot tell)",
+    };
     Some(format!(
-        "{} is a Rust executable with {}: debug regions (`cargo rdb replay`, `rdb replay --debug`) cannot run \
-         against a recording of it, because rdb needs the recorded build's own debug information (a Rust \
-         executable built with debug information has other code).\nhelp: if you may want regions, stop now, \
-         add `debug = \"full\"` under `{table}` in {manifest}, rebuild and record that build",
+        "{} is {optimization} with {}: debug regions (`cargo rdb replay`, `rdb replay --debug`) cannot run \
+         against a recording of it, because rdb needs the recorded build's own debug information (at opt-level 0 \
+         a Rust executable built with debug information has other code; optimized builds get a twin with debug \
+         information instead).\nhelp: if you may want regions, stop now, add `debug = \"full\"` under `{table}` \
+         in {manifest}, rebuild and record that build",
         exe.display(),
         build.debug_info
     ))
+}
+
+/// Whether a Cargo profile optimizes: its `opt-level` setting, else that of the profile it
+/// inherits from (`release` and `bench` do, `dev` and `test` do not); `None` when unknown.
+fn optimized_profile(cargo: &CargoBuild) -> Option<bool> {
+    let settings: toml_edit::DocumentMut = cargo.profile_settings.parse().ok()?;
+    if let Some(level) = settings.get("opt-level") {
+        return Some(match (level.as_integer(), level.as_str()) {
+            (Some(n), _) => n != 0,
+            (_, Some(s)) => s != "0",
+            _ => return None,
+        });
+    }
+    let base = settings.get("inherits").and_then(|i| i.as_str()).unwrap_or(&cargo.profile);
+    match base {
+        "release" | "bench" => Some(true),
+        "dev" | "debug" | "test" => Some(false),
+        _ => None,
+    }
 }
 
 /// One thing that differs between the recorded build and a rebuilt binary.
@@ -481,6 +511,38 @@ mod tests {
         let now = vec!["a 1.0.0".to_string(), "b 2.1.0".into(), "rdb-macros 0.1.0".into()];
         assert_eq!(lock_changes(&recorded, &now), ["b 2.0.0 → 2.1.0", "c 3.0.0 (no longer locked)"]);
         assert!(lock_changes(&recorded, &recorded).is_empty());
+    }
+
+    #[test]
+    fn optimized_profiles_need_no_advice() {
+        let cargo = |profile: &str, settings: &str| CargoBuild {
+            root: "/p".into(),
+            profile: profile.into(),
+            profile_settings: settings.into(),
+            locked: Vec::new(),
+        };
+        assert_eq!(optimized_profile(&cargo("release", "")), Some(true));
+        assert_eq!(optimized_profile(&cargo("dev", "")), Some(false));
+        assert_eq!(optimized_profile(&cargo("dev", "opt-level = 2")), Some(true));
+        assert_eq!(optimized_profile(&cargo("release", "opt-level = 0")), Some(false));
+        assert_eq!(optimized_profile(&cargo("release", "opt-level = \"s\"")), Some(true));
+        assert_eq!(optimized_profile(&cargo("fast", "inherits = \"release\"")), Some(true));
+        assert_eq!(optimized_profile(&cargo("custom", "")), None);
+        let build = |profile: &str| ProgramBuild {
+            blake3: String::new(),
+            toolchain: vec!["rustc version 1.95.0".into()],
+            build_dirs: Vec::new(),
+            debug_info: DebugLevel::None,
+            sections: Vec::new(),
+            cargo: Some(cargo(profile, "")),
+        };
+        let exe = Path::new("/p/target/x");
+        {
+            assert!(build("release").is_rust());
+            assert_eq!(recording_advice(&build("release"), exe), None);
+            let advice = recording_advice(&build("dev"), exe).unwrap();
+            assert!(advice.contains("unoptimized") && advice.contains("[profile.dev]"), "{advice}");
+        }
     }
 
     #[test]

@@ -16,6 +16,11 @@ pub trait Machine {
     /// `size` bytes of memory at `address` as a little-endian integer, or
     /// `None` if unknown.
     fn memory(&mut self, address: u64, size: u8) -> Option<u64>;
+    /// The value of `DW_OP_entry_value(expression)`: what the expression
+    /// (a register) gave on entry to the function, or `None` if unknown.
+    fn entry_value(&mut self, _expression: Expression<R>) -> Option<u64> {
+        None
+    }
 }
 
 /// How to compute the canonical frame address at the pc of interest: the
@@ -38,6 +43,9 @@ pub struct Frame<'a> {
     pub frame_base: Option<Expression<R>>,
     /// The CFA rule at the pc, from the unwind tables.
     pub cfa: Option<CfaRule>,
+    /// The first instruction of the concrete function holding the pc
+    /// (where `DW_OP_entry_value` reads its registers), when known.
+    pub entry: Option<u64>,
 }
 
 /// Why an expression could not be evaluated.
@@ -132,10 +140,13 @@ fn evaluate_inner<M: Machine>(
             EvaluationResult::RequiresTls(_) => {
                 return Err(EvalError::Unavailable("thread-local storage".into()));
             }
-            EvaluationResult::RequiresEntryValue(_) => {
-                return Err(EvalError::Unavailable(
-                    "the value a register had on entry to the function (DW_OP_entry_value)".into(),
-                ));
+            EvaluationResult::RequiresEntryValue(expression) => {
+                let value = machine.entry_value(expression).ok_or_else(|| {
+                    EvalError::Unavailable(
+                        "the value a register had on entry to the function (DW_OP_entry_value)".into(),
+                    )
+                })?;
+                evaluation.resume_with_entry_value(Value::Generic(value)).map_err(malformed)?
             }
             EvaluationResult::RequiresParameterRef(_) => {
                 return Err(EvalError::Unavailable("a caller's parameter (DW_OP_GNU_parameter_ref)".into()));
@@ -219,6 +230,7 @@ pub(crate) mod tests {
             unit: None,
             frame_base: Some(expr(&[0x9c])),
             cfa: Some(CfaRule { register: Register(6), offset: 16 }),
+            entry: None,
         };
         let mut machine = Snapshot { registers: HashMap::from([(6, 0x7ffe_1000)]), memory: HashMap::new() };
         let pieces = evaluate(expr(&[0x91, 0x6c]), &frame, &mut machine).unwrap();
@@ -228,7 +240,7 @@ pub(crate) mod tests {
     #[test]
     fn frame_base_in_a_register_and_memory_reads() {
         // Frame base DW_OP_reg7 (rsp): fbreg 8 is rsp + 8.
-        let frame = Frame { encoding: encoding(), unit: None, frame_base: Some(expr(&[0x57])), cfa: None };
+        let frame = Frame { encoding: encoding(), unit: None, frame_base: Some(expr(&[0x57])), cfa: None, entry: None };
         let mut machine =
             Snapshot { registers: HashMap::from([(7, 0x1000)]), memory: HashMap::from([(0x1008, 0xabcd)]) };
         assert_eq!(address_of(&evaluate(expr(&[0x91, 0x08]), &frame, &mut machine).unwrap()), Some(0x1008));
@@ -241,7 +253,7 @@ pub(crate) mod tests {
 
     #[test]
     fn malformed_expressions_are_errors() {
-        let frame = Frame { encoding: encoding(), unit: None, frame_base: None, cfa: None };
+        let frame = Frame { encoding: encoding(), unit: None, frame_base: None, cfa: None, entry: None };
         let mut machine = Snapshot { registers: HashMap::new(), memory: HashMap::new() };
         // Truncated DW_OP_addr, unknown opcode, fbreg without a frame base.
         for bytes in [&[0x03, 0x01][..], &[0xe5], &[0x91, 0x08]] {

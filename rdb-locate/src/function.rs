@@ -307,7 +307,17 @@ pub fn code_addresses(
         // of each inlined copy): they count.
         .filter(|r| in_ranges(&instance.ranges, r.address))
         .collect();
-    let Some(line) = rows.iter().map(|r| r.line).min() else { return Ok(Vec::new()) };
+    let line = rows.iter().map(|r| r.line).min();
+    if line != Some(anchor.line) {
+        // No row of the anchor's line: its code may all be inlined callees
+        // (`STEPS.fetch_add(1, ..)`, `Vec::new()`), whose rows name their own
+        // files. Their call sites say where the statement starts.
+        let calls = inlined_calls_at(index, instance, anchor)?;
+        if !calls.is_empty() {
+            return Ok(calls.into_iter().map(|address| CodeAddress { address, fallback_line: None }).collect());
+        }
+    }
+    let Some(line) = line else { return Ok(Vec::new()) };
     let on_line: Vec<_> = rows.iter().filter(|r| r.line == line).collect();
     let after_column: Vec<_> = if line == anchor.line {
         on_line.iter().filter(|r| r.column == 0 || r.column >= anchor.column).copied().collect()
@@ -443,6 +453,68 @@ pub fn code_addresses(
                 || !loops.iter().any(|l| !inside(c.address, l) && l.1 < c.address && deep.iter().any(|&d| inside(d, l)))
         });
     }
+    Ok(out)
+}
+
+/// Where the callees inlined at the anchor's line start, in `instance`'s own
+/// code (not inside another callee inlined into it): the first instruction
+/// of each call of the lowest column at or after the anchor's (each copy of
+/// the statement, when the optimizer duplicated it, has its own).
+fn inlined_calls_at(index: &Index<'_>, instance: &Instance, anchor: &SourceLocation) -> Result<Vec<u64>, gimli::Error> {
+    let Some(die) = instance.die else { return Ok(Vec::new()) };
+    let files = index.files(die.unit)?;
+    let dies = index.dies(die.unit)?;
+    let depth = dies[die.die].depth;
+    let mut found: Vec<(u64, u64)> = Vec::new();
+    // Inlined subroutines nested in another inlined subroutine are skipped
+    // with it (index of the DIE that ends the skipped subtree's depth).
+    let mut skip_below: Option<u32> = None;
+    for (i, d) in dies.iter().enumerate().skip(die.die + 1) {
+        if d.depth <= depth {
+            break;
+        }
+        if let Some(below) = skip_below {
+            if d.depth > below {
+                continue;
+            }
+            skip_below = None;
+        }
+        if d.tag != gimli::DW_TAG_inlined_subroutine {
+            continue;
+        }
+        skip_below = Some(d.depth);
+        let r = DieRef { unit: die.unit, die: i };
+        let line = index.udata(r, gimli::DW_AT_call_line)?;
+        let column = index.udata(r, gimli::DW_AT_call_column)?.unwrap_or(0);
+        let file = match index.attr(r, gimli::DW_AT_call_file)? {
+            Some(gimli::AttributeValue::FileIndex(f)) => Some(f),
+            other => other.and_then(|v| v.udata_value()),
+        };
+        // Line tables of DWARF 5 number files from 0, earlier ones from 1 (0 = none).
+        let version = index.units[die.unit].unit.line_program.as_ref().map_or(5, |p| p.header().version());
+        let path = file.and_then(|f| {
+            let f = if version >= 5 { f } else { f.checked_sub(1)? };
+            files.get(usize::try_from(f).ok()?)
+        });
+        if line != Some(u64::from(anchor.line))
+            || !path.is_some_and(|p| same_file(p, &anchor.file))
+            || (column != 0 && column < u64::from(anchor.column))
+        {
+            continue;
+        }
+        let entry = match index.attr(r, gimli::DW_AT_entry_pc)? {
+            Some(gimli::AttributeValue::Addr(a)) => Some(a),
+            _ => None,
+        };
+        let start = entry.or_else(|| index.ranges(r).ok()?.iter().map(|range| range.begin).min());
+        if let Some(start) = start.filter(|&a| in_ranges(&instance.ranges, a)) {
+            found.push((column, start));
+        }
+    }
+    let Some(first) = found.iter().map(|(c, _)| *c).min() else { return Ok(Vec::new()) };
+    let mut out: Vec<u64> = found.into_iter().filter(|(c, _)| *c == first).map(|(_, a)| a).collect();
+    out.sort_unstable();
+    out.dedup();
     Ok(out)
 }
 

@@ -38,8 +38,11 @@
 //! `total += c * (i as i64);`: the column-13 row comes after the multiply).
 //! Rows of earlier statements on the same line have smaller columns and are
 //! left out. When no `is_stmt` row qualifies, any row of the line does; when
-//! the line has no code in that copy, the nearest later line with code is
-//! used and a warning says so (a region that ends a loop body whose closing
+//! the line has no row in that copy but callees inlined at it
+//! (`DW_AT_call_line`, e.g. `STEPS.fetch_add(1, ..)` or a `for` loop's
+//! `next()`), the region runs at the first instruction of each call of the
+//! lowest such column (one per copy of the statement); otherwise the nearest
+//! later line with code is used and a warning says so (a region that ends a loop body whose closing
 //! brace has no code then runs after the loop: put such a region before the
 //! body's last statement instead). If some copy has code on the anchor line
 //! itself, copies that would only use a later line are dropped.
@@ -63,10 +66,15 @@
 //! `DW_AT_frame_base`, and `DW_OP_call_frame_cfa` through the CFA rule of
 //! `.eh_frame`/`.debug_frame` at that address), `symbol` (+ offset),
 //! `pieces`, `implicit` (constants, `DW_AT_const_value`), `computed` (a
-//! register plus a constant, `DW_OP_bregN k; DW_OP_stack_value`) and
-//! `optimized_out`. Values the descriptor format cannot express (any other
-//! computation marked `DW_OP_stack_value`, a
-//! pointer that must be read from memory, `DW_OP_entry_value`, TLS, implicit
+//! register plus a constant, `DW_OP_bregN k; DW_OP_stack_value`),
+//! `entry_value` (`DW_OP_entry_value(DW_OP_regN)`: the register at the
+//! function's entry, kept by the replayer per call) and `optimized_out`.
+//! Where a Rust parameter bound without `mut` has no location at the
+//! address (or only part of one), its location at the function's entry is
+//! used as an `entry_value` (its value cannot have changed; not for types
+//! holding an `UnsafeCell`, nor for copies inlined elsewhere). Values the
+//! descriptor format cannot express (any other computation marked
+//! `DW_OP_stack_value`, computations on entry values, TLS, implicit
 //! pointers) are passed as `optimized_out` with a warning naming the
 //! variable, the region, the address and the reason.
 //!
@@ -178,6 +186,13 @@ pub struct ArgumentSite {
     /// code and a later line stands in, a change on a line in between may
     /// already have happened there: the variable is not served.
     pub written_after: Vec<u32>,
+    /// The variable's value never changes in its scope: a Rust binding
+    /// without `mut` (no binding of that name in the function is `mut`).
+    /// A parameter whose location the optimizer dropped at the region is
+    /// then the value it had on entry to the function (kept by the replayer
+    /// at the entry, descriptor class `entry_value`), unless its type holds
+    /// an `UnsafeCell` in its own bytes. Always false for C.
+    pub unchanged: bool,
 }
 
 /// The descriptors computed for a set of sites.
@@ -275,6 +290,23 @@ impl Located {
 }
 
 fn retarget_location(location: &mut Location, map: &TwinMap) {
+    if let Location::EntryValue { entry, value, .. } = location {
+        match map.map(*entry) {
+            Ok((main, _, _)) => {
+                *entry = main;
+                retarget_location(value, map);
+            }
+            Err(why) => {
+                *location = Location::Unavailable {
+                    reason: format!(
+                        "its value on entry to the function is read at the function's first instruction, whose code \
+                         is not proven the same in the recorded build ({why})"
+                    ),
+                };
+            }
+        }
+        return;
+    }
     match location {
         Location::Symbol { symbol, offset, address } => {
             if let Ok((main, name, off)) = map.map(*address) {
@@ -422,6 +454,7 @@ fn locate_site(
     } else {
         let instances = function::instances(index, &units, &site.function)?;
         let instances = function::in_body(index, instances, site.bodies.last())?;
+        let copies = instances.len();
         let mut found = Vec::new();
         for instance in instances {
             for code in function::code_addresses(index, &instance, &site.anchor)? {
@@ -456,11 +489,41 @@ fn locate_site(
             }
         }
         if placed.is_empty() && note.is_none() {
-            note = Some(format!(
-                "no code of function `{}` comes from {} or later lines: the compiler removed it or the function is not in this binary",
-                site.function,
-                show(&site.anchor)
-            ));
+            let name = &site.function;
+            let what = match site.bodies.last() {
+                Some(body) => format!(
+                    "the {} at line {} in `{name}`",
+                    match body.kind {
+                        BodyKind::Closure => "closure",
+                        BodyKind::AsyncBlock => "`async` block",
+                        BodyKind::AsyncFn => "body of `async fn`",
+                    },
+                    body.line
+                ),
+                None => format!("`{name}`"),
+            };
+            let keep = match site.bodies.last() {
+                Some(_) => "move that body into a function marked `#[inline(never)]`".to_string(),
+                None => format!("mark `{name}` `#[inline(never)]`"),
+            };
+            note = Some(if copies == 0 {
+                format!(
+                    "{what} has no code of its own in this binary: it is never called (or, if generic, never \
+                     instantiated), or the optimizer inlined it into its callers without keeping debug information \
+                     for the inlined copies (rustc's MIR inlining; a closure passed to `sort_by` or `map` is inlined \
+                     into the library code calling it) or removed it; to run the region in an optimized build, \
+                     {keep}, rebuild and record again (a dev build runs it as written)"
+                )
+            } else {
+                format!(
+                    "none of the {copies} cop{} of {what} in this binary has code from {} or later lines: the \
+                     optimizer removed that code (its result was not used, or it was computed at compile time); \
+                     put the region where the program still does something, or use in the program a value the \
+                     region reads",
+                    if copies == 1 { "y" } else { "ies" },
+                    show(&site.anchor)
+                )
+            });
         }
     }
     placed.sort_by_key(|(_, a)| *a);
@@ -497,7 +560,7 @@ fn locate_site(
     for (position, argument) in site.arguments.iter().enumerate() {
         let descriptor = match argument.kind {
             ArgumentKind::Local => locate_local(index, site, argument, &placed, &stand_ins, has_variables)?,
-            ArgumentKind::Static => locate_static(index, site, argument, &placed, &units)?,
+            ArgumentKind::Static => locate_static(index, site, argument, &placed, &stand_ins, &units)?,
             ArgumentKind::Frame => locate_frame(index, site, &placed),
         };
         let (type_name, size, locations, warnings) = descriptor;
@@ -624,12 +687,20 @@ fn locate_local(
                             ),
                         }
                     }
-                    Ok(Location::OptimizedOut) => {
-                        warnings.push(format!(
-                            "region {region}: variable `{name}` is optimized out in `{}` at {address:#x}",
-                            instance.name
-                        ));
-                        Location::OptimizedOut
+                    Ok(l) if matches!(l, Location::OptimizedOut) || incomplete(index, found.die, &l, size)? => {
+                        match entry_value_of_parameter(index, instance, found.die, argument, *address, size)? {
+                            Ok(l) => l,
+                            Err(why) => {
+                                let partly = if matches!(l, Location::OptimizedOut) { "" } else { "partly " };
+                                warnings.push(format!(
+                                    "region {region} ({}): variable `{name}` is {partly}optimized out in `{}` at \
+                                     {address:#x}{why}",
+                                    show(&site.begin),
+                                    instance.name
+                                ));
+                                Location::OptimizedOut
+                            }
+                        }
                     }
                     Ok(l) => l,
                     Err(why) => {
@@ -659,6 +730,108 @@ fn locate_local(
     }
     let (type_name, size) = type_info.unwrap_or_else(|| ("<unknown>".into(), 0));
     Ok((type_name, size, locations, warnings))
+}
+
+/// A parameter the optimizer dropped at `address` whose value never changes
+/// (`argument.unchanged`): the value it had on entry to the function, where
+/// its location list places it. `Err` says (after a `;`) why that cannot
+/// be, or is empty when the variable is no such parameter.
+fn entry_value_of_parameter(
+    index: &index::Index<'_>,
+    instance: &function::Instance,
+    die: index::DieRef,
+    argument: &ArgumentSite,
+    address: u64,
+    size: u64,
+) -> Result<Result<Location, String>, gimli::Error> {
+    if index.die(die)?.tag != gimli::DW_TAG_formal_parameter {
+        return Ok(Err("; it is not a parameter, whose value on entry could stand in".into()));
+    }
+    if !argument.unchanged {
+        return Ok(Err(if argument.kind == ArgumentKind::Local && site_is_c(index, die) {
+            "; a C parameter may have changed since the entry, and the DWARF does not say it has not".into()
+        } else {
+            format!("; `{}` is bound `mut` in the function: its value on entry may have changed", argument.name)
+        }));
+    }
+    let (Some(own), Some(owner)) = (instance.die, instance.frame_owner) else { return Ok(Err(String::new())) };
+    if own != owner {
+        return Ok(Err(
+            "; it is a parameter of a copy inlined into another function, whose entry is not its own".into()
+        ));
+    }
+    let ty = match index.inherited(die, gimli::DW_AT_type)? {
+        Some((holder, _)) => index.reference(holder, gimli::DW_AT_type)?,
+        None => None,
+    };
+    if types::has_interior_mutability(index, ty)? {
+        return Ok(Err("; its type holds an `UnsafeCell` (it may change without `mut`)".into()));
+    }
+    let Some(entry) = variable::entry_address(index, owner)? else {
+        return Ok(Err("; the function's entry is not known".into()));
+    };
+    let Some(cfa) = index.binary.cfa_rule(address) else {
+        return Ok(Err("; the unwind tables give no frame address here to tell calls apart".into()));
+    };
+    Ok(match variable::variable_location(index, die, Some(owner), entry, size)? {
+        Ok(value @ (Location::Register { .. } | Location::Stack { .. } | Location::Pieces { .. }))
+            if !partly_missing(&value) && !incomplete(index, die, &value, size)? =>
+        {
+            Ok(Location::EntryValue {
+                entry,
+                value: Box::new(value),
+                frame: rdb_descriptors::FrameAddress { register: Register::x86_64(cfa.register.0), offset: cfa.offset },
+            })
+        }
+        _ => Err("; not even on entry to the function".into()),
+    })
+}
+
+/// Whether a split value's pieces leave part of the value out: a piece
+/// optimized out, or bytes of a member (of `die`'s type; without members,
+/// any of its `size` bytes) that no piece gives. Padding may go without a
+/// piece (rustc describes `(char, i16)` by 6 of its 8 bytes).
+fn incomplete(
+    index: &index::Index<'_>,
+    die: index::DieRef,
+    location: &Location,
+    size: u64,
+) -> Result<bool, gimli::Error> {
+    let Location::Pieces { pieces } = location else { return Ok(false) };
+    let mut given = Vec::new();
+    let mut at = 0;
+    for piece in pieces {
+        match piece.location {
+            Location::OptimizedOut | Location::Unavailable { .. } => return Ok(true),
+            _ => given.push((at, at + piece.size)),
+        }
+        at += piece.size;
+    }
+    let ty = match index.inherited(die, gimli::DW_AT_type)? {
+        Some((holder, _)) => index.reference(holder, gimli::DW_AT_type)?,
+        None => None,
+    };
+    let needed = types::member_ranges(index, ty)?.unwrap_or_else(|| vec![(0, size)]);
+    let covered = |(begin, end): (u64, u64)| {
+        // Pieces are consecutive from byte 0: `given` covers [0, at) but for optimized-out ones.
+        (begin..end).all(|b| given.iter().any(|&(g0, g1)| g0 <= b && b < g1))
+    };
+    Ok(!needed.into_iter().filter(|&(b, e)| b < e).all(covered))
+}
+
+/// Whether the variable's unit is C (not Rust).
+fn site_is_c(index: &index::Index<'_>, die: index::DieRef) -> bool {
+    index.units[die.unit].language != Some(gimli::DW_LANG_Rust)
+}
+
+/// Whether a location lacks part of the value (an optimized-out piece) or
+/// needs a value kept elsewhere.
+fn partly_missing(location: &Location) -> bool {
+    match location {
+        Location::Pieces { pieces } => pieces.iter().any(|p| partly_missing(&p.location)),
+        Location::OptimizedOut | Location::Unavailable { .. } | Location::EntryValue { .. } => true,
+        _ => false,
+    }
 }
 
 /// Whether reading `location` reads the stopped function's frame memory
@@ -723,6 +896,7 @@ fn locate_static(
     site: &RegionSite,
     argument: &ArgumentSite,
     placed: &[(function::Instance, u64)],
+    stand_ins: &HashMap<u64, u32>,
     units: &[usize],
 ) -> Result<ArgumentResult, SiteError> {
     let path = argument.static_path.as_deref().unwrap_or(&argument.name);
@@ -756,11 +930,31 @@ fn locate_static(
     };
     let locations = placed
         .iter()
-        .map(|(_, address)| PlacedLocation {
-            address: *address,
-            location: location.clone(),
-            type_name: None,
-            size: None,
+        .map(|(instance, address)| {
+            // As for locals: a later line standing in for the anchor's runs
+            // after statements that may change the static.
+            let changed = stand_ins.get(address).and_then(|&line| {
+                argument.written_after.iter().find(|&&w| w >= site.anchor.line && w < line).map(|&w| (w, line))
+            });
+            let location = match changed {
+                Some((written, line)) => {
+                    warnings.push(format!(
+                        "region {}: `{}` is not served in `{}` at {address:#x}: line {} has no code there, line \
+                         {line} stands in, and line {written} may change `{}` before it",
+                        site.region, argument.name, instance.name, site.anchor.line, argument.name
+                    ));
+                    Location::Unavailable {
+                        reason: format!(
+                            "possibly changed already: line {written} of {} may change it, and the region runs \
+                             after it, before line {line} (line {} has no code of its own in this build)",
+                            site.anchor.file.display(),
+                            site.anchor.line
+                        ),
+                    }
+                }
+                None => location.clone(),
+            };
+            PlacedLocation { address: *address, location, type_name: None, size: None }
         })
         .collect();
     Ok((type_name, size, locations, warnings))

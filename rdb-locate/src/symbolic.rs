@@ -13,7 +13,7 @@ use crate::eval::{evaluate, EvalError, Frame, Machine};
 use crate::loader::SymbolTable;
 use crate::reader::R;
 use gimli::{Reader, Register};
-use rdb_descriptors::{Location, Piece as DescriptorPiece, Register as DescriptorRegister};
+use rdb_descriptors::{FrameAddress, Location, Piece as DescriptorPiece, Register as DescriptorRegister};
 
 const STRIDE_SHIFT: u32 = 36;
 const ORIGINS: [u64; 2] = [1 << 56, 2 << 56];
@@ -27,6 +27,35 @@ const CHECK_ORIGIN: u64 = (3 << 56) + 0x9_5a5a_5a58;
 /// (`DW_OP_deref`) takes slot `65 + k`.
 const DEREF_SLOT: u64 = 65;
 const MAX_DEREFS: usize = 64;
+/// The value register `r` had on entry to the function
+/// (`DW_OP_entry_value(DW_OP_regN)`) takes slot `ENTRY_SLOT + r`.
+const ENTRY_SLOT: u64 = DEREF_SLOT + MAX_DEREFS as u64;
+const END_SLOT: u64 = ENTRY_SLOT + 64;
+
+/// The register whose entry value a decoded slot (`register + 1 >= ENTRY_SLOT`) stands for.
+fn entry_slot_register(register: u16) -> u16 {
+    (u64::from(register) + 1 - ENTRY_SLOT) as u16
+}
+
+/// The register a `DW_OP_entry_value` operand names: one `DW_OP_regN` or
+/// `DW_OP_regx N` (what compilers emit), else `None`.
+fn entry_register(expression: &gimli::Expression<R>) -> Option<u16> {
+    let bytes = expression.0.to_slice().ok()?;
+    match bytes.as_ref() {
+        [op @ 0x50..=0x6f] => Some(u16::from(op - 0x50)),
+        [0x90, rest @ ..] => {
+            let mut value: u64 = 0;
+            for (i, b) in rest.iter().enumerate() {
+                value |= u64::from(b & 0x7f) << (7 * i);
+                if b & 0x80 == 0 {
+                    return (i + 1 == rest.len() && value < 64).then_some(value as u16);
+                }
+            }
+            None
+        }
+        _ => None,
+    }
+}
 
 struct Symbolic {
     origin: u64,
@@ -49,12 +78,27 @@ impl Machine for Symbolic {
         self.reads.push(address);
         Some(self.origin.wrapping_add(slot << STRIDE_SHIFT))
     }
+    fn entry_value(&mut self, expression: gimli::Expression<R>) -> Option<u64> {
+        let register = entry_register(&expression)?;
+        Some(self.origin.wrapping_add((ENTRY_SLOT + u64::from(register)) << STRIDE_SHIFT))
+    }
 }
 
-/// The pointers the two symbolic runs read, by read order.
-struct Reads<'a>(&'a [u64], &'a [u64]);
+/// The pointers the two symbolic runs read, by read order, and where the
+/// function's entry values are kept.
+struct Reads<'a>(&'a [u64], &'a [u64], Result<(u64, FrameAddress), String>);
 
 impl Reads<'_> {
+    /// The location of the value register `register` had on entry.
+    fn entry_value(&self, register: u16) -> Result<Location, String> {
+        let (entry, frame) = self.2.clone()?;
+        Ok(Location::EntryValue {
+            entry,
+            value: Box::new(Location::Register { register: DescriptorRegister::x86_64(register) }),
+            frame,
+        })
+    }
+
     /// The descriptor location of the memory at a decoded address.
     fn place(&self, symbol: Symbol, symbols: &dyn Symbolizer) -> Result<Location, String> {
         match symbol {
@@ -64,6 +108,9 @@ impl Reads<'_> {
             }
             Symbol::Relative { register, offset } if u64::from(register) + 1 < DEREF_SLOT => {
                 Ok(Location::Stack { base: DescriptorRegister::x86_64(register), offset })
+            }
+            Symbol::Relative { register, offset } if u64::from(register) + 1 >= ENTRY_SLOT => {
+                Ok(Location::Indirect { pointer: Box::new(self.entry_value(entry_slot_register(register))?), offset })
             }
             Symbol::Relative { register, offset } => {
                 let k = (u64::from(register) + 1 - DEREF_SLOT) as usize;
@@ -96,7 +143,7 @@ fn decode(first: u64, second: u64) -> Option<Symbol> {
     let relative = first.wrapping_sub(ORIGINS[0]) as i64;
     let half = 1i64 << (STRIDE_SHIFT - 1);
     let slot = relative.checked_add(half)? >> STRIDE_SHIFT;
-    if !(1..(DEREF_SLOT + MAX_DEREFS as u64) as i64).contains(&slot) {
+    if !(1..END_SLOT as i64).contains(&slot) {
         return None;
     }
     let offset = relative - (slot << STRIDE_SHIFT);
@@ -164,7 +211,18 @@ pub fn describe(
     if !agrees(&runs[0], &runs[1], &check) {
         return Err("its value is computed from registers in a way a descriptor cannot express".into());
     }
-    let reads = Reads(&reads[0], &reads[1]);
+    let entry = match (frame.entry, frame.cfa) {
+        (Some(entry), Some(cfa)) => {
+            Ok((entry, FrameAddress { register: DescriptorRegister::x86_64(cfa.register.0), offset: cfa.offset }))
+        }
+        (None, _) => Err("its value is the one a register had on entry to the function (DW_OP_entry_value), and \
+                          the function's entry is not known"
+            .to_string()),
+        (_, None) => Err("its value is the one a register had on entry to the function (DW_OP_entry_value), and \
+                          the unwind tables give no frame address here to tell calls apart"
+            .to_string()),
+    };
+    let reads = Reads(&reads[0], &reads[1], entry);
     let (first, second) = (&runs[0], &runs[1]);
     if first.len() != second.len() || first.is_empty() {
         return Err("its location expression does not evaluate consistently".into());
@@ -207,6 +265,9 @@ fn piece_location(
                 Some(Symbol::Relative { register, offset: 0 }) if u64::from(register) + 1 < DEREF_SLOT => {
                     Ok(Location::Register { register: DescriptorRegister::x86_64(register) })
                 }
+                Some(Symbol::Relative { register, offset: 0 }) if u64::from(register) + 1 >= ENTRY_SLOT => {
+                    reads.entry_value(entry_slot_register(register))
+                }
                 Some(Symbol::Relative { register, offset: 0 }) => {
                     // The value is a pointer read from memory: the variable is
                     // those 8 bytes.
@@ -219,6 +280,11 @@ fn piece_location(
                         _ => Err("its value is computed in a way a descriptor cannot express".into()),
                     }
                 }
+                Some(Symbol::Relative { register, offset }) if u64::from(register) + 1 >= ENTRY_SLOT => Err(format!(
+                    "its value is computed from an entry value ({} on entry {:+}), which a descriptor cannot express",
+                    DescriptorRegister::x86_64(entry_slot_register(register)).name,
+                    offset
+                )),
                 Some(Symbol::Relative { register, offset }) if u64::from(register) + 1 < DEREF_SLOT && size <= 8 => {
                     Ok(Location::Computed { register: DescriptorRegister::x86_64(register), offset })
                 }
@@ -282,6 +348,7 @@ mod tests {
             unit: None,
             frame_base: Some(expr(frame_base)),
             cfa: Some(CfaRule { register: Register(6), offset: 16 }),
+            entry: Some(0x1000),
         };
         describe(expr(bytes), &frame, size, &Names)
     }
@@ -367,8 +434,38 @@ mod tests {
         // twice rbx, rbx + rsi.
         assert!(describe_bytes(&[0x73, 0x00, 0x32, 0x1e, 0x9f], &[0x57], 8).is_err());
         assert!(describe_bytes(&[0x73, 0x00, 0x74, 0x00, 0x22], &[0x57], 8).is_err());
-        // DW_OP_entry_value(DW_OP_reg5), stack_value.
-        assert!(describe_bytes(&[0xa3, 0x01, 0x55, 0x9f], &[0x57], 8).unwrap_err().contains("entry"));
+        // DW_OP_entry_value(DW_OP_reg5) plus 1, stack_value.
+        assert!(describe_bytes(&[0xa3, 0x01, 0x55, 0x23, 0x01, 0x9f], &[0x57], 8).unwrap_err().contains("entry"));
+    }
+
+    #[test]
+    fn entry_values() {
+        let entry = |r: u16| Location::EntryValue {
+            entry: 0x1000,
+            value: Box::new(Location::Register { register: Reg::x86_64(r) }),
+            frame: FrameAddress { register: Reg::x86_64(6), offset: 16 },
+        };
+        // DW_OP_entry_value(DW_OP_reg5), stack_value: rdi on entry (clang -O2).
+        assert_eq!(describe_bytes(&[0xa3, 0x01, 0x55, 0x9f], &[0x57], 8), Ok(entry(5)));
+        // The same with DW_OP_regx 4.
+        assert_eq!(describe_bytes(&[0xa3, 0x02, 0x90, 0x04, 0x9f], &[0x57], 8), Ok(entry(4)));
+        // Memory at rsi on entry + 8 (a parameter passed by reference whose pointer was clobbered).
+        assert_eq!(
+            describe_bytes(&[0xa3, 0x01, 0x54, 0x23, 0x08], &[0x57], 16),
+            Ok(Location::Indirect { pointer: Box::new(entry(4)), offset: 8 })
+        );
+        // A fat pointer: both halves entry values.
+        assert_eq!(
+            describe_bytes(&[0xa3, 0x01, 0x54, 0x9f, 0x93, 0x08, 0xa3, 0x01, 0x51, 0x9f, 0x93, 0x08], &[0x57], 16),
+            Ok(Location::Pieces {
+                pieces: vec![
+                    DescriptorPiece { size: 8, location: entry(4) },
+                    DescriptorPiece { size: 8, location: entry(1) }
+                ]
+            })
+        );
+        // An operand that is not a register is not expressible.
+        assert!(describe_bytes(&[0xa3, 0x02, 0x75, 0x00, 0x9f], &[0x57], 8).is_err());
     }
 
     #[test]

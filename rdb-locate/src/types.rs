@@ -154,3 +154,95 @@ fn size_inner(index: &Index<'_>, r: Option<DieRef>, depth: u32) -> Result<Option
         _ => size_inner(index, index.reference(r, gimli::DW_AT_type)?, depth + 1),
     }
 }
+
+/// Whether a value of type `r` holds an `UnsafeCell` in its own bytes (not
+/// behind a pointer): `Cell`, `RefCell`, atomics, `Mutex`. Such a value can
+/// change without its binding being `mut`. Unknown or too deep: `true`.
+pub fn has_interior_mutability(index: &Index<'_>, r: Option<DieRef>) -> Result<bool, gimli::Error> {
+    interior_inner(index, r, 0)
+}
+
+fn interior_inner(index: &Index<'_>, r: Option<DieRef>, depth: u32) -> Result<bool, gimli::Error> {
+    let Some(r) = r else { return Ok(false) };
+    if depth > MAX_DEPTH {
+        return Ok(true);
+    }
+    let die = index.die(r)?;
+    match die.tag {
+        gimli::DW_TAG_pointer_type
+        | gimli::DW_TAG_reference_type
+        | gimli::DW_TAG_rvalue_reference_type
+        | gimli::DW_TAG_base_type
+        | gimli::DW_TAG_subroutine_type
+        | gimli::DW_TAG_enumeration_type => Ok(false),
+        gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type | gimli::DW_TAG_class_type => {
+            if index.string(r, gimli::DW_AT_name)?.is_some_and(|n| n.starts_with("UnsafeCell<")) {
+                return Ok(true);
+            }
+            members_inner(index, r, depth)
+        }
+        gimli::DW_TAG_typedef
+        | gimli::DW_TAG_const_type
+        | gimli::DW_TAG_volatile_type
+        | gimli::DW_TAG_array_type
+        | gimli::DW_TAG_member
+        | gimli::DW_TAG_variant => {
+            if interior_inner(index, index.reference(r, gimli::DW_AT_type)?, depth + 1)? {
+                return Ok(true);
+            }
+            members_inner(index, r, depth)
+        }
+        gimli::DW_TAG_variant_part => members_inner(index, r, depth),
+        _ => Ok(true),
+    }
+}
+
+/// Whether a member (or variant) of `r` holds an `UnsafeCell`.
+fn members_inner(index: &Index<'_>, r: DieRef, depth: u32) -> Result<bool, gimli::Error> {
+    for child in index.children(r)? {
+        let tag = index.die(child)?.tag;
+        if matches!(tag, gimli::DW_TAG_member | gimli::DW_TAG_variant_part | gimli::DW_TAG_variant)
+            && interior_inner(index, Some(child), depth + 1)?
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The byte ranges `[offset, offset + size)` of a structure's (or tuple's)
+/// members, through typedefs and qualifiers: the bytes a value of the type
+/// holds, its padding left out. `None` for other types (scalars, enums,
+/// unions) or when a member's place or size is not known.
+pub fn member_ranges(index: &Index<'_>, r: Option<DieRef>) -> Result<Option<Vec<(u64, u64)>>, gimli::Error> {
+    let mut r = r;
+    for _ in 0..MAX_DEPTH {
+        let Some(t) = r else { return Ok(None) };
+        match index.die(t)?.tag {
+            gimli::DW_TAG_typedef | gimli::DW_TAG_const_type | gimli::DW_TAG_volatile_type => {
+                r = index.reference(t, gimli::DW_AT_type)?;
+            }
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type => {
+                let mut out = Vec::new();
+                for child in index.children(t)? {
+                    match index.die(child)?.tag {
+                        gimli::DW_TAG_member => {
+                            let Some(offset) = index.udata(child, gimli::DW_AT_data_member_location)? else {
+                                return Ok(None);
+                            };
+                            let Some(size) = type_size(index, index.reference(child, gimli::DW_AT_type)?)? else {
+                                return Ok(None);
+                            };
+                            out.push((offset, offset + size));
+                        }
+                        gimli::DW_TAG_variant_part => return Ok(None),
+                        _ => {}
+                    }
+                }
+                return Ok(Some(out));
+            }
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}

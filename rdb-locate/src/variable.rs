@@ -148,8 +148,17 @@ pub fn variable_location(
         },
         None => None,
     };
-    let frame =
-        Frame { encoding: unit.encoding(), unit: Some((dwarf, unit)), frame_base, cfa: index.binary.cfa_rule(address) };
+    let entry = match frame_owner {
+        Some(owner) => entry_address(index, owner)?,
+        None => None,
+    };
+    let frame = Frame {
+        encoding: unit.encoding(),
+        unit: Some((dwarf, unit)),
+        frame_base,
+        cfa: index.binary.cfa_rule(address),
+        entry,
+    };
     let expression = match index.attr(die, gimli::DW_AT_location)? {
         Some(AttributeValue::Exprloc(e)) => e,
         Some(
@@ -184,6 +193,23 @@ pub fn variable_location(
         return Ok(Ok(Location::OptimizedOut));
     }
     Ok(describe(expression, &frame, size, &index.binary.symbols))
+}
+
+/// The first instruction of a concrete subprogram: `DW_AT_low_pc`, else
+/// `DW_AT_entry_pc`.
+pub fn entry_address(index: &Index<'_>, subprogram: DieRef) -> Result<Option<u64>, gimli::Error> {
+    if index.die(subprogram)?.tag != gimli::DW_TAG_subprogram {
+        return Ok(None);
+    }
+    let unit = &index.units[subprogram.unit].unit;
+    for attribute in [gimli::DW_AT_low_pc, gimli::DW_AT_entry_pc] {
+        match index.attr(subprogram, attribute)? {
+            Some(AttributeValue::Addr(a)) => return Ok(Some(a)),
+            Some(AttributeValue::DebugAddrIndex(i)) => return Ok(Some(index.dwarf().address(unit, i)?)),
+            _ => {}
+        }
+    }
+    Ok(None)
 }
 
 /// Whether the variable has one location for its whole scope (a
@@ -264,6 +290,7 @@ pub fn find_static(index: &Index<'_>, path: &str, preferred: &[usize]) -> Result
                     unit: Some((index.dwarf(), unit_data)),
                     frame_base: None,
                     cfa: None,
+                    entry: None,
                 };
                 match describe(expression, &frame, 0, &index.binary.symbols) {
                     Ok(location @ Location::Symbol { .. }) => {

@@ -25,6 +25,7 @@ fn vm_sites() -> Vec<rdb_locate::RegionSite> {
         },
         site(7, "vm.rs", "run-acc", "Vm::run", vec![global("COUNTER", "crate::COUNTER")]),
         site(8, "vm.rs", "shadow-blank", "shadow", vec![local("x")]),
+        site(9, "vm.rs", "discard-ret", "discard", vec![local("x")]),
     ]
 }
 
@@ -145,6 +146,16 @@ fn release_build_registers_and_optimized_out() {
     let xs = argument(&located, 5, "xs");
     assert!(matches!(&xs.locations[0].location, Location::Pieces { pieces } if pieces.len() == 2), "{xs:#?}");
     check_against_gdb(&built.binary, &sites, &located, 5);
+    // `discard::<i64>`, whose result `main` drops, is inlined into `main` with no code left:
+    // the note says why the region will never run and what would keep it.
+    let discard = &located.functions[8];
+    assert!(discard.locations.is_empty(), "{discard:#?}");
+    let note = discard.note.as_deref().unwrap_or_default();
+    assert!(note.contains("`discard`") && note.contains("#[inline(never)]"), "{note}");
+    assert!(located.warnings.iter().any(|w| w.contains("region 9") && w.contains("it will never run")));
+    // In a dev build it has a location of its own.
+    let dev = rdb_locate::locate(&dev_build().binary, &sites).expect("locate");
+    assert_eq!(dev.functions[8].locations.len(), 1, "{:#?}", dev.functions[8]);
     // `x` is `seed * 3 + 100`, computed from a register: reported as not expressible.
     check_against_gdb(&built.binary, &sites, &located, 4);
     assert!(

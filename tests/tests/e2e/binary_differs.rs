@@ -61,18 +61,27 @@ pub fn a_profile_changed_after_recording_says_to_record_again() {
     let tmp = scratch("profile-changed");
     let app = SampleApp::fixture("counter", tmp.path());
     let trace = tmp.path().join("trace");
-    // cargo's default release profile has no debug information: said before recording.
+    // cargo's default release profile has no debug information: regions still run (a twin
+    // build with it describes the recorded one), so nothing is said before recording.
     let rec = record_plain(&app, &trace, &["build", "-q", "--release"], "release");
     let warning = text(&rec.stderr);
     let manifest = app.dir.join("Cargo.toml");
-    assert!(warning.contains("is a Rust executable with no debug information"), "{warning}");
+    assert!(!warning.contains("rdb: warning"), "{warning}");
+    // An unoptimized build without debug information has no twin: said before recording.
+    let toml = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, format!("{toml}\n[profile.dev]\ndebug = false\n")).unwrap();
+    let dev_trace = tmp.path().join("dev-trace");
+    let dev = record_plain(&app, &dev_trace, &["build", "-q"], "debug");
+    let warning = text(&dev.stderr);
+    assert!(warning.contains("is an unoptimized Rust executable with no debug information"), "{warning}");
     assert!(
-        warning.contains(&format!("add `debug = \"full\"` under `[profile.release]` in {}", manifest.display())),
+        warning.contains(&format!("add `debug = \"full\"` under `[profile.dev]` in {}", manifest.display())),
         "{warning}"
     );
     let before_run = warning.find("rdb: warning").unwrap();
     assert!(warning.find("rdb: recorded").is_some_and(|i| i > before_run), "the warning comes first: {warning}");
-    // Following the advice after the recording makes another binary.
+    std::fs::write(&manifest, &toml).unwrap();
+    // Changing the release profile after the recording makes another binary.
     let toml = std::fs::read_to_string(&manifest).unwrap();
     std::fs::write(&manifest, format!("{toml}\n[profile.release]\ndebug = \"full\"\n")).unwrap();
     assert_success("cargo build --release", &run_cargo(&app.dir, &["build", "-q", "--release"]));

@@ -141,3 +141,37 @@ pub fn every_inlined_and_unrolled_copy_runs_the_region() {
     let (o2, o2_not_run) = inlined_unrolled_hits("-O2", calls);
     assert_eq!((o2, o2_not_run), (o0, 0));
 }
+
+/// Builds `entry_values.c` with rdb-clang at `opt`, records and replays it: (the argument
+/// descriptors' location classes, the replay's output).
+fn entry_values_replay(opt: &str) -> (String, String) {
+    let tmp = scratch("c");
+    let dir = tmp.path();
+    std::fs::copy(program("support/entry_values.c"), dir.join("ev.c")).unwrap();
+    rdb_clang_in(dir, &[opt, "-g", "ev.c", "-o", "ev"]);
+    let descriptors = std::fs::read_to_string(dir.join("ev.rdb-arguments.json")).unwrap();
+    let recorded = record(dir, &["./ev", "4"]);
+    let replay = rdb_in(dir, &["replay", "trace", "--debug", "./ev"]);
+    assert_eq!(replay.status.code(), Some(0), "{opt}: {}", text(&replay.stderr));
+    let out = text(&replay.stdout);
+    // The program's own output is the recorded one.
+    let program: String = out.lines().filter(|l| !l.starts_with("rdb: ")).map(|l| format!("{l}\n")).collect();
+    assert_eq!(program, text(&recorded.stdout));
+    (descriptors, out)
+}
+
+/// clang -O2 keeps `x` and `depth` of a recursive function only in their argument registers,
+/// which the calls before the region clobber: the DWARF describes them there by their values
+/// on entry (`DW_OP_entry_value`). The descriptors say so (`entry_value`), the replay keeps
+/// each call's values at the function's entry, and the region prints what it prints at -O0,
+/// in every frame of the recursion and in a child forked inside a call.
+pub fn entry_values_give_the_o0_values_at_o2() {
+    let (o0_descriptors, o0) = entry_values_replay("-O0");
+    assert!(!o0_descriptors.contains("entry_value"), "{o0_descriptors}");
+    assert!(o0.contains("rdb: x 4 depth 4\n"), "{o0}");
+    // The child forked inside `split` never passes that call's entry: it has the parent's values.
+    assert!(o0.contains("rdb: child tag 104\nrdb: parent tag 104\n"), "{o0}");
+    let (o2_descriptors, o2) = entry_values_replay("-O2");
+    assert!(o2_descriptors.contains("\"class\": \"entry_value\""), "{o2_descriptors}");
+    assert_eq!(o2, o0);
+}

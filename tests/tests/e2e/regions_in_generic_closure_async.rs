@@ -312,3 +312,46 @@ pub fn debug_only_locals_are_shared_per_call_across_recursion_and_threads() {
         assert_eq!(debug, expected, "release {release}:\n{replayed}\n{stderr}");
     }
 }
+
+/// `tests/fixtures/entry`: at the end of `weigh` a release build keeps `values` (a slice)
+/// nowhere: its location list stops at the loop. `values` is a parameter bound without `mut`,
+/// so its value there is the one it had on entry, which the replay keeps at each call's entry
+/// (descriptor class `entry_value`): the region prints in release what it prints in dev.
+pub fn a_parameter_optimized_out_in_release_reads_its_value_on_entry() {
+    let mut outputs = Vec::new();
+    for release in [false, true] {
+        let tmp = scratch("entry");
+        let app = SampleApp::fixture("entry", tmp.path());
+        let (profile_args, dir): (&[&str], &str) = if release { (&["--release"], "release") } else { (&[], "debug") };
+        let mut build = vec!["build", "-q"];
+        build.extend_from_slice(profile_args);
+        assert_success("cargo build entry", &run_cargo(&app.dir, &build));
+        let binary = app.dir.join("target").join(dir).join("entry");
+        let trace = tmp.path().join("trace");
+        let rdb = tools().join("rdb");
+        let rec = run(&app.dir, &rdb, &["record", "-o", trace.to_str().unwrap(), "--", binary.to_str().unwrap()]);
+        assert_success("rdb record", &rec);
+        let recorded = text(&rec.stdout);
+
+        app.instrument();
+        let mut replay = vec!["rdb", "replay", trace.to_str().unwrap(), "-q"];
+        replay.extend_from_slice(profile_args);
+        let rep = run(&app.dir, &cargo_rdb(), &replay);
+        let (replayed, stderr) = (text(&rep.stdout), text(&rep.stderr));
+        assert_eq!(rep.status.code(), Some(0), "release {release}:\n{replayed}\n{stderr}");
+        let (debug, program): (Vec<&str>, Vec<&str>) = replayed.lines().partition(|l| l.starts_with("[rdb] "));
+        let program: String = program.iter().map(|l| format!("{l}\n")).collect();
+        assert_eq!(program, recorded, "the program's output differs from the recording");
+        if release {
+            let arguments =
+                std::fs::read_to_string(app.dir.join("target/rdb/release/entry.rdb-arguments.json")).unwrap();
+            assert!(arguments.contains("\"class\": \"entry_value\""), "{arguments}");
+        }
+        outputs.push(debug.join("\n"));
+    }
+    let expected = "[rdb] chunk0: 6 values from 1, scale 2, total 42\n\
+                    [rdb] chunk1: 6 values from 7, scale 3, total 171\n\
+                    [rdb] chunk2: 6 values from 13, scale 4, total 372\n\
+                    [rdb] chunk3: 2 values from 19, scale 5, total 195";
+    assert_eq!(outputs, [expected, expected]);
+}
