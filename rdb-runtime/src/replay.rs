@@ -29,6 +29,10 @@ use crate::syscalls::{self, Mask, Policy, Sysno};
 use crate::trace::{self, event::describe_status, files::ReplayFiles, Event, EventReader, MappedFile, Tid, Trace};
 use crate::Error;
 
+/// The kernel's code for a call it gave up because a signal came first, and runs again after
+/// the signal (never seen by programs).
+const ERESTARTNOINTR: i64 = -513;
+
 /// What to replay.
 #[derive(Debug, Clone)]
 pub struct ReplayOptions {
@@ -1051,6 +1055,9 @@ impl Replayer<'_> {
                         }
                         _ => Mode::Emulated,
                     },
+                    // A process creation that failed while recording (interrupted by a signal:
+                    // `-ERESTARTNOINTR`, or `EAGAIN`) created nothing: it fails again here.
+                    Policy::NewProcess if *ret < 0 => Mode::Emulated,
                     Policy::ReExecute | Policy::AddressSpace | Policy::NewProcess => Mode::ReExecuted,
                 }
             }
@@ -1144,6 +1151,20 @@ impl Replayer<'_> {
         }
         // A recording killed right after an exec ends with the exec: the replay ends there.
         let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
+        if matches!(mode, Mode::ReExecuted)
+            && real_ret == ERESTARTNOINTR
+            && syscalls::policy(nr) == Policy::NewProcess
+            && matches!(ev, Event::NewProcess { tid: t, .. } if t == tid)
+        {
+            // A signal of the replay's own world (a `SIGCHLD` of a replayed child, which the
+            // program never sees: its recorded signals come from the trace) was pending when the
+            // process creation began, and the kernel gave up to deliver it first. The delivery
+            // is suppressed (`classify_stop`) and the kernel runs the call again: its entry
+            // comes back and is replayed against the same recorded creation.
+            let p = self.proc_mut(tid);
+            p.user = true;
+            return self.go(pid, 0, "restarting a process creation");
+        }
         let Event::Syscall { nr: rnr, args: rargs, ret, writes, output, .. } = &ev else {
             return Err(self.divergence(tid, ev.describe(), format!("end of syscall {}", syscalls::name(nr))));
         };
@@ -1200,7 +1221,6 @@ impl Replayer<'_> {
         // signal wakes one thread, any thread may dequeue it): the kernel restarted it without
         // delivering anything. The restart codes never reach the program; redo the restart.
         const ERESTARTSYS: i64 = -512;
-        const ERESTARTNOINTR: i64 = -513;
         const ERESTARTNOHAND: i64 = -514;
         const ERESTART_RESTARTBLOCK: i64 = -516;
         if matches!(ret, ERESTARTSYS | ERESTARTNOINTR | ERESTARTNOHAND | ERESTART_RESTARTBLOCK)
