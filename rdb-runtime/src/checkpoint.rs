@@ -163,6 +163,11 @@ impl Replayer<'_> {
         if !self.early_children_is_empty() || self.parked.values().any(|s| matches!(s, Stop::Fork { .. })) {
             return Some("a process is being created".into());
         }
+        if !self.units.is_empty() {
+            return Some(
+                "processes share memory (MAP_SHARED): copies of them would share it with the originals".into(),
+            );
+        }
         let mut tables: Vec<(Tid, &crate::replay::Breakpoints)> = Vec::new();
         for p in self.procs.values() {
             if p.is_suspended() {

@@ -90,6 +90,8 @@ pub mod record;
 pub mod replay;
 mod reverse;
 pub mod session;
+mod share;
+mod shared_map;
 mod stall;
 pub mod syscalls;
 pub mod trace;

@@ -25,6 +25,7 @@ use crate::displace::{self, StepOver};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
 use crate::process;
 use crate::session::{Debugger, Halt, HaltKind, Resume, Session, SessionStop};
+use crate::share::{self, Units};
 use crate::syscalls::{self, Mask, Policy, Sysno};
 use crate::trace::{self, event::describe_status, files::ReplayFiles, Event, EventReader, MappedFile, Tid, Trace};
 use crate::Error;
@@ -298,6 +299,10 @@ pub(crate) struct Replayer<'o> {
     pub(crate) by_pid: HashMap<Pid, Tid>,
     pub(crate) parked: HashMap<Tid, Stop>,
     early_children: HashSet<Pid>,
+    /// Which processes share memory: their threads take turns as one unit (see `share`).
+    pub(crate) units: Units<Tid>,
+    /// The replay's own copies of the files mapped `MAP_SHARED` (see `shared_mapping`).
+    shared_files: crate::shared_map::SharedFiles,
     /// The files the trace names: its kept copies, else the originals, checked.
     files: ReplayFiles,
     pub(crate) observer: Box<dyn ReplayObserver + 'o>,
@@ -452,6 +457,8 @@ impl<'o> Replayer<'o> {
             by_pid: HashMap::new(),
             parked: HashMap::new(),
             early_children: HashSet::new(),
+            units: Units::default(),
+            shared_files: Default::default(),
             files,
             observer,
             echo: opts.echo_output,
@@ -779,10 +786,15 @@ impl Replayer<'_> {
         })
     }
 
-    /// Another thread of `tid`'s group is running user code.
+    /// Another thread of `tid`'s scheduling unit (its process, or the processes it shares
+    /// memory with) is running user code.
     fn group_busy(&self, tid: Tid) -> bool {
         let Some(me) = self.procs.get(&tid) else { return false };
-        self.procs.iter().any(|(t, p)| *t != tid && p.group == me.group && p.user)
+        if self.units.is_empty() {
+            return self.procs.iter().any(|(t, p)| *t != tid && p.group == me.group && p.user);
+        }
+        let unit = self.units.unit(me.group);
+        self.procs.iter().any(|(t, p)| *t != tid && p.user && self.units.unit(p.group) == unit)
     }
 
     /// Make `sig` pending for exactly this thread (not for any thread of its process).
@@ -1109,6 +1121,15 @@ impl Replayer<'_> {
                 return Err(self.divergence_at(index, tid, expected, format!("syscall {} at pc {pc:#x}", actual())));
             }
         };
+        if let Event::Syscall { ret, file, .. } = &head {
+            if call == Some(Sysno::mmap) && share::is_shared_mapping(args[3]) && *ret >= 0 {
+                // The process shares this memory from here on: one unit with the others that
+                // map it (the recorder decided the same at this call's exit).
+                let object = file.as_ref().map(|f| f.path.clone());
+                let group = self.proc(tid).group;
+                self.units.map_shared(group, object.as_deref());
+            }
+        }
         if matches!(mode, Mode::Emulated) {
             ptrace::poke_user(pid, ptrace::ORIG_RAX_OFFSET, u64::MAX)
                 .map_err(Error::ptrace(pid, "skipping a syscall"))?;
@@ -1148,6 +1169,9 @@ impl Replayer<'_> {
                 return Err(self.divergence(tid, desc, format!("execve failed with {real_ret}")));
             }
             self.apply_exec(tid)?;
+            // A new address space shares nothing (the recorder decided the same).
+            let group = self.proc(tid).group;
+            self.units.leave(group);
         }
         // A recording killed right after an exec ends with the exec: the replay ends there.
         let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
@@ -1184,7 +1208,11 @@ impl Replayer<'_> {
                 if real_ret != ret {
                     return Err(self.divergence(tid, ev.describe(), format!("mmap returned {real_ret:#x}")));
                 }
-                self.fill_mapping(tid, f, ret as u64, args[1], args[5])?;
+                if share::is_shared_mapping(args[3]) {
+                    self.map_shared_file(tid, f, ret as u64, &args)?;
+                } else {
+                    self.fill_mapping(tid, f, ret as u64, args[1], args[5])?;
+                }
             }
             Mode::ReExecuted => {
                 let must_match = syscalls::policy(nr) == Policy::AddressSpace;
@@ -1271,6 +1299,27 @@ impl Replayer<'_> {
                 self.proc_mut(tid).altstack = (flags & SS_DISABLE == 0).then_some(ss);
             }
         }
+    }
+
+    /// A file mapped `MAP_SHARED` (see `shared_map`): the replay's copy of it, shared with the
+    /// other processes mapping it, instead of the anonymous memory made at entry.
+    fn map_shared_file(&mut self, tid: Tid, f: &MappedFile, addr: u64, args: &[u64; 6]) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        let m = crate::shared_map::Mapping { addr, len: args[1], prot: args[2], flags: args[3], offset: args[5] };
+        let files = &mut self.files;
+        let data = || {
+            use std::os::unix::fs::FileExt;
+            let recorded = PathBuf::from(OsStr::from_bytes(&f.path));
+            let file = files.get(&recorded, &f.blake3)?;
+            let start = m.offset.min(file.size);
+            let end = start.saturating_add(m.len).min(file.size);
+            let mut data = vec![0u8; (end - start) as usize];
+            file.file
+                .read_exact_at(&mut data, start)
+                .map_err(|source| Error::FileMissing { path: file.path.clone(), source })?;
+            Ok(data)
+        };
+        self.shared_files.map(pid, f, &m, data)
     }
 
     /// Contents of a replayed file mapping: the recorded snapshot, or the file itself after
@@ -1832,8 +1881,16 @@ impl Replayer<'_> {
         });
         let parent_image = parent.image.clone();
         let group = if thread { parent.group } else { child };
+        let parent_group = parent.group;
         let entry = parent.entry.as_ref().map(|(nr, args, _)| (*nr, *args));
-        let mut proc = Proc::new(child_pid, group, !thread, thread, breakpoints, image);
+        // A child of a process holding shared memory shares it: like a thread, it waits for its
+        // first turn in the unit (`ThreadStart`), as it did while recording.
+        // Not a vfork child: its parent waits in the kernel until it execs or exits.
+        let vfork = flags & libc::CLONE_VFORK as u64 != 0;
+        let joins_unit = !thread && !vfork && self.units.fork(parent_group, child).is_some();
+        let waits_for_turn = thread || joins_unit;
+        let parent = self.proc(tid);
+        let mut proc = Proc::new(child_pid, group, !waits_for_turn, waits_for_turn, breakpoints, image);
         proc.auxv = parent.auxv.clone();
         proc.stretch = self.ev.index + 1;
         // The kernel clears the alternate signal stack of a thread sharing the address space.
@@ -1845,6 +1902,12 @@ impl Replayer<'_> {
         self.by_pid.insert(child_pid, child);
         self.ev.pop()?;
         let started = self.early_children.remove(&child_pid);
+        if joins_unit && !started {
+            match ptrace::wait_pid(child_pid).map_err(Error::ptrace(child_pid, "waiting for a new process"))? {
+                Wait::Stopped { .. } => {}
+                w => return Err(self.divergence(child, "a new process".into(), describe_status(w.raw_exit_status()))),
+            }
+        }
         if thread {
             // The thread waits at its first stop for its `ThreadStart` event. The kernel wrote
             // its real id where the program asked; the program must see the recorded one.
@@ -1865,9 +1928,9 @@ impl Replayer<'_> {
                 // not inherit) for the copy of the parent.
                 let image = image.clone();
                 self.observer.on_fork(parent, &image);
-                self.arm_requested_in_new_process(child, started)?;
+                self.arm_requested_in_new_process(child, started || joins_unit)?;
             }
-            if started {
+            if started && !joins_unit {
                 self.go(child_pid, 0, "starting child")?;
             }
         }
@@ -1964,6 +2027,9 @@ impl Replayer<'_> {
                 self.ev.pop()?;
                 let p = self.procs.remove(&tid).expect("known");
                 self.by_pid.remove(&p.pid);
+                if !self.procs.values().any(|q| q.group == p.group) {
+                    self.units.leave(p.group);
+                }
                 if tid == self.root {
                     self.root_status = Some(status);
                 }
