@@ -39,8 +39,12 @@ fn replay_cut_after(dir: &Path, t: &Trace, events: &[Event], k: usize, what: &st
     }
 }
 
+/// Cut right after each exec; then right after each event that creates or ends a process or
+/// thread or delivers a signal, and right after the event that follows it (a killed recorder
+/// stops anywhere). One test: two replays at once in one process would take each other's
+/// ptrace stops (any thread of a tracer may wait for its tracees).
 #[test]
-fn replay_of_a_trace_cut_right_after_an_exec_ends_cleanly() {
+fn replay_of_a_trace_cut_after_an_exec_or_a_process_event_ends_cleanly() {
     let tmp = tempfile::tempdir().unwrap();
     let (t, events) = recorded_events(tmp.path());
     let execs: Vec<usize> =
@@ -49,14 +53,6 @@ fn replay_of_a_trace_cut_right_after_an_exec_ends_cleanly() {
     for (n, &k) in execs.iter().enumerate() {
         replay_cut_after(tmp.path(), &t, &events, k, &format!("exec #{n}"));
     }
-}
-
-/// Cut right after each event that creates, changes or ends a process or delivers a signal,
-/// and right after the event that follows it (a killed recorder stops at any of them).
-#[test]
-fn replay_of_a_trace_cut_around_process_events_ends_cleanly() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (t, events) = recorded_events(tmp.path());
     let mut cuts = std::collections::BTreeSet::new();
     for (i, e) in events.iter().enumerate() {
         if matches!(e, Event::NewProcess { .. } | Event::Exit { .. } | Event::Signal { .. } | Event::ThreadStart { .. })
@@ -66,7 +62,7 @@ fn replay_of_a_trace_cut_around_process_events_ends_cleanly() {
         }
     }
     assert!(cuts.len() >= 8, "forks and exits of sh, three true and echo: {} cuts", cuts.len());
-    for k in cuts {
+    for k in cuts.into_iter().filter(|k| !execs.contains(k)) {
         replay_cut_after(tmp.path(), &t, &events, k, events[k].describe().as_str());
     }
 }
