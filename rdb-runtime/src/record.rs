@@ -700,9 +700,13 @@ impl Recorder {
     fn leave_unit(&mut self, pid: Pid, tgid: Pid) -> Result<(), Error> {
         let Some(left) = self.units.leave(tgid) else { return Ok(()) };
         let now = self.clock.now();
-        let own = Group { running: Some(pid), since: Some(now), ..Group::default() };
+        let mut own = Group { running: Some(pid), since: Some(now), ..Group::default() };
         if let Some(g) = self.groups.get_mut(&left) {
-            g.ready.retain(|t| *t != pid);
+            // The process's other threads (ending with the exec) go with it.
+            let procs = &self.procs;
+            let (mine, others) = g.ready.drain(..).partition(|t| procs.get(t).is_some_and(|p| p.tgid == tgid));
+            (own.ready, g.ready) = (mine, others);
+            own.ready.retain(|t| *t != pid);
             g.dying.remove(&tgid);
             if g.running == Some(pid) {
                 g.running = None;
