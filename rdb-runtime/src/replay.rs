@@ -302,7 +302,7 @@ pub(crate) struct Replayer<'o> {
     /// Which processes share memory: their threads take turns as one unit (see `share`).
     pub(crate) units: Units<Tid>,
     /// The replay's own copies of the files mapped `MAP_SHARED` (see `shared_mapping`).
-    shared_files: crate::shared_map::SharedFiles,
+    pub(crate) shared_files: crate::shared_map::SharedFiles,
     /// The files the trace names: its kept copies, else the originals, checked.
     files: ReplayFiles,
     pub(crate) observer: Box<dyn ReplayObserver + 'o>,

@@ -77,6 +77,11 @@ impl<K: Copy + Eq + Hash> Units<K> {
         self.of.is_empty()
     }
 
+    /// Some process holds a `MAP_SHARED` mapping (its copies would share it).
+    pub(crate) fn holds_shared_memory(&self) -> bool {
+        !self.holders.is_empty()
+    }
+
     fn fresh(&mut self) -> u64 {
         self.next += 1;
         self.next
@@ -164,6 +169,7 @@ mod tests {
     fn anonymous_shared_memory_joins_the_children_to_come() {
         let mut u = Units::<u32>::default();
         assert_eq!(u.map_shared(1, None), None, "nothing shared yet");
+        assert!(u.holds_shared_memory());
         assert_eq!(u.unit(1), UnitKey::Own(1));
         let m = u.fork(1, 2).expect("the child shares the parent's mapping");
         assert_eq!(m.from, vec![UnitKey::Own(1)]);
