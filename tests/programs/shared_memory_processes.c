@@ -4,10 +4,12 @@
 //    parent spins on (a bounded loop with sched_yield), then the two take turns through a futex
 //    on the shared page, counting to 200.
 // 2. A file in /tmp and a POSIX shared memory object (/dev/shm), each mapped separately by the
-//    parent and by a child that opens it by name: what the child stores, the parent reads.
+//    parent and by a child that opens it by name, and a memfd the child maps again from the
+//    descriptor it inherited: what the child stores, the parent reads.
 // rdb-build: -O1 -g
 // rdb-replays: 3
-// rdb-stdout: "anonymous: flag seen, value 42\nturns: 200\nfile: parent reads 42\nshm: parent reads 42\n"
+// rdb-stdout: "anonymous: flag seen, value 42\nturns: 200\nfile: parent reads 42\nshm: parent reads 42\nmemfd: parent reads 42\n"
+#define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -86,6 +88,8 @@ static int by_name(int fd, int (*open_again)(const char *), const char *name) {
 }
 
 static int open_file(const char *name) { return open(name, O_RDWR); }
+static int memfd;
+static int same_memfd(const char *name) { return name ? memfd : -1; }
 static int open_shm(const char *name) { return shm_open(name, O_RDWR, 0); }
 
 int main(void) {
@@ -103,5 +107,8 @@ int main(void) {
     if (shm < 0) return 2;
     printf("shm: parent reads %d\n", by_name(shm, open_shm, name));
     shm_unlink(name);
+    memfd = memfd_create("rdb-shared", 0);
+    if (memfd < 0) return 3;
+    printf("memfd: parent reads %d\n", by_name(memfd, same_memfd, "memfd"));
     return 0;
 }
