@@ -1102,7 +1102,16 @@ impl Replayer<'_> {
                 }
                 Mode::Exec
             }
-            Event::NewProcess { .. } if policy == Policy::NewProcess => Mode::ReExecuted,
+            Event::NewProcess { .. } if policy == Policy::NewProcess => {
+                if call == Some(Sysno::clone) && quiet_clone(args[0]) != args[0] {
+                    // The child is created without an exit signal (see `quiet_clone`); its
+                    // parent's and its own registers get the flags back afterwards.
+                    let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                    regs.rdi = quiet_clone(args[0]);
+                    ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting clone"))?;
+                }
+                Mode::ReExecuted
+            }
             Event::Exit { .. } if policy == Policy::Exit => Mode::Leaving,
             Event::Exit { status, .. } if *status & 0x7f == libc::SIGKILL => {
                 // Killed from outside while recording, before this syscall ran.
@@ -1185,6 +1194,9 @@ impl Replayer<'_> {
             // process creation began, and the kernel gave up to deliver it first. The delivery
             // is suppressed (`classify_stop`) and the kernel runs the call again: its entry
             // comes back and is replayed against the same recorded creation.
+            let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            regs.rdi = args[0]; // the call's own flags (see `quiet_clone`)
+            ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "restoring clone's flags"))?;
             let p = self.proc_mut(tid);
             p.user = true;
             return self.go(pid, 0, "restarting a process creation");
@@ -1239,7 +1251,7 @@ impl Replayer<'_> {
         regs.rax = ret as u64;
         regs.orig_rax = nr;
         if matches!(mode, Mode::MappedFile(_) | Mode::Suspended)
-            || Sysno::new(nr as usize).is_some_and(|c| syscalls::maps_a_file(c, &args))
+            || Sysno::new(nr as usize).is_some_and(|c| syscalls::maps_a_file(c, &args) || c == Sysno::clone)
         {
             // The argument registers were rewritten at entry; the program keeps its own.
             (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) =
@@ -1901,12 +1913,20 @@ impl Replayer<'_> {
         self.procs.insert(child, proc);
         self.by_pid.insert(child_pid, child);
         self.ev.pop()?;
-        let started = self.early_children.remove(&child_pid);
-        if joins_unit && !started {
+        let mut started = self.early_children.remove(&child_pid);
+        // The flags of a `clone` made without its exit signal, for the child's registers.
+        let quieted =
+            entry.filter(|(nr, a)| *nr == Sysno::clone as u64 && quiet_clone(a[0]) != a[0]).map(|(_, a)| a[0]);
+        if !thread && !started && (joins_unit || quieted.is_some()) {
             match ptrace::wait_pid(child_pid).map_err(Error::ptrace(child_pid, "waiting for a new process"))? {
-                Wait::Stopped { .. } => {}
+                Wait::Stopped { .. } => started = true,
                 w => return Err(self.divergence(child, "a new process".into(), describe_status(w.raw_exit_status()))),
             }
+        }
+        if let Some(flags) = quieted.filter(|_| !thread) {
+            let mut regs = ptrace::get_regs(child_pid).map_err(Error::ptrace(child_pid, "reading registers"))?;
+            regs.rdi = flags;
+            ptrace::set_regs(child_pid, &regs).map_err(Error::ptrace(child_pid, "restoring clone's flags"))?;
         }
         if thread {
             // The thread waits at its first stop for its `ThreadStart` event. The kernel wrote
@@ -1928,7 +1948,7 @@ impl Replayer<'_> {
                 // not inherit) for the copy of the parent.
                 let image = image.clone();
                 self.observer.on_fork(parent, &image);
-                self.arm_requested_in_new_process(child, started || joins_unit)?;
+                self.arm_requested_in_new_process(child, started)?;
             }
             if started && !joins_unit {
                 self.go(child_pid, 0, "starting child")?;
@@ -2042,6 +2062,19 @@ impl Replayer<'_> {
             other => Err(self.divergence(tid, other.describe(), describe_status(status))),
         }
     }
+}
+
+/// The flags a replayed `clone` of a process runs with: without its exit signal (`CSIGNAL`).
+/// The program never sees the replay's own `SIGCHLD`s (its recorded ones come from the trace,
+/// and `wait4` is emulated), but a real one pending as a later `fork` begins makes the kernel
+/// give that fork up (`-ERESTARTNOINTR`), and one pending in a re-executed `rt_sigsuspend`
+/// wakes it: a replayed child that signals nobody leaves the replayed parent alone. (A
+/// thread's `clone` has no exit signal.)
+fn quiet_clone(flags: u64) -> u64 {
+    if flags & libc::CLONE_THREAD as u64 != 0 {
+        return flags;
+    }
+    flags & !(libc::CSIGNAL as u64)
 }
 
 /// The auxiliary vector at the start of `stack` (pairs of words up to and including `AT_NULL`).
