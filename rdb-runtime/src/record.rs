@@ -724,12 +724,17 @@ impl Recorder {
             }
             let tgid = p.tgid;
             let unit = self.units.unit(tgid);
-            if !self.procs.values().any(|q| q.tgid == tgid) {
+            let gone = !self.procs.values().any(|q| q.tgid == tgid);
+            if gone {
                 // The process is gone.
                 self.images.remove(&tgid);
                 self.units.leave(tgid);
             }
             if let Some(g) = self.groups.get_mut(&unit) {
+                if gone {
+                    // Its id may come back as another process of the unit.
+                    g.dying.remove(&tgid);
+                }
                 g.ready.retain(|&t| t != pid);
                 if g.running == Some(pid) {
                     g.running = None;
