@@ -227,6 +227,9 @@ struct Proc {
     /// The call (number, arguments) that returned `-ERESTART_RESTARTBLOCK` at the thread's
     /// last syscall exit: the one a following `restart_syscall` resumes.
     restart_block: Option<(&'static SyscallDesc, [u64; 6])>,
+    /// The path of the file a `MAP_SHARED` `mmap` mapped, as read at its exit stop: the trace
+    /// records this one, from which replay forms the same units (see `share`).
+    shared_path: Option<PathBuf>,
 }
 
 struct Recorder {
@@ -991,7 +994,9 @@ impl Recorder {
     fn map_shared(&mut self, pid: Pid, tgid: Pid, desc: &SyscallDesc, args: [u64; 6]) -> Result<(), Error> {
         let object = if syscalls::maps_a_file(desc.sysno, &args) {
             let path = procfs::fd_path(pid, args[4]).map_err(Error::ptrace(pid, "reading the mapped fd"))?;
-            Some(path.into_os_string().into_vec()).filter(|p| p != b"/dev/zero")
+            let bytes = path.as_os_str().as_bytes().to_vec();
+            self.procs.get_mut(&pid).expect("known process").shared_path = Some(path);
+            Some(bytes).filter(|p| p != b"/dev/zero")
         } else {
             None
         };
@@ -1117,17 +1122,26 @@ impl Recorder {
 
     /// Identity (and, when it cannot be found again by path, contents) of an mmap'ed file.
     fn mapped_file(&mut self, pid: Pid, args: &[u64; 6], addr: u64) -> Result<Option<MappedFile>, Error> {
-        let path = procfs::fd_path(pid, args[4]).map_err(Error::ptrace(pid, "reading the mapped fd"))?;
+        // A shared mapping's path was read at its exit stop (the descriptor's path may have
+        // changed since, while the thread waited for its turn: unlinked, closed).
+        let read_before = self.procs.get_mut(&pid).and_then(|p| p.shared_path.take());
+        let vanished = read_before.is_some();
+        let path = match read_before {
+            Some(path) => path,
+            None => procfs::fd_path(pid, args[4]).map_err(Error::ptrace(pid, "reading the mapped fd"))?,
+        };
         let bytes = path.as_os_str().as_bytes().to_vec();
         if bytes == b"/dev/zero" {
             return Ok(None);
         }
         let md = std::fs::metadata(&path).ok();
+        // Unlinked since the exit stop: its bytes are kept, as a deleted file's are.
+        let vanished = vanished && md.is_none();
         let regular = md.as_ref().is_some_and(|m| m.is_file());
         let deleted = bytes.ends_with(b" (deleted)");
         let volatile = bytes.starts_with(b"/memfd:") || bytes.starts_with(b"/dev/shm/") || deleted;
         let shared_writable = args[3] & libc::MAP_SHARED as u64 != 0 && args[2] & libc::PROT_WRITE as u64 != 0;
-        if !regular && !volatile {
+        if !regular && !volatile && !vanished {
             return Err(Error::Unsupported { pid, what: format!("mmap of {} (not a regular file)", path.display()) });
         }
         // Code and system files are verified by hash at replay (they must be the same files);
