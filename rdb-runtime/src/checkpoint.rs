@@ -163,6 +163,12 @@ impl Replayer<'_> {
         if !self.early_children_is_empty() || self.parked.values().any(|s| matches!(s, Stop::Fork { .. })) {
             return Some("a process is being created".into());
         }
+        if self.units.holds_shared_memory() {
+            return Some(
+                "a process holds memory mapped MAP_SHARED: copies of it would share that memory with the original"
+                    .into(),
+            );
+        }
         let mut tables: Vec<(Tid, &crate::replay::Breakpoints)> = Vec::new();
         for p in self.procs.values() {
             if p.is_suspended() {
@@ -283,6 +289,9 @@ impl Replayer<'_> {
     /// Replace the replay by the one saved in `cp` (the current processes are killed).
     pub(crate) fn restore(&mut self, cp: &Checkpoint) -> Result<(), Error> {
         self.kill_all();
+        // No process held shared memory at the checkpoint (see `cannot_checkpoint`).
+        self.units = Default::default();
+        self.shared_files = Default::default();
         let mut pids: HashMap<Tid, Pid> = HashMap::new();
         let mut made: Vec<Pid> = Vec::new();
         let result = (|| {

@@ -66,6 +66,10 @@
 //! order already says who woke whom, so nothing blocks at replay and no kernel futex state has
 //! to be rebuilt (re-executing them would need the waiters parked in the kernel in the recorded
 //! order; not implemented, not needed by any program tested).
+//! Processes that share memory (`MAP_SHARED` mappings of one file, or anonymous shared memory
+//! inherited across `fork`) are scheduled the same way, as one *unit* (module `share`): the
+//! recorder and the replayer decide from the same calls which processes form a unit, and replay
+//! maps one copy of each shared file into every process that maps it (module `shared_map`).
 //! Thread ids are virtualised: the program sees recorded ids (gettid, clone and
 //! set_tid_address results come from the trace; the `CLONE_PARENT_SETTID`/`CHILD_SETTID`
 //! words are rewritten with the recorded id when the thread is created; `tgkill`/`tkill` are
@@ -90,6 +94,8 @@ pub mod record;
 pub mod replay;
 mod reverse;
 pub mod session;
+mod share;
+mod shared_map;
 mod stall;
 pub mod syscalls;
 pub mod trace;

@@ -30,6 +30,7 @@ use crate::effects;
 use crate::location;
 use crate::observer::ProcessImage;
 use crate::process::{self, FileHashes};
+use crate::share::{self, Merge, UnitKey, Units};
 use crate::syscalls::{self, In, Output, Policy, SyscallDesc, Sysno};
 use crate::trace::{self, Event, Header, KeepFiles, MappedFile, Stream, Summary, Tid, TraceWriter};
 use crate::Error;
@@ -197,7 +198,12 @@ struct OutputCall {
     bytes: Option<Vec<u8>>,
 }
 
-/// The threads of one process (thread group): at most one runs user code.
+/// The scheduling unit of a thread: its process, or the processes it shares memory with
+/// (see `share`).
+type Unit = UnitKey<Pid>;
+
+/// The threads of one scheduling unit (a process, or processes sharing memory): at most one
+/// runs user code.
 #[derive(Default)]
 struct Group {
     /// The thread whose turn it is (running user code, or in a syscall it did not give the
@@ -207,8 +213,25 @@ struct Group {
     since: Option<Instant>,
     /// Threads stopped and waiting for their turn, in arrival order.
     ready: VecDeque<Pid>,
-    /// `exit_group` was called: no more turns.
-    dying: bool,
+    /// Processes (thread group ids) that called `exit_group`: no more turns for their threads.
+    dying: HashSet<Pid>,
+}
+
+impl Group {
+    /// Take the threads and the turn of `other`, a unit merged into this one. Its running
+    /// thread keeps the turn when this unit has none running; otherwise it must be `waiting`
+    /// (the thread at whose syscall exit the units merge, which then waits for its turn).
+    fn absorb(&mut self, other: Group, waiting: Pid) -> Result<(), Pid> {
+        self.ready.extend(other.ready);
+        self.dying.extend(other.dying);
+        match (self.running, other.running) {
+            (_, None) => {}
+            (None, Some(r)) => (self.running, self.since) = (Some(r), other.since),
+            (Some(_), Some(r)) if r == waiting => {}
+            (Some(_), Some(r)) => return Err(r),
+        }
+        Ok(())
+    }
 }
 
 /// Per-thread recorder state.
@@ -248,6 +271,9 @@ struct Proc {
     /// The call (number, arguments) that returned `-ERESTART_RESTARTBLOCK` at the thread's
     /// last syscall exit: the one a following `restart_syscall` resumes.
     restart_block: Option<(&'static SyscallDesc, [u64; 6])>,
+    /// The path of the file a `MAP_SHARED` `mmap` mapped, as read at its exit stop: the trace
+    /// records this one, from which replay forms the same units (see `share`).
+    shared_path: Option<PathBuf>,
 }
 
 struct Recorder {
@@ -261,7 +287,9 @@ struct Recorder {
     /// (pinning is a cost measure of rdb's, not a property of the recorded run).
     native_affinity: Option<Vec<u8>>,
     procs: IdMap<Pid, Proc>,
-    groups: IdMap<Pid, Group>,
+    groups: IdMap<Unit, Group>,
+    /// Which processes share memory (their threads take turns as one unit).
+    units: Units<Pid>,
     schedule: Schedule,
     rng: u64,
     waits: Option<Waiter>,
@@ -406,6 +434,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         native_affinity: native_affinity.filter(|_| pinned.is_some()),
         procs: IdMap::default(),
         groups: IdMap::default(),
+        units: Units::default(),
         schedule: schedule.clone(),
         rng: schedule.chaos.map_or(0, |s| s ^ 0x9e37_79b9_7f4a_7c15).max(1),
         waits: None,
@@ -424,7 +453,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         scratch: None,
     };
     rec.procs.insert(root, Proc { tgid: root, ..Proc::default() });
-    rec.groups.insert(root, Group { running: Some(root), since: Some(Instant::now()), ..Group::default() });
+    rec.groups.insert(Unit::Own(root), Group { running: Some(root), since: Some(Instant::now()), ..Group::default() });
     rec.w.push(&Event::Start {
         tid: Tid(root.0 as u32),
         exe: exe.as_os_str().as_bytes().to_vec(),
@@ -594,22 +623,22 @@ impl Recorder {
 
     fn on_timeout(&mut self) -> Result<(), Error> {
         let now = self.clock.now();
-        let tgids: Vec<Pid> = self.groups.keys().copied().collect();
-        for tgid in tgids {
-            let g = &self.groups[&tgid];
+        let units: Vec<Unit> = self.groups.keys().copied().collect();
+        for unit in units {
+            let g = &self.groups[&unit];
             let (Some(pid), false) = (g.running, g.ready.is_empty()) else { continue };
             let Some(p) = self.procs.get_mut(&pid) else { continue };
             match (p.in_kernel, p.user_since) {
                 (Some((t, false)), _) if !p.keeps_turn && now >= t + BLOCKING_AFTER => {
                     // Taking long in the kernel: maybe waiting for a thread that needs a turn.
                     p.in_kernel = Some((t, true));
-                    self.groups.get_mut(&tgid).expect("group").running = None;
-                    self.schedule(tgid)?;
+                    self.groups.get_mut(&unit).expect("group").running = None;
+                    self.schedule(unit)?;
                 }
                 (None, Some(t)) if p.probing.is_none() && now >= t + self.schedule.watchdog => {
                     // Learn where it spins: SIGSTOP it (the stop is swallowed in `on_signal`).
                     p.probing = Some(now);
-                    ptrace::tgkill(tgid, pid, libc::SIGSTOP)
+                    ptrace::tgkill(p.tgid, pid, libc::SIGSTOP)
                         .map_err(Error::ptrace(pid, "interrupting a spinning thread"))?;
                 }
                 _ => {}
@@ -618,17 +647,30 @@ impl Recorder {
         Ok(())
     }
 
-    /// Give the turn of an idle group to one of its ready threads.
-    fn schedule(&mut self, tgid: Pid) -> Result<(), Error> {
-        let n = match self.groups.get(&tgid) {
-            Some(g) if g.running.is_none() && !g.dying && !g.ready.is_empty() => g.ready.len(),
+    /// Give the turn of an idle unit to one of its ready threads (not of a dying process).
+    fn schedule(&mut self, unit: Unit) -> Result<(), Error> {
+        let n = match self.groups.get(&unit) {
+            Some(g) if g.running.is_none() && !g.ready.is_empty() && g.dying.is_empty() => g.ready.len(),
+            Some(g) if g.running.is_none() && !g.ready.is_empty() => {
+                g.ready.iter().filter(|t| self.procs.get(t).is_none_or(|p| !g.dying.contains(&p.tgid))).count()
+            }
             _ => return Ok(()),
         };
+        if n == 0 {
+            return Ok(());
+        }
         let i = if self.schedule.chaos.is_some() { (self.random() % n as u64) as usize } else { 0 };
         // A blocking call of a single-threaded process comes through here at every exit. The
         // turn's start is measured against the 1 ms slice: exact.
         let now = self.stamp(true);
-        let g = self.groups.get_mut(&tgid).expect("group");
+        let g = self.groups.get_mut(&unit).expect("group");
+        let procs = &self.procs;
+        let i = if g.dying.is_empty() {
+            i
+        } else {
+            let eligible = |t: &Pid| procs.get(t).is_none_or(|p| !g.dying.contains(&p.tgid));
+            g.ready.iter().enumerate().filter(|(_, t)| eligible(t)).nth(i).map(|(k, _)| k).expect("eligible")
+        };
         let pid = g.ready.remove(i).expect("index in range");
         g.running = Some(pid);
         g.since = Some(now);
@@ -676,16 +718,60 @@ impl Recorder {
     /// A new child was announced and has stopped for the first time: start tracking it.
     fn adopt(&mut self, child: Pid, tgid: Pid) -> Result<(), Error> {
         self.procs.insert(child, Proc { tgid, ..Proc::default() });
-        if tgid == child {
-            // A process of its own: its own group, running at once.
+        let unit = self.units.unit(tgid);
+        if unit == Unit::Own(child) {
+            // A process of its own: its own unit, running at once.
             let now = self.clock.now();
-            self.groups.insert(child, Group { running: Some(child), since: Some(now), ..Group::default() });
+            self.groups.insert(unit, Group { running: Some(child), since: Some(now), ..Group::default() });
             self.procs.get_mut(&child).expect("just inserted").user_since = Some(now);
             return ptrace::resume_syscall(child, 0).map_err(Error::ptrace(child, "starting child"));
         }
+        // A thread, or a process sharing memory with its parent: it waits for a turn in the
+        // unit, which its `ThreadStart` event marks.
         self.procs.get_mut(&child).expect("just inserted").pending = Some(Pending::Start);
-        self.groups.entry(tgid).or_default().ready.push_back(child);
-        self.schedule(tgid)
+        self.groups.entry(unit).or_default().ready.push_back(child);
+        self.schedule(unit)
+    }
+
+    /// Units merged (see `share`): their groups become one. `waiting` is the thread at whose
+    /// stop they merged (it may have to wait for its turn in the merged unit).
+    fn merge_units(&mut self, merge: Merge<Pid>, waiting: Pid) -> Result<(), Error> {
+        let mut into = self.groups.remove(&merge.into).unwrap_or_default();
+        for from in merge.from {
+            if let Some(g) = self.groups.remove(&from) {
+                if let Err(other) = into.absorb(g, waiting) {
+                    return Err(Error::Unsupported {
+                        pid: waiting,
+                        what: format!(
+                            "processes came to share memory while threads {other} and {waiting} both ran: rdb cannot order their accesses"
+                        ),
+                    });
+                }
+            }
+        }
+        self.groups.insert(merge.into, into);
+        Ok(())
+    }
+
+    /// Process `tgid` (its thread `pid` holding the turn) left a shared unit (`execve`): it is
+    /// its own unit again, running, and the unit it left gives its turn to another thread.
+    fn leave_unit(&mut self, pid: Pid, tgid: Pid) -> Result<(), Error> {
+        let Some(left) = self.units.leave(tgid) else { return Ok(()) };
+        let now = self.clock.now();
+        let mut own = Group { running: Some(pid), since: Some(now), ..Group::default() };
+        if let Some(g) = self.groups.get_mut(&left) {
+            // The process's other threads (ending with the exec) go with it.
+            let procs = &self.procs;
+            let (mine, others) = g.ready.drain(..).partition(|t| procs.get(t).is_some_and(|p| p.tgid == tgid));
+            (own.ready, g.ready) = (mine, others);
+            own.ready.retain(|t| *t != pid);
+            g.dying.remove(&tgid);
+            if g.running == Some(pid) {
+                g.running = None;
+            }
+        }
+        self.groups.insert(Unit::Own(tgid), own);
+        self.schedule(left)
     }
 
     fn on_exit(&mut self, pid: Pid, status: i32) -> Result<(), Error> {
@@ -699,16 +785,27 @@ impl Recorder {
                 self.root_status = Some(status);
             }
             let tgid = p.tgid;
-            if let Some(g) = self.groups.get_mut(&tgid) {
+            let unit = self.units.unit(tgid);
+            let gone = !self.procs.values().any(|q| q.tgid == tgid);
+            if gone {
+                // The process is gone.
+                self.images.remove(&tgid);
+                self.units.leave(tgid);
+            }
+            if let Some(g) = self.groups.get_mut(&unit) {
+                if gone {
+                    // Its id may come back as another process of the unit.
+                    g.dying.remove(&tgid);
+                }
                 g.ready.retain(|&t| t != pid);
                 if g.running == Some(pid) {
                     g.running = None;
                 }
-                if self.procs.values().any(|q| q.tgid == tgid) {
-                    self.schedule(tgid)?;
+                let units = &self.units;
+                if self.procs.values().any(|q| units.unit(q.tgid) == unit) {
+                    self.schedule(unit)?;
                 } else {
-                    self.groups.remove(&tgid);
-                    self.images.remove(&tgid);
+                    self.groups.remove(&unit);
                 }
             }
         }
@@ -756,6 +853,13 @@ impl Recorder {
                     self.procs[&pid].tgid
                 } else {
                     self.processes += 1;
+                    // A child of a process holding shared memory shares it: one unit. Not a
+                    // vfork child: its parent waits in the kernel until it execs or exits.
+                    let vfork = flags & libc::CLONE_VFORK as u64 != 0;
+                    let shares = if vfork { None } else { self.units.fork(self.procs[&pid].tgid, child) };
+                    if let Some(merge) = shares {
+                        self.merge_units(merge, pid)?;
+                    }
                     child
                 };
                 if self.early_children.remove(&child) {
@@ -939,14 +1043,15 @@ impl Recorder {
             }
             None => self.resume_at_syscall_stop(pid)?,
         }
-        let g = self.groups.get_mut(&tgid).expect("thread group");
+        let unit = self.units.unit(tgid);
+        let g = self.groups.get_mut(&unit).expect("thread group");
         if call == Sysno::exit_group {
-            // The other threads are about to be killed: nobody gets another turn.
-            g.dying = true;
+            // The other threads are about to be killed: none of them gets another turn.
+            g.dying.insert(tgid);
         }
         if release && g.running == Some(pid) {
             g.running = None;
-            self.schedule(tgid)?;
+            self.schedule(unit)?;
         }
         Ok(())
     }
@@ -960,12 +1065,19 @@ impl Recorder {
             return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
         }
         let tgid = p.tgid;
+        let shared_mapping = p.entry.filter(|(d, a)| d.sysno == Sysno::mmap && share::is_shared_mapping(a[3]));
         if p.output.is_some() {
             self.capture_output(pid, ret)?;
         }
+        if let Some((desc, args)) = shared_mapping {
+            if ret >= 0 {
+                self.map_shared(pid, tgid, desc, args)?;
+            }
+        }
         let chaos_coin = self.schedule.chaos.is_some() && self.random().is_multiple_of(4);
         let (clock, slice) = (self.clock, self.schedule.slice);
-        let g = self.groups.get_mut(&tgid).expect("thread group");
+        let unit = self.units.unit(tgid);
+        let g = self.groups.get_mut(&unit).expect("thread group");
         if g.running == Some(pid) {
             // Nobody waiting: no need to read the clock.
             let switch = !g.ready.is_empty()
@@ -978,7 +1090,24 @@ impl Recorder {
         // Wait for a turn (the syscall's effects are logged when it comes).
         g.ready.push_back(pid);
         self.procs.get_mut(&pid).expect("known").pending = Some(Pending::SyscallExit { ret, pc, sp });
-        self.schedule(tgid)
+        self.schedule(unit)
+    }
+
+    /// Thread `pid` of process `tgid` mapped memory `MAP_SHARED` (a successful `mmap`, at its
+    /// exit stop): the process joins the unit of the processes it now shares memory with.
+    fn map_shared(&mut self, pid: Pid, tgid: Pid, desc: &SyscallDesc, args: [u64; 6]) -> Result<(), Error> {
+        let object = if syscalls::maps_a_file(desc.sysno, &args) {
+            let path = procfs::fd_path(pid, args[4]).map_err(Error::ptrace(pid, "reading the mapped fd"))?;
+            let bytes = path.as_os_str().as_bytes().to_vec();
+            self.procs.get_mut(&pid).expect("known process").shared_path = Some(path);
+            Some(bytes).filter(|p| p != b"/dev/zero")
+        } else {
+            None
+        };
+        match self.units.map_shared(tgid, object.as_deref()) {
+            Some(merge) => self.merge_units(merge, pid),
+            None => Ok(()),
+        }
     }
 
     /// Log a completed syscall and let the thread run on: it has the turn.
@@ -987,7 +1116,8 @@ impl Recorder {
         let (desc, args) = p.entry.take().expect("finishing a syscall that was entered");
         let nr = desc.sysno as u64;
         let exec_path = p.exec_path.take();
-        if std::mem::take(&mut p.exec_pending) && ret == 0 {
+        let execed = std::mem::take(&mut p.exec_pending) && ret == 0;
+        if execed {
             let path = match exec_path {
                 Some(path) => path,
                 None => procfs::exe(pid).map_err(Error::ptrace(pid, "reading /proc/PID/exe"))?,
@@ -1036,7 +1166,13 @@ impl Recorder {
         p.last_exit = Some((pc, sp, ret));
         p.user_since = Some(now);
         p.warned = false;
-        self.resume_at_syscall_stop(pid)
+        let tgid = p.tgid;
+        self.resume_at_syscall_stop(pid)?;
+        if execed {
+            // A new address space shares nothing (replay leaves the unit at the same event).
+            self.leave_unit(pid, tgid)?;
+        }
+        Ok(())
     }
 
     /// A recording that fails ends every tracee, and waits until each is gone: the threads it
@@ -1296,17 +1432,26 @@ impl Recorder {
 
     /// Identity (and, when it cannot be found again by path, contents) of an mmap'ed file.
     fn mapped_file(&mut self, pid: Pid, args: &[u64; 6], addr: u64) -> Result<Option<MappedFile>, Error> {
-        let path = procfs::fd_path(pid, args[4]).map_err(Error::ptrace(pid, "reading the mapped fd"))?;
+        // A shared mapping's path was read at its exit stop (the descriptor's path may have
+        // changed since, while the thread waited for its turn: unlinked, closed).
+        let read_before = self.procs.get_mut(&pid).and_then(|p| p.shared_path.take());
+        let vanished = read_before.is_some();
+        let path = match read_before {
+            Some(path) => path,
+            None => procfs::fd_path(pid, args[4]).map_err(Error::ptrace(pid, "reading the mapped fd"))?,
+        };
         let bytes = path.as_os_str().as_bytes().to_vec();
         if bytes == b"/dev/zero" {
             return Ok(None);
         }
         let md = std::fs::metadata(&path).ok();
+        // Unlinked since the exit stop: its bytes are kept, as a deleted file's are.
+        let vanished = vanished && md.is_none();
         let regular = md.as_ref().is_some_and(|m| m.is_file());
         let deleted = bytes.ends_with(b" (deleted)");
         let volatile = bytes.starts_with(b"/memfd:") || bytes.starts_with(b"/dev/shm/") || deleted;
         let shared_writable = args[3] & libc::MAP_SHARED as u64 != 0 && args[2] & libc::PROT_WRITE as u64 != 0;
-        if !regular && !volatile {
+        if !regular && !volatile && !vanished {
             return Err(Error::Unsupported { pid, what: format!("mmap of {} (not a regular file)", path.display()) });
         }
         // Code and system files are verified by hash at replay (they must be the same files);
@@ -1391,7 +1536,7 @@ impl Recorder {
                 let img = ProcessImage { pid, ..img.clone() };
                 location::describe(&img, pc, sp)
             });
-            let waiting = self.groups.get(&tgid).map_or(0, |g| g.ready.len());
+            let waiting = self.groups.get(&self.units.unit(tgid)).map_or(0, |g| g.ready.len());
             let spent = self.schedule.watchdog;
             let p = self.procs.get_mut(&pid).expect("known process");
             if p.warned {

@@ -25,9 +25,14 @@ use crate::displace::{self, StepOver};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
 use crate::process;
 use crate::session::{Debugger, Halt, HaltKind, Resume, Session, SessionStop};
+use crate::share::{self, Units};
 use crate::syscalls::{self, Mask, Policy, Sysno};
 use crate::trace::{self, event::describe_status, files::ReplayFiles, Event, EventReader, MappedFile, Tid, Trace};
 use crate::Error;
+
+/// The kernel's code for a call it gave up because a signal came first, and runs again after
+/// the signal (never seen by programs).
+const ERESTARTNOINTR: i64 = -513;
 
 /// What to replay.
 #[derive(Debug, Clone)]
@@ -294,6 +299,10 @@ pub(crate) struct Replayer<'o> {
     pub(crate) by_pid: HashMap<Pid, Tid>,
     pub(crate) parked: HashMap<Tid, Stop>,
     early_children: HashSet<Pid>,
+    /// Which processes share memory: their threads take turns as one unit (see `share`).
+    pub(crate) units: Units<Tid>,
+    /// The replay's own copies of the files mapped `MAP_SHARED` (see `shared_mapping`).
+    pub(crate) shared_files: crate::shared_map::SharedFiles,
     /// The files the trace names: its kept copies, else the originals, checked.
     files: ReplayFiles,
     pub(crate) observer: Box<dyn ReplayObserver + 'o>,
@@ -448,6 +457,8 @@ impl<'o> Replayer<'o> {
             by_pid: HashMap::new(),
             parked: HashMap::new(),
             early_children: HashSet::new(),
+            units: Units::default(),
+            shared_files: Default::default(),
             files,
             observer,
             echo: opts.echo_output,
@@ -775,10 +786,15 @@ impl Replayer<'_> {
         })
     }
 
-    /// Another thread of `tid`'s group is running user code.
+    /// Another thread of `tid`'s scheduling unit (its process, or the processes it shares
+    /// memory with) is running user code.
     fn group_busy(&self, tid: Tid) -> bool {
         let Some(me) = self.procs.get(&tid) else { return false };
-        self.procs.iter().any(|(t, p)| *t != tid && p.group == me.group && p.user)
+        if self.units.is_empty() {
+            return self.procs.iter().any(|(t, p)| *t != tid && p.group == me.group && p.user);
+        }
+        let unit = self.units.unit(me.group);
+        self.procs.iter().any(|(t, p)| *t != tid && p.user && self.units.unit(p.group) == unit)
     }
 
     /// Make `sig` pending for exactly this thread (not for any thread of its process).
@@ -1051,6 +1067,9 @@ impl Replayer<'_> {
                         }
                         _ => Mode::Emulated,
                     },
+                    // A process creation that failed while recording (interrupted by a signal:
+                    // `-ERESTARTNOINTR`, or `EAGAIN`) created nothing: it fails again here.
+                    Policy::NewProcess if *ret < 0 => Mode::Emulated,
                     Policy::ReExecute | Policy::AddressSpace | Policy::NewProcess => Mode::ReExecuted,
                 }
             }
@@ -1083,7 +1102,16 @@ impl Replayer<'_> {
                 }
                 Mode::Exec
             }
-            Event::NewProcess { .. } if policy == Policy::NewProcess => Mode::ReExecuted,
+            Event::NewProcess { .. } if policy == Policy::NewProcess => {
+                if call == Some(Sysno::clone) && quiet_clone(args[0]) != args[0] {
+                    // The child is created without an exit signal (see `quiet_clone`); its
+                    // parent's and its own registers get the flags back afterwards.
+                    let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                    regs.rdi = quiet_clone(args[0]);
+                    ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewriting clone"))?;
+                }
+                Mode::ReExecuted
+            }
             Event::Exit { .. } if policy == Policy::Exit => Mode::Leaving,
             Event::Exit { status, .. } if *status & 0x7f == libc::SIGKILL => {
                 // Killed from outside while recording, before this syscall ran.
@@ -1102,6 +1130,15 @@ impl Replayer<'_> {
                 return Err(self.divergence_at(index, tid, expected, format!("syscall {} at pc {pc:#x}", actual())));
             }
         };
+        if let Event::Syscall { ret, file, .. } = &head {
+            if call == Some(Sysno::mmap) && share::is_shared_mapping(args[3]) && *ret >= 0 {
+                // The process shares this memory from here on: one unit with the others that
+                // map it (the recorder decided the same at this call's exit).
+                let object = file.as_ref().map(|f| f.path.clone());
+                let group = self.proc(tid).group;
+                self.units.map_shared(group, object.as_deref());
+            }
+        }
         if matches!(mode, Mode::Emulated) {
             ptrace::poke_user(pid, ptrace::ORIG_RAX_OFFSET, u64::MAX)
                 .map_err(Error::ptrace(pid, "skipping a syscall"))?;
@@ -1141,9 +1178,29 @@ impl Replayer<'_> {
                 return Err(self.divergence(tid, desc, format!("execve failed with {real_ret}")));
             }
             self.apply_exec(tid)?;
+            // A new address space shares nothing (the recorder decided the same).
+            let group = self.proc(tid).group;
+            self.units.leave(group);
         }
         // A recording killed right after an exec ends with the exec: the replay ends there.
         let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
+        if matches!(mode, Mode::ReExecuted)
+            && real_ret == ERESTARTNOINTR
+            && syscalls::policy(nr) == Policy::NewProcess
+            && matches!(ev, Event::NewProcess { tid: t, .. } if t == tid)
+        {
+            // A signal of the replay's own world (a `SIGCHLD` of a replayed child, which the
+            // program never sees: its recorded signals come from the trace) was pending when the
+            // process creation began, and the kernel gave up to deliver it first. The delivery
+            // is suppressed (`classify_stop`) and the kernel runs the call again: its entry
+            // comes back and is replayed against the same recorded creation.
+            let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            regs.rdi = args[0]; // the call's own flags (see `quiet_clone`)
+            ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "restoring clone's flags"))?;
+            let p = self.proc_mut(tid);
+            p.user = true;
+            return self.go(pid, 0, "restarting a process creation");
+        }
         let Event::Syscall { nr: rnr, args: rargs, ret, writes, output, .. } = &ev else {
             return Err(self.divergence(tid, ev.describe(), format!("end of syscall {}", syscalls::name(nr))));
         };
@@ -1163,7 +1220,11 @@ impl Replayer<'_> {
                 if real_ret != ret {
                     return Err(self.divergence(tid, ev.describe(), format!("mmap returned {real_ret:#x}")));
                 }
-                self.fill_mapping(tid, f, ret as u64, args[1], args[5])?;
+                if share::is_shared_mapping(args[3]) {
+                    self.map_shared_file(tid, f, ret as u64, &args)?;
+                } else {
+                    self.fill_mapping(tid, f, ret as u64, args[1], args[5])?;
+                }
             }
             Mode::ReExecuted => {
                 let must_match = syscalls::policy(nr) == Policy::AddressSpace;
@@ -1190,7 +1251,7 @@ impl Replayer<'_> {
         regs.rax = ret as u64;
         regs.orig_rax = nr;
         if matches!(mode, Mode::MappedFile(_) | Mode::Suspended)
-            || Sysno::new(nr as usize).is_some_and(|c| syscalls::maps_a_file(c, &args))
+            || Sysno::new(nr as usize).is_some_and(|c| syscalls::maps_a_file(c, &args) || c == Sysno::clone)
         {
             // The argument registers were rewritten at entry; the program keeps its own.
             (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) =
@@ -1200,7 +1261,6 @@ impl Replayer<'_> {
         // signal wakes one thread, any thread may dequeue it): the kernel restarted it without
         // delivering anything. The restart codes never reach the program; redo the restart.
         const ERESTARTSYS: i64 = -512;
-        const ERESTARTNOINTR: i64 = -513;
         const ERESTARTNOHAND: i64 = -514;
         const ERESTART_RESTARTBLOCK: i64 = -516;
         if matches!(ret, ERESTARTSYS | ERESTARTNOINTR | ERESTARTNOHAND | ERESTART_RESTARTBLOCK)
@@ -1251,6 +1311,27 @@ impl Replayer<'_> {
                 self.proc_mut(tid).altstack = (flags & SS_DISABLE == 0).then_some(ss);
             }
         }
+    }
+
+    /// A file mapped `MAP_SHARED` (see `shared_map`): the replay's copy of it, shared with the
+    /// other processes mapping it, instead of the anonymous memory made at entry.
+    fn map_shared_file(&mut self, tid: Tid, f: &MappedFile, addr: u64, args: &[u64; 6]) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        let m = crate::shared_map::Mapping { addr, len: args[1], prot: args[2], flags: args[3], offset: args[5] };
+        let files = &mut self.files;
+        let data = || {
+            use std::os::unix::fs::FileExt;
+            let recorded = PathBuf::from(OsStr::from_bytes(&f.path));
+            let file = files.get(&recorded, &f.blake3)?;
+            let start = m.offset.min(file.size);
+            let end = start.saturating_add(m.len).min(file.size);
+            let mut data = vec![0u8; (end - start) as usize];
+            file.file
+                .read_exact_at(&mut data, start)
+                .map_err(|source| Error::FileMissing { path: file.path.clone(), source })?;
+            Ok(data)
+        };
+        self.shared_files.map(pid, f, &m, data)
     }
 
     /// Contents of a replayed file mapping: the recorded snapshot, or the file itself after
@@ -1812,8 +1893,16 @@ impl Replayer<'_> {
         });
         let parent_image = parent.image.clone();
         let group = if thread { parent.group } else { child };
+        let parent_group = parent.group;
         let entry = parent.entry.as_ref().map(|(nr, args, _)| (*nr, *args));
-        let mut proc = Proc::new(child_pid, group, !thread, thread, breakpoints, image);
+        // A child of a process holding shared memory shares it: like a thread, it waits for its
+        // first turn in the unit (`ThreadStart`), as it did while recording.
+        // Not a vfork child: its parent waits in the kernel until it execs or exits.
+        let vfork = flags & libc::CLONE_VFORK as u64 != 0;
+        let joins_unit = !thread && !vfork && self.units.fork(parent_group, child).is_some();
+        let waits_for_turn = thread || joins_unit;
+        let parent = self.proc(tid);
+        let mut proc = Proc::new(child_pid, group, !waits_for_turn, waits_for_turn, breakpoints, image);
         proc.auxv = parent.auxv.clone();
         proc.stretch = self.ev.index + 1;
         // The kernel clears the alternate signal stack of a thread sharing the address space.
@@ -1824,7 +1913,21 @@ impl Replayer<'_> {
         self.procs.insert(child, proc);
         self.by_pid.insert(child_pid, child);
         self.ev.pop()?;
-        let started = self.early_children.remove(&child_pid);
+        let mut started = self.early_children.remove(&child_pid);
+        // The flags of a `clone` made without its exit signal, for the child's registers.
+        let quieted =
+            entry.filter(|(nr, a)| *nr == Sysno::clone as u64 && quiet_clone(a[0]) != a[0]).map(|(_, a)| a[0]);
+        if !thread && !started && (joins_unit || quieted.is_some()) {
+            match ptrace::wait_pid(child_pid).map_err(Error::ptrace(child_pid, "waiting for a new process"))? {
+                Wait::Stopped { .. } => started = true,
+                w => return Err(self.divergence(child, "a new process".into(), describe_status(w.raw_exit_status()))),
+            }
+        }
+        if let Some(flags) = quieted.filter(|_| !thread) {
+            let mut regs = ptrace::get_regs(child_pid).map_err(Error::ptrace(child_pid, "reading registers"))?;
+            regs.rdi = flags;
+            ptrace::set_regs(child_pid, &regs).map_err(Error::ptrace(child_pid, "restoring clone's flags"))?;
+        }
         if thread {
             // The thread waits at its first stop for its `ThreadStart` event. The kernel wrote
             // its real id where the program asked; the program must see the recorded one.
@@ -1847,7 +1950,7 @@ impl Replayer<'_> {
                 self.observer.on_fork(parent, &image);
                 self.arm_requested_in_new_process(child, started)?;
             }
-            if started {
+            if started && !joins_unit {
                 self.go(child_pid, 0, "starting child")?;
             }
         }
@@ -1944,6 +2047,9 @@ impl Replayer<'_> {
                 self.ev.pop()?;
                 let p = self.procs.remove(&tid).expect("known");
                 self.by_pid.remove(&p.pid);
+                if !self.procs.values().any(|q| q.group == p.group) {
+                    self.units.leave(p.group);
+                }
                 if tid == self.root {
                     self.root_status = Some(status);
                 }
@@ -1956,6 +2062,19 @@ impl Replayer<'_> {
             other => Err(self.divergence(tid, other.describe(), describe_status(status))),
         }
     }
+}
+
+/// The flags a replayed `clone` of a process runs with: without its exit signal (`CSIGNAL`).
+/// The program never sees the replay's own `SIGCHLD`s (its recorded ones come from the trace,
+/// and `wait4` is emulated), but a real one pending as a later `fork` begins makes the kernel
+/// give that fork up (`-ERESTARTNOINTR`), and one pending in a re-executed `rt_sigsuspend`
+/// wakes it: a replayed child that signals nobody leaves the replayed parent alone. (A
+/// thread's `clone` has no exit signal.)
+fn quiet_clone(flags: u64) -> u64 {
+    if flags & libc::CLONE_THREAD as u64 != 0 {
+        return flags;
+    }
+    flags & !(libc::CSIGNAL as u64)
 }
 
 /// The auxiliary vector at the start of `stack` (pairs of words up to and including `AT_NULL`).

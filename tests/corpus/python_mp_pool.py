@@ -1,6 +1,5 @@
 #!/usr/bin/python3
 # python multiprocessing: a Pool of worker processes (pipes, and a semaphore in shared memory).
-# rdb-expect: fails "issue 17: memory shared between processes (MAP_SHARED) is not shared on replay"
 # rdb-timeout: 30
 import multiprocessing as mp
 def square(x):

@@ -1,6 +1,5 @@
 #!/usr/bin/python3
 # python multiprocessing: a Queue between a parent and two child processes.
-# rdb-expect: fails "issue 17: memory shared between processes (MAP_SHARED) is not shared on replay"
 # rdb-timeout: 30
 import multiprocessing as mp
 def produce(q, k):

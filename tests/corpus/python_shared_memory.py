@@ -1,7 +1,6 @@
 #!/usr/bin/python3
 # python multiprocessing.shared_memory: a child writes 42 into a POSIX shared memory block
 # (/dev/shm) that the parent then reads.
-# rdb-expect: fails "issue 17: memory shared between processes (MAP_SHARED) is not shared on replay"
 # rdb-timeout: 30
 import multiprocessing as mp
 from multiprocessing import shared_memory

@@ -114,6 +114,39 @@ pub fn killed_recorder_leaves_a_trace_that_replays_to_its_end() {
     }
 }
 
+/// A recorder killed with SIGKILL in the middle of a fork-heavy script (every line of output is
+/// one fork, exec and exit behind), at several points: each trace replays up to where it was cut
+/// and says so (exit 4), never panicking or hanging (a cut right after an exec once ended the
+/// replay with a panic, exit 101).
+pub fn killed_recorder_of_a_forking_script_replays_to_its_end() {
+    let script = program("support/fork_and_count.sh");
+    for kill_after in [1, 3, 20, 150, 400] {
+        let dir = scratch("killed-fork");
+        let trace = dir.path().join("trace");
+        let mut child = Command::new(tools().join("rdb"))
+            .args(["record", "-o", trace.to_str().unwrap(), "--", "/bin/sh", script.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        for _ in 0..kill_after {
+            lines.next().expect("the script prints a line per fork").unwrap();
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        drop(lines);
+        let rep = replay(dir.path(), &trace);
+        assert_eq!(rep.status.code(), Some(EXIT_ENDS_EARLY), "killed after {kill_after} lines: {}", describe(&rep));
+        assert!(text(&rep.stderr).contains("ends early"), "{}", describe(&rep));
+        let out = text(&rep.stdout);
+        for (i, l) in out.lines().enumerate() {
+            assert_eq!(l, i.to_string(), "killed after {kill_after} lines: replayed output is the recorded prefix");
+        }
+    }
+}
+
 pub fn info_describes_a_trace() {
     let dir = scratch("info");
     let trace = dir.path().join("trace");
