@@ -29,6 +29,13 @@ pub(crate) fn marker_of(mac: &Macro) -> Option<Marker> {
     }
 }
 
+/// `rdb_check!(..)` (a region's check for `rdb find`).
+pub(crate) fn is_check(mac: &Macro) -> bool {
+    let segs: Vec<String> = mac.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    matches!(segs.as_slice(), [n] if n == "rdb_check")
+        || matches!(segs.as_slice(), [k, n] if k == "rdb_macros" && n == "rdb_check")
+}
+
 pub(crate) fn stmt_marker(stmt: &Stmt) -> Option<(Marker, &Macro)> {
     match stmt {
         Stmt::Macro(m) => marker_of(&m.mac).map(|k| (k, &m.mac)),
