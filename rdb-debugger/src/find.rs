@@ -506,6 +506,7 @@ impl Search {
                     return Ok(outcome);
                 };
                 outcome.hits = hits;
+                outcome.probe_bound = ceil_log2(h - l) + u64::from(mode == Mode::Changes);
                 if hits < h {
                     return Err(FindError::Usage(format!("--between {l} {h}: the region has only {hits} hits")));
                 }
@@ -551,7 +552,9 @@ impl Search {
                 let last = self.probe_hit(hits)?.ok_or_else(|| lost(hits))?;
                 if wanted(&last, first_ok) {
                     outcome.verdict = match mode {
-                        Mode::FirstFalse => format!("the check holds at all {hits} hits"),
+                        Mode::FirstFalse => format!(
+                            "the check holds at hit 1 and at the last hit ({hits}): no failure a bisection can see (it assumes the check fails for good once it fails; --scan checks every hit)"
+                        ),
                         Mode::LastTrue => "the check holds up to the last hit".into(),
                         Mode::Changes => format!(
                             "the check {} at hit 1 and at the last hit ({hits}): no change a bisection can see (--scan lists every one)",

@@ -29,6 +29,7 @@ mod callbacks;
 mod clang_replay;
 mod cli;
 mod crafted;
+mod find;
 mod kept_files;
 mod record_replay;
 mod regions_in_generic_closure_async;
@@ -164,6 +165,7 @@ fn main() {
         git_commit_replays_after_the_repository_changed,
         ctrl_c_reaches_the_program_and_the_trace_completes,
     ));
+    trials.extend(scenarios!(find: c_list_losing_nodes, jobq_losing_a_job, minibc_stack_depth, race_lost_update));
     trials.extend(scenarios!(replay_debug:
         minibc_regions_show_branch_popping_an_empty_stack,
         a_trace_from_another_binary_is_refused,
