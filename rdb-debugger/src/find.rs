@@ -24,15 +24,19 @@
 //! thread that made them, and running probes in parallel would need them detached and attached
 //! in other tracer threads (see ARCHITECTURE, "The replay session").
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use rdb_tracee::this_process::monotonic_coarse_ns;
 
 use rdb_host::{Check, DebugHost, HostOptions};
 use rdb_runtime::trace::Tid;
-use rdb_runtime::{NoObserver, ReplayOptions, Resume, Session, SessionStop};
+use rdb_runtime::{BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, Resume, Session, SessionStop};
 
 use crate::DebugError;
 
@@ -157,45 +161,218 @@ pub enum FindError {
     Io(#[from] std::io::Error),
 }
 
-/// The search's state over one replay session.
-struct Search {
-    session: Session<'static>,
+/// What the counting replay does at each hit of the region (see [`Sites`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// Count only.
+    Count,
+    /// Count, and run the region at hit 1.
+    First,
+    /// Count, and run the region at every hit (a scan).
+    Every,
+}
+
+/// What the observer of the counting replay and the search share.
+struct Shared {
     host: DebugHost,
     region: u32,
     region_at: String,
     file: PathBuf,
+    focus: Option<Tid>,
+    /// Hits are counted (the counting replay): off while probing, where the session's halts
+    /// count them.
+    counting: bool,
+    run: Run,
+    hits: u64,
+    /// Stop counting at this hit (`--between`'s `hi`).
+    stop_at: Option<u64>,
+    /// The session's interrupter: set when a checkpoint is due (or the count is complete).
+    halt: Option<Arc<AtomicBool>>,
+    last_checkpoint: u64,
+    /// Probes made.
+    probes: u64,
+    /// Probes of the counting replay: hit 1's, or (scan) each change of outcome.
+    seen: Vec<Probe>,
+    /// The outcome at the last hit the scan checked, and the last hit where the check held.
+    last_ok: Option<bool>,
+    last_true: Option<Probe>,
+    /// Why the replay was stopped by the observer.
+    error: Option<FindError>,
+    progress: Arc<Mutex<FindProgress>>,
+}
+
+/// A probe made by the counting replay has no event index yet (filled by a later visit).
+const EVENT_UNKNOWN: u64 = u64::MAX;
+
+impl Shared {
+    /// Runs the region for the program stopped at `target` (module-relative `address`) at hit
+    /// `hit` of thread `tid`.
+    fn check(&mut self, hit: u64, tid: Tid, address: u64, target: &dyn rdb_tracee::Target) -> Result<Probe, FindError> {
+        let failed = |what: String| FindError::Probe { region: self.region, at: self.region_at.clone(), hit, what };
+        self.host.invalidate();
+        let call = self.host.invoke(self.region, address, target)?;
+        self.probes += 1;
+        if let Ok(mut p) = self.progress.lock() {
+            p.probes = self.probes;
+        }
+        let checks = self.host.take_checks();
+        if !call.is_clean() {
+            return Err(failed(format!("the region did not complete: {call}")));
+        }
+        if checks.is_empty() {
+            return Err(failed(
+                "the region made no check (rdb_check!(cond, ..) in Rust, rdb_check(cond, ..) in C) at this hit".into(),
+            ));
+        }
+        let shown: &Check = checks.iter().find(|c| !c.ok).unwrap_or(&checks[0]);
+        let message = if shown.message.is_empty() { shown.condition.clone() } else { shown.message.clone() };
+        Ok(Probe {
+            hit,
+            event: EVENT_UNKNOWN,
+            thread: tid,
+            ok: checks.iter().all(|c| c.ok),
+            file: self.file.clone(),
+            line: shown.line,
+            message,
+            backtrace: shown.backtrace.clone(),
+        })
+    }
+
+    /// A hit reached by the counting replay.
+    fn counted(&mut self, stop: &BreakpointStop<'_>) -> Result<(), FindError> {
+        self.hits += 1;
+        let hit = self.hits;
+        let run = match self.run {
+            Run::Every => true,
+            Run::First => hit == 1,
+            Run::Count => false,
+        };
+        if run {
+            let address = stop.addr.wrapping_sub(stop.image.load_bias);
+            let p = self.check(hit, stop.tid, address, stop)?;
+            if p.ok {
+                self.last_true = Some(p.clone());
+            }
+            if self.last_ok != Some(p.ok) {
+                self.last_ok = Some(p.ok);
+                self.seen.push(p);
+            }
+        }
+        if let Ok(mut g) = self.progress.lock() {
+            g.hits = hit;
+        }
+        let due = monotonic_coarse_ns().saturating_sub(self.last_checkpoint) >= CHECKPOINT_SPACING.as_nanos() as u64;
+        if due || self.stop_at.is_some_and(|s| hit >= s) {
+            if let Some(h) = &self.halt {
+                h.store(true, Ordering::SeqCst);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The observer of the search's replay. It plants the region's breakpoints in every image of
+/// the region binary as the replayer plants a region's (the instruction under each is prepared
+/// once, so that going on from a hit takes no single step), and counts the hits of the
+/// searched process while the counting replay runs, running the region where that replay
+/// checks. When probing, the session's own breakpoints at the same places make hits halt.
+struct Sites {
+    addresses: Vec<u64>,
+    hash: String,
+    matches: std::collections::HashMap<PathBuf, bool>,
+    shared: Rc<RefCell<Shared>>,
+}
+
+impl ReplayObserver for Sites {
+    fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
+        let hash = &self.hash;
+        let ours = *self
+            .matches
+            .entry(image.file.clone())
+            .or_insert_with(|| crate::blake3_file(&image.file).is_ok_and(|h| h == *hash));
+        if !ours {
+            return Vec::new();
+        }
+        self.addresses.iter().map(|a| a.wrapping_add(image.load_bias)).collect()
+    }
+
+    fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
+        let mut shared = self.shared.borrow_mut();
+        if !shared.counting || Some(stop.image.tid) != shared.focus {
+            return Ok(());
+        }
+        match shared.counted(stop) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let text = e.to_string();
+                shared.error = Some(e);
+                Err(text)
+            }
+        }
+    }
+}
+
+/// The search's state over one replay session.
+struct Search {
+    session: Session<'static>,
+    shared: Rc<RefCell<Shared>>,
     /// Module-relative code addresses of the region.
     addresses: Vec<u64>,
     bias: u64,
+    /// The session's breakpoints are at the region's addresses (probing).
+    armed: bool,
     /// Hits replayed so far in the current replay (the halt is at hit `here` when halted at one).
     here: u64,
-    /// Checkpoints by the hit they were taken at (0: before the first hit).
+    /// Checkpoints by the hits replayed before them.
     checkpoints: BTreeMap<u64, u32>,
-    probes: u64,
-    progress: Arc<Mutex<FindProgress>>,
     interrupt: &'static AtomicBool,
     /// The halt of the current hit.
     halted: Option<(Tid, u64)>,
+    /// Probes carry the program's backtrace (a bisection's do, a scan's do not).
     backtraces: bool,
 }
 
 /// Runs a search (see the module docs).
 pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
-    let (_, functions) = crate::check_binary(&opts.replay.trace_dir, &opts.binary)?;
+    let (hash, functions) = crate::check_binary(&opts.replay.trace_dir, &opts.binary)?;
     let (region, region_at, file) = choose_region(&functions, &opts.region)?;
     let null = std::fs::File::create("/dev/null").map_err(FindError::Io)?;
     // Region output would come in probe order: the search shows its answer only.
-    let host = DebugHost::for_binary(&opts.binary, HostOptions { stdout: Some(null), ..HostOptions::default() })?;
+    let mut host = DebugHost::for_binary(&opts.binary, HostOptions { stdout: Some(null), ..HostOptions::default() })?;
     let addresses: Vec<u64> =
         host.code_locations().into_iter().filter(|(_, ids)| ids.contains(&region)).map(|(a, _)| a).collect();
     if addresses.is_empty() {
         return Err(FindError::Usage(format!("region {region} ({region_at}) has no code location in the binary")));
     }
+    // Backtraces cost an unwinding each: the bisection's few probes take them, a scan does not.
+    host.set_check_backtraces(!opts.scan);
+    let shared = Rc::new(RefCell::new(Shared {
+        host,
+        region,
+        region_at: region_at.clone(),
+        file,
+        focus: None,
+        counting: false,
+        run: Run::Count,
+        hits: 0,
+        stop_at: None,
+        halt: None,
+        last_checkpoint: 0,
+        probes: 0,
+        seen: Vec::new(),
+        last_ok: None,
+        last_true: None,
+        error: None,
+        progress: opts.progress.clone(),
+    }));
     let mut replay = opts.replay.clone();
     replay.echo_output = false;
-    let mut session = Session::start(&replay, NoObserver)?;
+    let sites = Sites { addresses: addresses.clone(), hash, matches: Default::default(), shared: shared.clone() };
+    let mut session = Session::start(&replay, sites)?;
     let process = opts.process.unwrap_or(session.root());
     session.set_focus(Some(process));
+    shared.borrow_mut().focus = Some(process);
+    shared.borrow_mut().halt = Some(session.interrupter());
     // A checkpoint at the start for `--then gdb` to go back to (the search takes its own).
     session.enable_history(None)?;
     if !session.has_process(process) {
@@ -210,28 +387,20 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
         }
     }
     let bias = session.image().map(|i| i.load_bias).unwrap_or(0);
-    for a in &addresses {
-        session.set_breakpoint(a.wrapping_add(bias))?;
-    }
     let first = session.checkpoint()?;
     let mut search = Search {
         session,
-        host,
-        region,
-        region_at: region_at.clone(),
-        file,
+        shared: shared.clone(),
         addresses,
         bias,
+        armed: false,
         here: 0,
         checkpoints: BTreeMap::from([(0, first)]),
-        probes: 0,
-        progress: opts.progress.clone(),
         interrupt: opts.interrupt,
         halted: None,
         backtraces: !opts.scan,
     };
-    search.host.set_check_backtraces(search.backtraces);
-    // Ctrl-C halts a replay in a stretch without hits at its next event.
+    // Ctrl-C halts the replay at its next event, wherever it is.
     let session_interrupt = search.session.interrupter();
     let user = opts.interrupt;
     let done = Arc::new(AtomicBool::new(false));
@@ -249,12 +418,14 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
     done.store(true, Ordering::Relaxed);
     let _ = watcher.join();
     let mut outcome = result?;
-    for a in search.addresses.clone() {
-        let _ = search.session.remove_breakpoint(a.wrapping_add(search.bias));
+    if search.armed {
+        for a in search.addresses.clone() {
+            let _ = search.session.remove_breakpoint(a.wrapping_add(search.bias));
+        }
     }
     outcome.region = region;
     outcome.region_at = region_at;
-    outcome.probes = search.probes;
+    outcome.probes = shared.borrow().probes;
     outcome.cpus = 1;
     outcome.session = Some(search.session);
     Ok(outcome)
@@ -320,20 +491,105 @@ impl Search {
         self.interrupt.load(Ordering::Relaxed)
     }
 
-    fn progress(&self, f: impl FnOnce(&mut FindProgress)) {
-        if let Ok(mut p) = self.progress.lock() {
-            f(&mut p);
+    fn focus(&self) -> Tid {
+        self.session.focus().unwrap_or(self.session.root())
+    }
+
+    /// A replay error, or the observer's reason for stopping the replay.
+    fn replay_error(&self, e: rdb_runtime::Error) -> FindError {
+        self.shared.borrow_mut().error.take().unwrap_or(FindError::Replay(e))
+    }
+
+    /// The counting replay: every hit of the searched process up to `upto` (or the end), counted
+    /// by the observer, which runs the region as `run` says; a checkpoint every
+    /// [`CHECKPOINT_SPACING`] of replay. Returns the hits (`None` when interrupted).
+    fn count(&mut self, run: Run, upto: Option<u64>) -> Result<Option<u64>, FindError> {
+        {
+            let mut s = self.shared.borrow_mut();
+            s.counting = true;
+            s.run = run;
+            s.stop_at = upto;
+            s.last_checkpoint = monotonic_coarse_ns();
+            let progress = s.progress.clone();
+            if let Ok(mut p) = progress.lock() {
+                p.counting = true;
+            };
+        }
+        let result = self.count_inner(upto);
+        let progress = {
+            let mut s = self.shared.borrow_mut();
+            s.counting = false;
+            s.progress.clone()
+        };
+        if let Ok(mut p) = progress.lock() {
+            p.counting = false;
+        }
+        result
+    }
+
+    fn count_inner(&mut self, upto: Option<u64>) -> Result<Option<u64>, FindError> {
+        loop {
+            let stop = self.session.resume(Resume::Continue).map_err(|e| self.replay_error(e))?;
+            let hits = self.shared.borrow().hits;
+            let progress = self.shared.borrow().progress.clone();
+            if let Ok(mut p) = progress.lock() {
+                p.events = self.session.events_replayed();
+            }
+            match stop {
+                SessionStop::ProcessExited { .. } | SessionStop::End => return Ok(Some(hits)),
+                SessionStop::Interrupted { .. } if self.interrupted() => {
+                    self.here = hits;
+                    return Ok(None);
+                }
+                SessionStop::Interrupted { .. } => {
+                    if upto.is_some_and(|u| hits >= u) {
+                        return Ok(Some(hits));
+                    }
+                    // A checkpoint is due: at the next hit, where the session halts while its
+                    // breakpoints are there (a halt at an event may be parked before a
+                    // syscall, which a restore does not bring back to run).
+                    self.arm(true)?;
+                    self.shared.borrow_mut().last_checkpoint = monotonic_coarse_ns();
+                }
+                SessionStop::Breakpoint { tid, addr } if self.armed => {
+                    let address = addr.wrapping_sub(self.bias);
+                    if self.addresses.contains(&address) {
+                        self.here = hits;
+                        self.halted = Some((tid, address));
+                        self.keep_checkpoint()?;
+                        self.arm(false)?;
+                    }
+                }
+                _ => {}
+            }
         }
     }
 
-    /// Run to the next hit of the region (`None`: the process ended or the search was
-    /// interrupted).
+    /// Make hits halt (the session's breakpoints at the region's addresses), or not.
+    fn arm(&mut self, on: bool) -> Result<(), FindError> {
+        if self.armed == on {
+            return Ok(());
+        }
+        for a in self.addresses.clone() {
+            let at = a.wrapping_add(self.bias);
+            if on {
+                self.session.set_breakpoint(at)?;
+            } else {
+                self.session.remove_breakpoint(at)?;
+            }
+        }
+        self.armed = on;
+        Ok(())
+    }
+
+    /// Run to the next hit of the region, counting the session's halts (`None`: the process
+    /// ended or the search was interrupted).
     fn next_hit(&mut self) -> Result<Option<(Tid, u64)>, FindError> {
         loop {
             if self.interrupted() {
                 return Ok(None);
             }
-            match self.session.resume(Resume::Continue)? {
+            match self.session.resume(Resume::Continue).map_err(|e| self.replay_error(e))? {
                 SessionStop::Breakpoint { tid, addr } => {
                     let address = addr.wrapping_sub(self.bias);
                     if self.addresses.contains(&address) {
@@ -346,48 +602,27 @@ impl Search {
                     self.halted = None;
                     return Ok(None);
                 }
-                SessionStop::Interrupted { .. } => {}
                 _ => {}
             }
         }
     }
 
-    /// Run the region at the current halt (hit `self.here`).
-    fn probe(&mut self) -> Result<Probe, FindError> {
+    /// Run the region at the current halt (hit `self.here`); `counted`: a probe of the search
+    /// (not a second look at a hit already checked).
+    fn probe(&mut self, counted: bool) -> Result<Probe, FindError> {
         let (tid, address) = self.halted.expect("halted at a hit");
-        let hit = self.here;
-        let failed = |what: String| FindError::Probe { region: self.region, at: self.region_at.clone(), hit, what };
         let view = self.session.thread(tid)?;
-        self.host.invalidate();
-        let call = self.host.invoke(self.region, address, &view)?;
-        self.probes += 1;
-        self.progress(|p| p.probes += 1);
-        let checks = self.host.take_checks();
-        if !call.is_clean() {
-            return Err(failed(format!("the region did not complete: {call}")));
+        let mut shared = self.shared.borrow_mut();
+        let mut p = shared.check(self.here, tid, address, &view)?;
+        if !counted {
+            shared.probes -= 1;
         }
-        if checks.is_empty() {
-            return Err(failed(
-                "the region made no check (rdb_check!(cond, ..) in Rust, rdb_check(cond, ..) in C) at this hit".into(),
-            ));
-        }
-        let event = self.session.threads().iter().find(|t| t.tid == tid).map_or(0, |t| t.stretch);
-        let shown: &Check = checks.iter().find(|c| !c.ok).unwrap_or(&checks[0]);
-        let message = if shown.message.is_empty() { shown.condition.clone() } else { shown.message.clone() };
-        Ok(Probe {
-            hit,
-            event,
-            thread: tid,
-            ok: checks.iter().all(|c| c.ok),
-            file: self.file.clone(),
-            line: shown.line,
-            message,
-            backtrace: shown.backtrace.clone(),
-        })
+        p.event = self.session.threads().iter().find(|t| t.tid == tid).map_or(0, |t| t.stretch);
+        Ok(p)
     }
 
-    /// Keep a checkpoint at the current hit, thinning the older ones past the limit.
-    fn checkpoint_here(&mut self) -> Result<(), FindError> {
+    /// Keep a checkpoint here (after `self.here` hits), thinning the older ones past the limit.
+    fn keep_checkpoint(&mut self) -> Result<(), FindError> {
         if self.checkpoints.contains_key(&self.here) {
             return Ok(());
         }
@@ -421,15 +656,28 @@ impl Search {
     }
 
     /// Halt at hit `k`: from the replay's current point when no checkpoint is closer, else from
-    /// the latest checkpoint at or before it.
+    /// the latest checkpoint before it.
     fn goto_hit(&mut self, k: u64) -> Result<bool, FindError> {
         let (&at, &id) = self.checkpoints.range(..=k).next_back().expect("a checkpoint at hit 0");
-        let here_usable = self.halted.is_some() && self.here <= k && self.here >= at;
+        let here_usable = self.armed && self.halted.is_some() && self.here <= k && self.here >= at;
         if !here_usable {
             self.session.restore(id)?;
-            self.host.invalidate_mappings();
+            self.shared.borrow_mut().host.invalidate_mappings();
             self.here = at;
-            self.halted = if at == 0 { None } else { self.session.halted_thread().map(|t| (t, self.halted_address())) };
+            self.halted = None;
+            // Hits halt from now on (restores keep the session's breakpoints).
+            self.arm(true)?;
+            // A checkpoint taken at a hit halts there again.
+            if let (Some(tid), true) = (self.session.halted_thread(), at > 0) {
+                use rdb_tracee::Target;
+                let address = self.session.regs().rip.wrapping_sub(self.bias);
+                if self.addresses.contains(&address) {
+                    self.halted = Some((tid, address));
+                }
+            }
+        }
+        if k == self.here && self.halted.is_none() {
+            return Err(FindError::Usage(format!("hit {k} is not where the replay halted (please report)")));
         }
         while self.here < k {
             if self.next_hit()?.is_none() {
@@ -439,53 +687,14 @@ impl Search {
         Ok(true)
     }
 
-    /// The module-relative address the halted thread is at.
-    fn halted_address(&self) -> u64 {
-        use rdb_tracee::Target;
-        self.session.regs().rip.wrapping_sub(self.bias)
-    }
-
     /// Probe hit `k` (from checkpoints), keeping a checkpoint there.
-    fn probe_hit(&mut self, k: u64) -> Result<Option<Probe>, FindError> {
+    fn probe_hit(&mut self, k: u64, counted: bool) -> Result<Option<Probe>, FindError> {
         if !self.goto_hit(k)? {
             return Ok(None);
         }
-        let probe = self.probe()?;
-        self.checkpoint_here()?;
+        let probe = self.probe(counted)?;
+        self.keep_checkpoint()?;
         Ok(Some(probe))
-    }
-
-    /// The counting pass: every hit up to `upto` (or the end), hit 1 probed, checkpoints on the
-    /// way. Returns the hits and hit 1's probe (`None` when interrupted).
-    fn count(&mut self, upto: Option<u64>) -> Result<Option<(u64, Option<Probe>)>, FindError> {
-        self.progress(|p| p.counting = true);
-        let mut first = None;
-        let mut last_checkpoint = Instant::now();
-        loop {
-            if upto.is_some_and(|u| self.here >= u) {
-                break;
-            }
-            match self.next_hit()? {
-                Some(_) => {
-                    if self.here == 1 && upto.is_none() {
-                        first = Some(self.probe()?);
-                    }
-                    if last_checkpoint.elapsed() >= CHECKPOINT_SPACING {
-                        self.checkpoint_here()?;
-                        last_checkpoint = Instant::now();
-                    }
-                    let (hits, events) = (self.here, self.session.events_replayed());
-                    self.progress(|p| {
-                        p.hits = hits;
-                        p.events = events;
-                    });
-                }
-                None if self.interrupted() => return Ok(None),
-                None => break,
-            }
-        }
-        self.progress(|p| p.counting = false);
-        Ok(Some((self.here, first)))
     }
 
     fn bisect(&mut self, mode: Mode, between: Option<(u64, u64)>) -> Result<FindOutcome, FindError> {
@@ -501,7 +710,7 @@ impl Search {
                 if l == 0 || h <= l {
                     return Err(FindError::Usage(format!("--between {l} {h}: needs 1 <= LO < HI")));
                 }
-                let Some((hits, _)) = self.count(Some(h))? else {
+                let Some(hits) = self.count(Run::Count, Some(h))? else {
                     outcome.interrupted = Some(Some((l, h)));
                     return Ok(outcome);
                 };
@@ -510,23 +719,23 @@ impl Search {
                 if hits < h {
                     return Err(FindError::Usage(format!("--between {l} {h}: the region has only {hits} hits")));
                 }
-                // Resumed: `lo` was seen to pass and `hi` to fail; the outcome at hit 1 is that of
-                // `lo` by the same token.
+                // Resumed: `lo` was seen to pass and `hi` to fail.
                 (lo, hi) = (l, h);
-                first_ok = mode != Mode::Changes || {
-                    let p = self.probe_hit(1)?.expect("hit 1 exists");
-                    p.ok
-                };
+                first_ok = mode != Mode::Changes || self.probe_hit(1, true)?.ok_or_else(|| lost(1))?.ok;
             }
             None => {
-                let Some((hits, first)) = self.count(None)? else {
+                let Some(hits) = self.count(Run::First, None)? else {
                     outcome.interrupted = Some(None);
                     outcome.hits = self.here;
                     return Ok(outcome);
                 };
                 outcome.hits = hits;
                 outcome.probe_bound = probe_bound(hits);
-                self.progress(|p| p.probes_estimated = Some(probe_bound(hits)));
+                let progress = self.shared.borrow().progress.clone();
+                if let Ok(mut p) = progress.lock() {
+                    p.probes_estimated = Some(probe_bound(hits));
+                }
+                let first = self.shared.borrow().seen.first().cloned();
                 let Some(first) = first else {
                     outcome.verdict = format!("the region was never reached in process {}", self.focus());
                     return Ok(outcome);
@@ -538,18 +747,18 @@ impl Search {
                         _ => "the check fails from the first hit".into(),
                     };
                     if mode == Mode::FirstFalse {
-                        outcome.answer = Some(self.answer_at(1, first)?);
+                        outcome.answer = Some(self.answer_at(first, true)?);
                     }
                     return Ok(outcome);
                 }
                 if hits == 1 {
                     outcome.verdict = "the region has one hit: the check holds there".into();
                     if mode == Mode::LastTrue {
-                        outcome.answer = Some(self.answer_at(1, first)?);
+                        outcome.answer = Some(self.answer_at(first, true)?);
                     }
                     return Ok(outcome);
                 }
-                let last = self.probe_hit(hits)?.ok_or_else(|| lost(hits))?;
+                let last = self.probe_hit(hits, true)?.ok_or_else(|| lost(hits))?;
                 if wanted(&last, first_ok) {
                     outcome.verdict = match mode {
                         Mode::FirstFalse => format!(
@@ -572,16 +781,17 @@ impl Search {
             }
         }
         self.forget_outside(lo, hi);
-        self.progress(|p| {
+        let progress = self.shared.borrow().progress.clone();
+        if let Ok(mut p) = progress.lock() {
             p.probes_estimated = Some(p.probes + ceil_log2(hi - lo));
-        });
+        }
         while hi - lo > 1 {
             if self.interrupted() {
                 outcome.interrupted = Some(Some((lo, hi)));
                 return Ok(outcome);
             }
             let mid = lo + (hi - lo) / 2;
-            let p = self.probe_hit(mid)?.ok_or_else(|| lost(mid))?;
+            let p = self.probe_hit(mid, true)?.ok_or_else(|| lost(mid))?;
             if wanted(&p, first_ok) {
                 lo = mid;
             } else {
@@ -592,11 +802,8 @@ impl Search {
         }
         let answer_hit = if mode == Mode::LastTrue { lo } else { hi };
         let answer = match best.remove(&answer_hit) {
-            Some(p) => self.answer_at(answer_hit, p)?,
-            None => {
-                let p = self.probe_hit(answer_hit)?.ok_or_else(|| lost(answer_hit))?;
-                self.answer_at(answer_hit, p)?
-            }
+            Some(p) => self.answer_at(p, true)?,
+            None => self.probe_hit(answer_hit, true)?.ok_or_else(|| lost(answer_hit))?,
         };
         outcome.verdict = match mode {
             Mode::FirstFalse => format!("first failing hit: {answer_hit}"),
@@ -607,91 +814,67 @@ impl Search {
         Ok(outcome)
     }
 
-    fn focus(&self) -> Tid {
-        self.session.focus().unwrap_or(self.session.root())
-    }
-
-    /// Leave the replay halted at hit `k` (whose probe is `p`) for `--then gdb`.
-    fn answer_at(&mut self, k: u64, p: Probe) -> Result<Probe, FindError> {
-        if self.here != k || self.halted.is_none() {
-            self.goto_hit(k)?;
+    /// The answer `p`, with the replay halted at its hit for `--then gdb`; a probe of the
+    /// counting replay is looked at again there for its event (and `backtrace`).
+    fn answer_at(&mut self, p: Probe, backtrace: bool) -> Result<Probe, FindError> {
+        let complete = p.event != EVENT_UNKNOWN && (!backtrace || !p.backtrace.is_empty());
+        if complete && self.here == p.hit && self.halted.is_some() {
+            return Ok(p);
         }
-        Ok(p)
+        self.shared.borrow_mut().host.set_check_backtraces(backtrace);
+        let again = self.probe_hit(p.hit, false);
+        self.shared.borrow_mut().host.set_check_backtraces(self.backtraces);
+        let again = again?.ok_or_else(|| lost(p.hit))?;
+        if again.ok != p.ok {
+            return Err(lost(p.hit));
+        }
+        Ok(again)
     }
 
-    /// A linear scan: the check at every hit, in one replay.
+    /// A linear scan: the check at every hit, in one replay (with checkpoints, from which the
+    /// changes found are visited again for their events, and the answer for its backtrace).
     fn scan(&mut self, mode: Mode) -> Result<FindOutcome, FindError> {
         let mut outcome = empty_outcome();
-        let mut previous: Option<bool> = None;
-        let mut first_ok = None;
-        let mut answer: Option<Probe> = None;
-        let mut last_true: Option<Probe> = None;
-        loop {
-            match self.next_hit()? {
-                Some(_) => {
-                    let p = self.probe()?;
-                    let (hits, events) = (self.here, self.session.events_replayed());
-                    self.progress(|g| {
-                        g.hits = hits;
-                        g.events = events;
-                    });
-                    let first = *first_ok.get_or_insert(p.ok);
-                    if answer.is_none() {
-                        let found = match mode {
-                            Mode::FirstFalse => !p.ok,
-                            Mode::Changes => p.ok != first,
-                            Mode::LastTrue => false,
-                        };
-                        if found {
-                            answer = Some(p.clone());
-                        }
-                    }
-                    if p.ok {
-                        last_true = Some(p.clone());
-                    }
-                    if previous != Some(p.ok) {
-                        outcome.transitions.push(p.clone());
-                        previous = Some(p.ok);
-                    }
-                }
-                None if self.interrupted() => {
-                    outcome.interrupted = Some(None);
-                    outcome.hits = self.here;
-                    return Ok(outcome);
-                }
-                None => break,
-            }
-        }
-        outcome.hits = self.here;
-        if mode == Mode::LastTrue {
-            answer = last_true;
-        }
+        let Some(hits) = self.count(Run::Every, None)? else {
+            outcome.interrupted = Some(None);
+            outcome.hits = self.here;
+            return Ok(outcome);
+        };
+        outcome.hits = hits;
+        let (seen, last_true) = {
+            let s = self.shared.borrow();
+            (s.seen.clone(), s.last_true.clone())
+        };
+        let first_ok = seen.first().map(|p| p.ok);
+        let answer = match mode {
+            Mode::FirstFalse => seen.iter().find(|p| !p.ok).cloned(),
+            Mode::Changes => seen.get(1).cloned(),
+            Mode::LastTrue => last_true,
+        };
         outcome.verdict = match (&answer, mode) {
-            (None, _) if self.here == 0 => format!("the region was never reached in process {}", self.focus()),
-            (None, Mode::FirstFalse) => format!("the check holds at all {} hits", self.here),
+            (None, _) if first_ok.is_none() => format!("the region was never reached in process {}", self.focus()),
+            (None, Mode::FirstFalse) => format!("the check holds at all {hits} hits"),
             (None, Mode::LastTrue) => "the check never holds".into(),
-            (None, Mode::Changes) => format!("the check's outcome never changes in {} hits", self.here),
+            (None, Mode::Changes) => format!("the check's outcome never changes in {hits} hits"),
             (Some(p), Mode::FirstFalse) => format!("first failing hit: {}", p.hit),
             (Some(p), Mode::LastTrue) => format!("last hit where the check holds: {}", p.hit),
             (Some(p), Mode::Changes) => format!("the check's outcome changes at hit {}", p.hit),
         };
-        if let Some(p) = &answer {
-            // The backtrace of the answer, and the replay halted there for `--then gdb`.
-            self.host.set_check_backtraces(true);
-            let k = p.hit;
-            let p = self.probe_hit(k)?.ok_or_else(|| lost(k))?;
-            // A second look at a hit already checked: not a probe of the scan.
-            self.probes -= 1;
-            self.host.set_check_backtraces(self.backtraces);
-            answer = Some(p);
+        for p in seen {
+            let again = self.answer_at(p, false)?;
+            outcome.transitions.push(again);
         }
-        outcome.answer = answer;
+        if let Some(p) = answer {
+            outcome.answer = Some(self.answer_at(p, true)?);
+        }
         Ok(outcome)
     }
 }
 
 fn lost(hit: u64) -> FindError {
-    FindError::Usage(format!("the replay did not reach hit {hit} again (please report: replay is not exact)"))
+    FindError::Usage(format!(
+        "the replay did not reach hit {hit} again as it did before (please report: replay is not exact)"
+    ))
 }
 
 fn empty_outcome() -> FindOutcome {
