@@ -36,7 +36,9 @@ use rdb_tracee::this_process::monotonic_coarse_ns;
 
 use rdb_host::{Check, DebugHost, HostOptions};
 use rdb_runtime::trace::Tid;
-use rdb_runtime::{BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, Resume, Session, SessionStop};
+use rdb_runtime::{
+    BreakpointStop, Move, Position, ProcessImage, ReplayObserver, ReplayOptions, Resume, Session, SessionStop,
+};
 
 use crate::DebugError;
 
@@ -198,7 +200,21 @@ struct Shared {
     last_true: Option<Probe>,
     /// Why the replay was stopped by the observer.
     error: Option<FindError>,
+    /// The hits by thread and stretch (where each is named from), in order.
+    runs: Vec<HitRun>,
+    /// The region's module-relative addresses, and (when it has several) which one each hit
+    /// was at.
+    addresses: Vec<u64>,
+    address_index: Vec<u16>,
     progress: Arc<Mutex<FindProgress>>,
+}
+
+/// Consecutive hits of one thread in one stretch.
+#[derive(Debug, Clone, Copy)]
+struct HitRun {
+    first: u64,
+    tid: Tid,
+    stretch: u64,
 }
 
 /// A probe made by the counting replay has no event index yet (filled by a later visit).
@@ -238,10 +254,26 @@ impl Shared {
         })
     }
 
+    /// The module-relative address of hit `k` (from 1).
+    fn address_of(&self, k: u64) -> u64 {
+        match self.address_index.get((k - 1) as usize) {
+            Some(&i) => self.addresses[i as usize],
+            None => self.addresses[0],
+        }
+    }
+
     /// A hit reached by the counting replay.
     fn counted(&mut self, stop: &BreakpointStop<'_>) -> Result<(), FindError> {
         self.hits += 1;
         let hit = self.hits;
+        if self.runs.last().is_none_or(|r| r.tid != stop.tid || r.stretch != stop.stretch) {
+            self.runs.push(HitRun { first: hit, tid: stop.tid, stretch: stop.stretch });
+        }
+        if self.addresses.len() > 1 {
+            let address = stop.addr.wrapping_sub(stop.image.load_bias);
+            let i = self.addresses.iter().position(|&a| a == address).unwrap_or(0);
+            self.address_index.push(i as u16);
+        }
         let run = match self.run {
             Run::Every => true,
             Run::First => hit == 1,
@@ -363,6 +395,9 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
         last_ok: None,
         last_true: None,
         error: None,
+        runs: Vec::new(),
+        addresses: addresses.clone(),
+        address_index: Vec::new(),
         progress: opts.progress.clone(),
     }));
     let mut replay = opts.replay.clone();
@@ -582,31 +617,6 @@ impl Search {
         Ok(())
     }
 
-    /// Run to the next hit of the region, counting the session's halts (`None`: the process
-    /// ended or the search was interrupted).
-    fn next_hit(&mut self) -> Result<Option<(Tid, u64)>, FindError> {
-        loop {
-            if self.interrupted() {
-                return Ok(None);
-            }
-            match self.session.resume(Resume::Continue).map_err(|e| self.replay_error(e))? {
-                SessionStop::Breakpoint { tid, addr } => {
-                    let address = addr.wrapping_sub(self.bias);
-                    if self.addresses.contains(&address) {
-                        self.here += 1;
-                        self.halted = Some((tid, address));
-                        return Ok(Some((tid, address)));
-                    }
-                }
-                SessionStop::ProcessExited { .. } | SessionStop::End => {
-                    self.halted = None;
-                    return Ok(None);
-                }
-                _ => {}
-            }
-        }
-    }
-
     /// Run the region at the current halt (hit `self.here`); `counted`: a probe of the search
     /// (not a second look at a hit already checked).
     fn probe(&mut self, counted: bool) -> Result<Probe, FindError> {
@@ -655,35 +665,39 @@ impl Search {
         }
     }
 
-    /// Halt at hit `k`: from the replay's current point when no checkpoint is closer, else from
-    /// the latest checkpoint before it.
+    /// Halt at hit `k`, going there from the latest checkpoint before it: its point is named
+    /// from what the counting replay saw (the thread, its stretch, the arrivals at the address
+    /// since the stretch began or since the checkpoint), and the session replays quietly to it,
+    /// the arrivals on the way counted without halting.
     fn goto_hit(&mut self, k: u64) -> Result<bool, FindError> {
         let (&at, &id) = self.checkpoints.range(..=k).next_back().expect("a checkpoint at hit 0");
-        let here_usable = self.armed && self.halted.is_some() && self.here <= k && self.here >= at;
-        if !here_usable {
-            self.session.restore(id)?;
-            self.shared.borrow_mut().host.invalidate_mappings();
-            self.here = at;
-            self.halted = None;
-            // Hits halt from now on (restores keep the session's breakpoints).
-            self.arm(true)?;
-            // A checkpoint taken at a hit halts there again.
-            if let (Some(tid), true) = (self.session.halted_thread(), at > 0) {
-                use rdb_tracee::Target;
-                let address = self.session.regs().rip.wrapping_sub(self.bias);
-                if self.addresses.contains(&address) {
-                    self.halted = Some((tid, address));
-                }
-            }
-        }
-        if k == self.here && self.halted.is_none() {
-            return Err(FindError::Usage(format!("hit {k} is not where the replay halted (please report)")));
-        }
-        while self.here < k {
-            if self.next_hit()?.is_none() {
+        let (target, address) = {
+            let s = self.shared.borrow();
+            if k == 0 || k > s.hits {
                 return Ok(false);
             }
-        }
+            let run = s.runs[s.runs.partition_point(|r| r.first <= k) - 1];
+            let address = s.address_of(k);
+            let base = match self.session.checkpoints().get(&id).and_then(|c| c.position()) {
+                Some(Position::InStretch { tid, stretch, moves })
+                    if at >= run.first && *tid == run.tid && *stretch == run.stretch =>
+                {
+                    Some(moves.clone())
+                }
+                _ => None,
+            };
+            let from = if base.is_some() { at + 1 } else { run.first };
+            let count = (from..=k).filter(|&j| s.address_of(j) == address).count() as u64;
+            let mut moves = base.unwrap_or_default();
+            if count > 0 {
+                moves.push(Move::Hit { addr: address.wrapping_add(self.bias), count });
+            }
+            (Position::InStretch { tid: run.tid, stretch: run.stretch, moves }, address)
+        };
+        self.session.seek(&target)?;
+        self.shared.borrow_mut().host.invalidate_mappings();
+        self.here = k;
+        self.halted = Some((target.tid(), address));
         Ok(true)
     }
 
