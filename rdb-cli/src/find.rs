@@ -191,7 +191,14 @@ fn report(a: &Args, o: &FindOutcome, elapsed: Duration) -> i32 {
     } else {
         format!("{} probes (at most 2 + ⌈log2(N−1)⌉ = {} for N = {})", o.probes, o.probe_bound, o.hits)
     };
-    eprintln!("rdb: {} — {what}, {} hits; {how} on {} CPU, {:.2} s", o.verdict, o.hits, o.cpus, elapsed.as_secs_f64());
+    eprintln!(
+        "rdb: {} — {what}, {} hits; {how} on {} CPU, {:.2} s (counting replay {:.2} s)",
+        o.verdict,
+        o.hits,
+        o.cpus,
+        elapsed.as_secs_f64(),
+        o.counting.as_secs_f64()
+    );
     if o.answer.is_some() {
         0
     } else {

@@ -5,15 +5,18 @@
 //! replay). A *probe* runs the region's debug function at one hit and reads its checks (the
 //! region passes when all its checks hold). The search:
 //!
-//! 1. one replay counts the hits, with a breakpoint at the region's code locations (the session
-//!    halts at each), probing hit 1 on the way and taking a checkpoint at a hit every
-//!    [`CHECKPOINT_SPACING`] of replay (at most [`MAX_CHECKPOINTS`], thinned like the session's
-//!    history);
+//! 1. one replay counts the hits: the search's observer plants the region's breakpoints as a
+//!    region's (displaced: a hit costs one stop, no single step), counts the hits of the
+//!    searched process and names each (thread, stretch, arrivals at its address: a
+//!    [`Position`]), runs the region at hit 1 (a scan: at every hit), and every
+//!    [`CHECKPOINT_SPACING`] of replay asks for a checkpoint, which the search takes at the
+//!    next hit (at most [`MAX_CHECKPOINTS`]: past that, every other one goes and the spacing
+//!    doubles, so they stay evenly spread);
 //! 2. probes hit N (the last);
-//! 3. bisects between a passing and a failing hit: each probe restores the latest checkpoint at
-//!    or before its hit (or goes on from where the replay is, when that is closer), replays up
-//!    to the hit counting halts, runs the region, and takes a checkpoint there: the interval
-//!    left to search always starts at a checkpoint, so later probes replay less and less.
+//! 3. bisects between a passing and a failing hit: each probe goes to its hit with
+//!    [`Session::seek`] (the latest checkpoint before it, then a quiet replay counting arrivals
+//!    without halting), runs the region there, and takes a checkpoint: the interval left to
+//!    search always starts at a checkpoint, so later probes replay less and less.
 //!
 //! So a search makes at most `2 + ⌈log2(N−1)⌉` probes. The check is assumed monotonic (it holds,
 //! then fails for good); `scan` runs it at every hit instead, in one replay, and reports every
@@ -141,6 +144,8 @@ pub struct FindOutcome {
     pub transitions: Vec<Probe>,
     /// CPUs the probes ran on.
     pub cpus: usize,
+    /// Time spent in the counting replay (the rest of the search is probes).
+    pub counting: Duration,
     /// The replay, halted at the answer's hit (for `--then gdb`), its breakpoints removed.
     pub session: Option<Session<'static>>,
 }
@@ -191,6 +196,8 @@ struct Shared {
     /// The session's interrupter: set when a checkpoint is due (or the count is complete).
     halt: Option<Arc<AtomicBool>>,
     last_checkpoint: u64,
+    /// Replay time between checkpoints (doubled each time they are thinned).
+    spacing_ns: u64,
     /// Probes made.
     probes: u64,
     /// Probes of the counting replay: hit 1's, or (scan) each change of outcome.
@@ -293,7 +300,7 @@ impl Shared {
         if let Ok(mut g) = self.progress.lock() {
             g.hits = hit;
         }
-        let due = monotonic_coarse_ns().saturating_sub(self.last_checkpoint) >= CHECKPOINT_SPACING.as_nanos() as u64;
+        let due = monotonic_coarse_ns().saturating_sub(self.last_checkpoint) >= self.spacing_ns;
         if due || self.stop_at.is_some_and(|s| hit >= s) {
             if let Some(h) = &self.halt {
                 h.store(true, Ordering::SeqCst);
@@ -362,6 +369,8 @@ struct Search {
     halted: Option<(Tid, u64)>,
     /// Probes carry the program's backtrace (a bisection's do, a scan's do not).
     backtraces: bool,
+    /// Time spent in the counting replay.
+    counting: Duration,
 }
 
 /// Runs a search (see the module docs).
@@ -390,6 +399,7 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
         stop_at: None,
         halt: None,
         last_checkpoint: 0,
+        spacing_ns: CHECKPOINT_SPACING.as_nanos() as u64,
         probes: 0,
         seen: Vec::new(),
         last_ok: None,
@@ -434,6 +444,7 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
         interrupt: opts.interrupt,
         halted: None,
         backtraces: !opts.scan,
+        counting: Duration::ZERO,
     };
     // Ctrl-C halts the replay at its next event, wherever it is.
     let session_interrupt = search.session.interrupter();
@@ -462,6 +473,7 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
     outcome.region_at = region_at;
     outcome.probes = shared.borrow().probes;
     outcome.cpus = 1;
+    outcome.counting = search.counting;
     outcome.session = Some(search.session);
     Ok(outcome)
 }
@@ -550,7 +562,9 @@ impl Search {
                 p.counting = true;
             };
         }
+        let started = std::time::Instant::now();
         let result = self.count_inner(upto);
+        self.counting += started.elapsed();
         let progress = {
             let mut s = self.shared.borrow_mut();
             s.counting = false;
@@ -638,17 +652,19 @@ impl Search {
         }
         let id = self.session.checkpoint()?;
         self.checkpoints.insert(self.here, id);
-        if self.checkpoints.len() > MAX_CHECKPOINTS {
-            // The older half keeps every other one (never the first).
+        let counting = self.shared.borrow().counting;
+        if counting && self.checkpoints.len() > MAX_CHECKPOINTS {
+            // Every other one goes (never the first), and they come half as often: they stay
+            // evenly spread over the replay, whatever its length.
             let keys: Vec<u64> = self.checkpoints.keys().copied().collect();
-            let half = keys.len() / 2;
-            for (i, k) in keys.iter().enumerate().take(half) {
+            for (i, k) in keys.iter().enumerate() {
                 if i % 2 == 1 {
                     if let Some(id) = self.checkpoints.remove(k) {
                         self.session.delete_checkpoint(id);
                     }
                 }
             }
+            self.shared.borrow_mut().spacing_ns *= 2;
         }
         Ok(())
     }
@@ -903,6 +919,7 @@ fn empty_outcome() -> FindOutcome {
         interrupted: None,
         transitions: Vec::new(),
         cpus: 1,
+        counting: Duration::ZERO,
         session: None,
     }
 }
