@@ -36,6 +36,8 @@ pub(crate) struct FileModel {
     /// Start offsets of markers that are statements of a well-formed or
     /// diagnosed region (any other marker is misplaced).
     pub(crate) placed_markers: Vec<usize>,
+    /// Where the `rdb_check!`s inside regions start (others are reported).
+    pub(crate) placed_checks: Vec<usize>,
     /// Event callbacks, numbered after the file's regions.
     pub(crate) callbacks: Vec<crate::callbacks::Draft>,
 }
@@ -1135,6 +1137,8 @@ impl<'a> Visit<'a> for FileWalk<'a> {
         if self.region.is_some() && marker_of(mac).is_none() {
             if is_check(mac) {
                 // The debug module has no rdb_macros: its check is rdb_region's.
+                let start = self.range(mac.span()).start;
+                self.model.placed_checks.push(start);
                 let r = self.range(mac.path.span());
                 self.push_edit(r, "::rdb_region::rdb_check".into());
             }

@@ -195,6 +195,22 @@ pub(crate) fn format_captures(lit: &str) -> Vec<String> {
     out
 }
 
+/// Every `rdb_check!` of the file (those outside regions are reported).
+pub(crate) fn all_checks(file: &syn::File) -> Vec<Span> {
+    struct V(Vec<Span>);
+    impl<'ast> Visit<'ast> for V {
+        fn visit_macro(&mut self, m: &'ast Macro) {
+            if is_check(m) {
+                self.0.push(m.span());
+            }
+            visit::visit_macro(self, m);
+        }
+    }
+    let mut v = V(Vec::new());
+    v.visit_file(file);
+    v.0
+}
+
 /// Every marker macro anywhere in the file (to report misplaced ones), and
 /// the markers hidden in other macros' input (`cfg_if! { ... }`), which
 /// syntax alone cannot place.
