@@ -29,7 +29,7 @@ cp bench/find/check.c "$work/"
 (cd "$work" && "$OLDPWD/$RDB_CLANG" -O0 -g check.c -o check)
 brk=$(( ROUNDS * 95 / 100 ))
 echo "workload: $ROUNDS rounds (one syscall each), check fails from round $brk; load average $(cut -d' ' -f1 /proc/loadavg)"
-printf '%9s %9s %7s %6s %10s %10s %10s %12s %10s\n' hits events probes bound "replay s" "find s" "scan s" "find/replay" "find/scan"
+printf '%9s %9s %7s %6s %10s %10s %10s %10s %12s %10s\n' hits events probes bound "replay s" "find s" "counting s" "scan s" "find/replay" "find/scan"
 for stride in $STRIDES; do
     trace="$work/t$stride"
     "$RDB" record -o "$trace" -- "$work/check" "$ROUNDS" "$stride" "$brk" >/dev/null 2>"$work/rec.err"
@@ -47,6 +47,7 @@ for stride in $STRIDES; do
     probes=$(echo "$summary" | grep -o '[0-9]* probes' | head -1 | grep -o '[0-9]*')
     bound=$(echo "$summary" | grep -o '= [0-9]* for' | grep -o '[0-9]*')
     hits=$(echo "$summary" | grep -o '[0-9]* hits;' | grep -o '[0-9]*')
-    printf '%9s %9s %7s %6s %10s %10s %10s %12s %10s\n' "$hits" "$events" "$probes" "$bound" "$(secs "$replay")" \
-        "$(secs "$find")" "$(secs "$scan")" "$(ratio "$find" "$replay")" "$(ratio "$find" "$scan")"
+    counting=$(echo "$summary" | grep -o 'counting replay [0-9.]*' | grep -o '[0-9.]*$')
+    printf '%9s %9s %7s %6s %10s %10s %10s %10s %12s %10s\n' "$hits" "$events" "$probes" "$bound" "$(secs "$replay")" \
+        "$(secs "$find")" "$counting" "$(secs "$scan")" "$(ratio "$find" "$replay")" "$(ratio "$find" "$scan")"
 done
