@@ -365,7 +365,8 @@ const RECORD: u8 = 0x1e;
 
 /// Frames from the host's text: records of `pc, object, function, file, line, column, in_program`
 /// separated by 0x1f and ended by 0x1e; a record whose pc field is `note` carries the note.
-fn parse_backtrace(text: &[u8]) -> Backtrace {
+#[doc(hidden)]
+pub fn parse_backtrace(text: &[u8]) -> Backtrace {
     let mut bt = Backtrace::default();
     for record in text.split(|&b| b == RECORD).filter(|r| !r.is_empty()) {
         let fields: Vec<String> =
@@ -479,11 +480,39 @@ pub struct Services {
         why: *mut u8,
         why_cap: usize,
     ) -> usize,
+    /// Records the outcome of a check (`rdb_check!`, C's `rdb_check`) for `rdb find`: `ok` 1 or
+    /// 0, the check's line and column in the user's source, the condition's text and the
+    /// message.
+    pub check: unsafe extern "C" fn(
+        ok: u32,
+        line: u32,
+        column: u32,
+        condition: *const u8,
+        condition_len: usize,
+        message: *const u8,
+        message_len: usize,
+    ),
 }
 
 /// The layout of [`Services`] the host must fill.
 #[doc(hidden)]
-pub const SERVICES_VERSION: u32 = 1;
+pub const SERVICES_VERSION: u32 = 2;
+
+/// Records a check's outcome for `rdb find` (what `rdb_check!` expands to in a debug module);
+/// `message` is only called when a replay runs the check. Outside the debug host a failing
+/// check prints the message on stderr.
+#[doc(hidden)]
+pub fn check(ok: bool, line: u32, column: u32, condition: &str, message: impl FnOnce() -> String) {
+    let message = message();
+    match services() {
+        // SAFETY: the host reads the two strings during the call.
+        Some(s) => unsafe {
+            (s.check)(ok as u32, line, column, condition.as_ptr(), condition.len(), message.as_ptr(), message.len())
+        },
+        None if !ok => eprintln!("rdb_check failed at line {line}: {condition}: {message}"),
+        None => {}
+    }
+}
 
 /// Name of the slot below, which the debug host looks up when it loads a debug module.
 #[doc(hidden)]

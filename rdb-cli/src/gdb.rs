@@ -105,6 +105,11 @@ fn finish(ended: Ended) -> i32 {
 pub fn run(a: Args) -> Result<i32> {
     let (opts, _trace) = replay_options(a.trace, a.no_pin)?;
     let session = prepare(&opts, observer(&opts, a.debug.as_ref())?, a.pid, a.goto, a.checkpoint_interval)?;
+    run_gdb(session, &a.gdb_args)
+}
+
+/// Start gdb on a session halted where gdb is to start, and serve it until it goes away.
+pub fn run_gdb(session: Session<'_>, gdb_args: &[String]) -> Result<i32> {
     let exe = session.image().map(|i| i.exe).context("the debugged process runs no executable")?;
     let listener = TcpListener::bind("127.0.0.1:0").context("listening for gdb")?;
     let port = listener.local_addr()?.port();
@@ -118,7 +123,7 @@ pub fn run(a: Args) -> Result<i32> {
         .args(["-ex", "set unwindonsignal on"])
         .arg("-ex")
         .arg(format!("target extended-remote 127.0.0.1:{port}"))
-        .args(&a.gdb_args)
+        .args(gdb_args)
         .arg(&exe);
     let mut child = session.with_tsc(|| gdb.spawn()).context("starting gdb (set RDB_GDB to use another one)")?;
     let stream = accept_from(&listener, &mut child)?;

@@ -8,6 +8,7 @@
 //! not the running one), 5 some region calls did not complete.
 
 mod attach;
+mod find;
 mod gdb;
 mod info;
 mod ls;
@@ -38,6 +39,7 @@ enum Cmd {
     Record(record::Args),
     Replay(replay::Args),
     Gdb(gdb::Args),
+    Find(find::Args),
     Info(info::Args),
     Ls(ls::Args),
     Pack(pack::Args),
@@ -51,7 +53,8 @@ Examples:
   rdb replay                          replay the latest recording
   rdb ls                              list the recorded traces
   cargo rdb replay app-0              Rust: rebuild with debug regions, replay app-0 with them
-  rdb replay app-0 --debug ./app      C: replay with the regions of a program rebuilt by rdb-clang";
+  rdb replay app-0 --debug ./app      C: replay with the regions of a program rebuilt by rdb-clang
+  rdb find app-0 --debug ./app --at src/vm.rs:41   the first hit where that region's rdb_check! fails";
 
 /// Before Rust's runtime puts `/dev/null` on closed standard descriptors: which were closed, so
 /// that `rdb record` closes them for the program too.
@@ -70,6 +73,7 @@ fn main() {
         Cmd::Record(a) => record::run(a),
         Cmd::Replay(a) => replay::run(a),
         Cmd::Gdb(a) => gdb::run(a),
+        Cmd::Find(a) => find::run(a),
         Cmd::Info(a) => info::run(a),
         Cmd::Ls(a) => ls::run(a),
         Cmd::Pack(a) => pack::run(a),

@@ -33,6 +33,7 @@
  * A call callback takes no parameters or the function's, each of the same
  * size (checked against the program's DWARF when rdb-clang links); a memory
  * callback takes nothing, (old, new), or (old, new, const rdb_access *).
+ * In a region, rdb_check(cond, "fmt", ...) is a check for `rdb find`.
  * From any debug code: rdb_watch(&p->next, sizeof p->next) watches program
  * memory (rdb reports each change), rdb_backtrace() and rdb_location() say
  * where the program is.
@@ -81,7 +82,14 @@ const char *rdb_backtrace(void);
 /* The innermost frame of the program's own code ("function at file:line:column"). */
 const char *rdb_location(void);
 
+/* A check inside a region, for `rdb find`: rdb_check(cond, "fmt", ...) records
+ * whether cond holds at this hit, with the message; `rdb find` searches the
+ * region's hits for the first where it fails (or the last where it holds).
+ * Returns cond. In a plain compile it expands to nothing. */
+int rdb_check_at(int ok, int line, const char *condition, const char *fmt, ...);
+
 #ifdef __RDB_INSTRUMENT__
+#define rdb_check(cond, ...) rdb_check_at(!!(cond), __LINE__, #cond, __VA_ARGS__)
 void __rdb_begin(int line);
 void __rdb_end(int line);
 #define rdb_begin __rdb_begin(__LINE__);
@@ -93,6 +101,7 @@ void __rdb_end(int line);
 #define RDB_ON_WRITE(variable) __attribute__((used))
 #define RDB_ON_READ(variable) __attribute__((used))
 #else
+#define rdb_check(cond, ...) ((void)0)
 #define rdb_begin
 #define rdb_end
 #define RDB_DEBUG_ONLY

@@ -2,6 +2,7 @@
  * module by rdb-clang. The debug host fills RDB_HOST_SERVICES when it loads
  * the module (the same table as Rust's `rdb` crate); outside the host these
  * functions say that nothing is known. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include "rdb.h"
@@ -11,12 +12,14 @@ struct rdb_services {
     size_t (*backtrace)(unsigned char *buf, size_t cap);
     size_t (*watch)(uint64_t address, uint64_t len, uint32_t access, const unsigned char *label, size_t label_len,
                     unsigned char *why, size_t why_cap);
+    void (*check)(uint32_t ok, uint32_t line, uint32_t column, const unsigned char *condition, size_t condition_len,
+                  const unsigned char *message, size_t message_len);
 };
 
 const struct rdb_services *RDB_HOST_SERVICES;
 
 static const struct rdb_services *rdb_services(void) {
-    return RDB_HOST_SERVICES && RDB_HOST_SERVICES->version == 1 ? RDB_HOST_SERVICES : NULL;
+    return RDB_HOST_SERVICES && RDB_HOST_SERVICES->version == 2 ? RDB_HOST_SERVICES : NULL;
 }
 
 int rdb_watch_at(const void *address, size_t size, int reads, const char *file, int line) {
@@ -110,3 +113,20 @@ static const char *rdb_format(int only_program) {
 
 const char *rdb_backtrace(void) { return rdb_format(0); }
 const char *rdb_location(void) { return rdb_format(1); }
+
+int rdb_check_at(int ok, int line, const char *condition, const char *fmt, ...) {
+    char message[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    const struct rdb_services *s = rdb_services();
+    if (!s) {
+        if (!ok)
+            fprintf(stderr, "rdb_check failed at line %d: %s: %s\n", line, condition, message);
+        return ok;
+    }
+    s->check(ok ? 1 : 0, (uint32_t)line, 0, (const unsigned char *)condition, strlen(condition),
+             (const unsigned char *)message, strlen(message));
+    return ok;
+}

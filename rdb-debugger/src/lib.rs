@@ -24,10 +24,14 @@
 //! `rdb-remote`: `rdb attach --remote`) with the same regions, checks and report.
 //!
 //! The module's event callbacks (`callbacks`) run beside the regions, with the same host.
+//!
+//! [`find`] searches the replay for where a region's check (`rdb_check!`) starts failing
+//! (`rdb find`).
 
 mod callbacks;
 
 mod attach;
+pub mod find;
 mod regions;
 
 pub use attach::{run_on_target, AttachOptions, AttachOutcome};

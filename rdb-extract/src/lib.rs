@@ -276,6 +276,12 @@ pub fn extract(files: &[SourceInput], first_id: u32) -> Result<Extraction, Diagn
                 model.findings.push((r, valid::Finding::MisplacedMarker { marker: name(kind) }));
             }
         }
+        for span in syntax::all_checks(file) {
+            let r = range(span);
+            if !model.placed_checks.contains(&r.start) {
+                model.findings.push((r, valid::Finding::CheckOutsideRegion));
+            }
+        }
         findings.extend(std::mem::take(&mut model.findings).into_iter().map(|(r, f)| (input, r, f)));
         let (edits, mut found_callbacks) = callbacks::finish(input, std::mem::take(&mut model.callbacks), &mut next_id);
         model.debug_edits.extend(edits);

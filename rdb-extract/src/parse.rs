@@ -6,8 +6,8 @@
 
 use crate::rewrite;
 use crate::syntax::{
-    format_captures, is_debug_only, is_rdb_macros_import, item_attrs, let_names, marker_of, pat_names, stmt_marker,
-    Marker, StaticDef, Statics,
+    format_captures, is_check, is_debug_only, is_rdb_macros_import, item_attrs, let_names, marker_of, pat_names,
+    stmt_marker, Marker, StaticDef, Statics,
 };
 use crate::text::{self, Edit, LineIndex};
 use crate::valid::{Finding, MUTATING_METHODS};
@@ -36,6 +36,8 @@ pub(crate) struct FileModel {
     /// Start offsets of markers that are statements of a well-formed or
     /// diagnosed region (any other marker is misplaced).
     pub(crate) placed_markers: Vec<usize>,
+    /// Where the `rdb_check!`s inside regions start (others are reported).
+    pub(crate) placed_checks: Vec<usize>,
     /// Event callbacks, numbered after the file's regions.
     pub(crate) callbacks: Vec<crate::callbacks::Draft>,
 }
@@ -1141,6 +1143,13 @@ impl<'a> Visit<'a> for FileWalk<'a> {
 
     fn visit_macro(&mut self, mac: &'a Macro) {
         if self.region.is_some() && marker_of(mac).is_none() {
+            if is_check(mac) {
+                // The debug module has no rdb_macros: its check is rdb_region's.
+                let start = self.range(mac.span()).start;
+                self.model.placed_checks.push(start);
+                let r = self.range(mac.path.span());
+                self.push_edit(r, "::rdb_region::rdb_check".into());
+            }
             self.region_macro_tokens(mac.tokens.clone());
         }
         if self.region.is_none() && tokens_await(mac.tokens.clone()) {

@@ -29,6 +29,13 @@ pub(crate) fn marker_of(mac: &Macro) -> Option<Marker> {
     }
 }
 
+/// `rdb_check!(..)` (a region's check for `rdb find`).
+pub(crate) fn is_check(mac: &Macro) -> bool {
+    let segs: Vec<String> = mac.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    matches!(segs.as_slice(), [n] if n == "rdb_check")
+        || matches!(segs.as_slice(), [k, n] if k == "rdb_macros" && n == "rdb_check")
+}
+
 pub(crate) fn stmt_marker(stmt: &Stmt) -> Option<(Marker, &Macro)> {
     match stmt {
         Stmt::Macro(m) => marker_of(&m.mac).map(|k| (k, &m.mac)),
@@ -238,6 +245,22 @@ pub(crate) fn format_captures(lit: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// Every `rdb_check!` of the file (those outside regions are reported).
+pub(crate) fn all_checks(file: &syn::File) -> Vec<Span> {
+    struct V(Vec<Span>);
+    impl<'ast> Visit<'ast> for V {
+        fn visit_macro(&mut self, m: &'ast Macro) {
+            if is_check(m) {
+                self.0.push(m.span());
+            }
+            visit::visit_macro(self, m);
+        }
+    }
+    let mut v = V(Vec::new());
+    v.visit_file(file);
+    v.0
 }
 
 /// Every marker macro anywhere in the file (to report misplaced ones), and

@@ -81,6 +81,8 @@ pub(crate) enum Finding {
     MisplacedMarker {
         marker: &'static str,
     },
+    /// `rdb_check!` outside a region.
+    CheckOutsideRegion,
     /// `{name}` in a format string names a program variable the debug module renames.
     FormatCapture {
         name: String,
@@ -194,6 +196,11 @@ impl Finding {
                 format!("`{marker}!()` must be a statement of a function body"),
                 s("markers are only recognised as statements"),
                 Some(s("write `rdb_begin!();` and `rdb_end!();` as two statements of one block inside a function (not in expressions, items or `#[debug_only]` code)")),
+            ),
+            Finding::CheckOutsideRegion => (
+                s("`rdb_check!()` must be inside a region"),
+                s("a check runs where its region runs, for `rdb find`"),
+                Some(s("put it between `rdb_begin!();` and `rdb_end!();`")),
             ),
             Finding::FormatCapture { name } => (
                 format!("`{{{name}}}` in a format string cannot read program variable `{name}` here"),

@@ -150,6 +150,26 @@ pub struct DebugHost {
     line_maps: Vec<rdb_descriptors::LineMap>,
     /// Watchpoints debug code asked for (`rdb::watch`), not yet taken.
     watch_requests: Vec<WatchRequest>,
+    /// Checks debug code made (`rdb_check!`), not yet taken.
+    checks: Vec<Check>,
+    /// The next calls' checks carry the program's backtrace.
+    check_backtraces: bool,
+}
+
+/// The outcome of a check (`rdb_check!(cond, "fmt", ..)`, C's `rdb_check`) in a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub ok: bool,
+    /// The check's line and column in the user's source (the region's file).
+    pub line: u32,
+    pub column: u32,
+    /// The condition as written.
+    pub condition: String,
+    /// The formatted message (empty when the check has none).
+    pub message: String,
+    /// The program's backtrace there, one frame per line (`#0 f at file:line:col`), when asked
+    /// for ([`DebugHost::set_check_backtraces`]).
+    pub backtrace: String,
 }
 
 /// A watchpoint debug code asked for with `rdb::watch` (program memory, checked mirrored).
@@ -229,6 +249,8 @@ impl DebugHost {
             },
             after_access: false,
             watch_requests: Vec::new(),
+            checks: Vec::new(),
+            check_backtraces: false,
             line_maps: functions.line_maps.clone(),
         };
         let mut locations: Vec<u64> = host.code_locations().into_keys().collect();
@@ -357,6 +379,17 @@ impl DebugHost {
     /// Watchpoints debug code asked for since the last time (`rdb::watch`).
     pub fn take_watch_requests(&mut self) -> Vec<WatchRequest> {
         std::mem::take(&mut self.watch_requests)
+    }
+
+    /// Checks debug code made since the last time (`rdb_check!`), in order.
+    pub fn take_checks(&mut self) -> Vec<Check> {
+        std::mem::take(&mut self.checks)
+    }
+
+    /// Whether the checks of the next calls carry the program's backtrace (unwinding costs
+    /// time: `rdb find` asks at the hit it reports).
+    pub fn set_check_backtraces(&mut self, on: bool) {
+        self.check_backtraces = on;
     }
 
     /// The event callbacks of the debug module (from the function descriptors).
@@ -502,6 +535,9 @@ impl DebugHost {
         if std::mem::take(&mut self.after_access) {
             flags |= protocol::FLAG_AFTER_ACCESS;
         }
+        if self.check_backtraces {
+            flags |= protocol::FLAG_CHECK_BACKTRACE;
+        }
         w.u32(function).u32(flags).u32(tracee.pid().0 as u32).u64(tracee.load_bias());
         for reg in regs_array(tracee.regs()) {
             w.u64(reg);
@@ -622,6 +658,23 @@ impl DebugHost {
             };
             let label = String::from_utf8_lossy(label).into_owned();
             self.watch_requests.push(WatchRequest { address, len, reads: access != 0, label });
+        }
+        for _ in 0..r.u32().unwrap_or(0) {
+            let (Some(ok), Some(line), Some(column)) = (r.u32(), r.u32(), r.u32()) else {
+                return Err(malformed());
+            };
+            let (Some(condition), Some(message), Some(backtrace)) = (r.bytes(), r.bytes(), r.bytes()) else {
+                return Err(malformed());
+            };
+            let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            self.checks.push(Check {
+                ok: ok != 0,
+                line,
+                column,
+                condition: text(condition),
+                message: text(message),
+                backtrace: text(backtrace),
+            });
         }
         match status {
             protocol::STATUS_COLLISION => {

@@ -137,7 +137,7 @@ mod protocol;
 mod sys;
 
 pub use args::ArgValue;
-pub use client::{DebugHost, FaultHandling, HostOptions, MemoryAccess, WatchRequest, WritePolicy};
+pub use client::{Check, DebugHost, FaultHandling, HostOptions, MemoryAccess, WatchRequest, WritePolicy};
 pub use error::{HostError, Invocation, InvokeOutcome, Loc};
 pub use host::module::PANIC_HOOK_SYMBOL;
 pub use host::{host_main, run_if_host};

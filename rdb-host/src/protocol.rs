@@ -38,7 +38,9 @@ pub const MAPS_REQUEST: u32 = 104;
 /// Host -> replayer: the debug function returned (or could not run). Layout:
 /// tag u32, status u32 (`STATUS_*`), write count u32, writes u64..., panic
 /// message (bytes), error text (bytes), watch request count u32, then per request: address
-/// u64, length u64, access u32 (0 write, 1 read-write), label (bytes).
+/// u64, length u64, access u32 (0 write, 1 read-write), label (bytes); check count u32, then per
+/// check (`rdb_check!`): ok u32, line u32, column u32, condition (bytes), message (bytes),
+/// backtrace (bytes; empty unless [`FLAG_CHECK_BACKTRACE`]).
 pub const DONE: u32 = 105;
 /// [`DONE`] status: the function ran.
 pub const STATUS_RAN: u32 = 0;
@@ -90,6 +92,9 @@ pub const FLAG_MAPS: u32 = 2;
 /// Invoke flag: the stop is right after an instruction that accessed watched memory (for
 /// backtraces: the innermost frame's line is the instruction before `rip`).
 pub const FLAG_AFTER_ACCESS: u32 = 4;
+
+/// Invoke flag: checks made by the call carry the program's backtrace (`rdb find`'s answer).
+pub const FLAG_CHECK_BACKTRACE: u32 = 8;
 
 /// Fault handling: userfaultfd when available, else the fault handler.
 pub const FAULTS_AUTO: u32 = 0;

@@ -43,6 +43,9 @@
 //!   the main build with the lines they occupy; put imports of `rdb_macros`
 //!   in a `use` of their own.
 //!
+//! - `rdb_check!(cond, "fmt", args…)` inside a region is a check for `rdb find` (see
+//!   [`rdb_check!`]).
+//!
 //! # Event callbacks
 //!
 //! A `#[debug_only]` function with one of the attributes below is called by the replay when
@@ -94,6 +97,24 @@ pub fn rdb_begin(_input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn rdb_end(_input: TokenStream) -> TokenStream {
     TokenStream::new()
+}
+
+/// A check inside a region: `rdb_check!(cond)` or `rdb_check!(cond, "fmt", args…)` (the
+/// syntax of `assert!`). `rdb find` searches a region's hits, by binary search over the replay,
+/// for the first one where `cond` is false (or the last where it holds, or where it changes),
+/// and prints that hit with the message and the program's backtrace. The region may do other
+/// things besides.
+///
+/// In a plain build the check is type-checked and never evaluated (it expands to an uncalled
+/// closure): it is for `rdb find`, not for the program.
+#[proc_macro]
+pub fn rdb_check(input: TokenStream) -> TokenStream {
+    let mut out: TokenStream = "let _ = || ::std::assert!".parse().expect("static tokens parse");
+    out.extend([proc_macro::TokenTree::Group(proc_macro::Group::new(proc_macro::Delimiter::Parenthesis, input))]);
+    out.extend("; ".parse::<TokenStream>().expect("static tokens parse"));
+    let mut block = TokenStream::new();
+    block.extend([proc_macro::TokenTree::Group(proc_macro::Group::new(proc_macro::Delimiter::Brace, out))]);
+    block
 }
 
 /// Marks an item (fn, static, const, struct, enum, impl, mod, use) as existing

@@ -349,6 +349,23 @@ pub unsafe extern "C" fn shared_trampoline<
     });
 }
 
+/// A check (`rdb_check!(cond, "fmt", args…)` in a region): records whether `cond` holds at this
+/// hit, with the message, for `rdb find` (which searches the region's hits for where the check
+/// starts failing). `cargo rdb build` rewrites the user's `rdb_check!` inside regions into this
+/// macro; the line is the user's (the debug text keeps every line where it was).
+#[macro_export]
+macro_rules! rdb_check {
+    ($cond:expr $(,)?) => {
+        $crate::__rdb::check($cond, ::core::line!(), ::core::column!(), ::core::stringify!($cond), ::std::string::String::new)
+    };
+    ($cond:expr, $($arg:tt)+) => {
+        $crate::__rdb::check($cond, ::core::line!(), ::core::column!(), ::core::stringify!($cond), || ::std::format!($($arg)+))
+    };
+}
+
+#[doc(hidden)]
+pub use rdb as __rdb;
+
 #[cfg(test)]
 mod tests {
     use super::*;

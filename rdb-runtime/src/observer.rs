@@ -48,6 +48,9 @@ pub struct BreakpointStop<'a> {
     pub pid: Pid,
     /// The breakpoint address (equals `regs.rip`).
     pub addr: u64,
+    /// The thread's stretch: the index of the event after which it last left the kernel (with
+    /// `tid`, where a point of the replay is named from: see `position`).
+    pub stretch: u64,
     pub regs: Regs,
     /// The image this process runs.
     pub image: &'a ProcessImage,

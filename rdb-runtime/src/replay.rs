@@ -1609,7 +1609,8 @@ impl Replayer<'_> {
             file: PathBuf::new(),
             load_bias: 0,
         });
-        let stop = BreakpointStop { tid, pid, addr, regs: *regs, image: &image };
+        let stretch = self.proc(tid).stretch;
+        let stop = BreakpointStop { tid, pid, addr, stretch, regs: *regs, image: &image };
         self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
         self.plant_requested(tid)?;
         self.arm_requested(tid)
@@ -1766,7 +1767,8 @@ impl Replayer<'_> {
             file: PathBuf::new(),
             load_bias: 0,
         });
-        let stop = BreakpointStop { tid, pid, addr: regs.rip, regs: *regs, image: &image };
+        let stretch = self.proc(tid).stretch;
+        let stop = BreakpointStop { tid, pid, addr: regs.rip, stretch, regs: *regs, image: &image };
         self.observer.on_watchpoint(&stop, hits & mine).map_err(Error::Observer)?;
         self.plant_requested(tid)?;
         self.arm_requested(tid)?;

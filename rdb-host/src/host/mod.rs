@@ -227,6 +227,8 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     if flags & protocol::FLAG_INVALIDATE != 0 {
         st.invalidate();
     }
+    services::set_check_backtraces(flags & protocol::FLAG_CHECK_BACKTRACE != 0);
+    services::take_checks();
     if flags & protocol::FLAG_MAPS != 0 {
         let before = r.0;
         let n = r.u32().ok_or("maps")? as usize;
@@ -356,6 +358,12 @@ fn invoke(module: &Module, mut r: Reader<'_>) -> Result<Writer, &'static str> {
     reply.u32(watches.len() as u32);
     for w in watches {
         reply.u64(w.address).u64(w.len).u32(w.access).bytes(w.label.as_bytes());
+    }
+    let checks = services::take_checks();
+    reply.u32(checks.len() as u32);
+    for c in checks {
+        reply.u32(c.ok as u32).u32(c.line).u32(c.column);
+        reply.bytes(c.condition.as_bytes()).bytes(c.message.as_bytes()).bytes(c.backtrace.as_bytes());
     }
     Ok(reply)
 }

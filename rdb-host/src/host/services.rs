@@ -11,6 +11,9 @@
 //! `libc6-dbg`), else from its symbol table. Stack reads are checked against the mirror's
 //! ranges: an unwinder following garbage stops instead of faulting.
 //!
+//! **Checks** (`rdb_check!`) are recorded during the call and sent back with its reply, with the
+//! backtrace when the call asks for it (`rdb find` does at the hit it reports).
+//!
 //! **Watch requests** (`rdb::watch`) are queued during the call and sent back with its reply;
 //! the replayer arms them before the program runs again.
 
@@ -99,8 +102,66 @@ pub(crate) fn take_watches() -> Vec<WatchRequest> {
 }
 
 /// The table debug modules find through `RDB_HOST_SERVICES`.
-pub(crate) static SERVICES: rdb::Services =
-    rdb::Services { version: rdb::SERVICES_VERSION, backtrace: service_backtrace, watch: service_watch };
+pub(crate) static SERVICES: rdb::Services = rdb::Services {
+    version: rdb::SERVICES_VERSION,
+    backtrace: service_backtrace,
+    watch: service_watch,
+    check: service_check,
+};
+
+/// A check's outcome (`rdb_check!`), sent back with the call's reply.
+#[derive(Debug, Clone)]
+pub(crate) struct CheckRecord {
+    pub(crate) ok: bool,
+    pub(crate) line: u32,
+    pub(crate) column: u32,
+    pub(crate) condition: String,
+    pub(crate) message: String,
+    /// The program's backtrace at the check, when the call asked for it.
+    pub(crate) backtrace: String,
+}
+
+static CHECKS: Mutex<Vec<CheckRecord>> = Mutex::new(Vec::new());
+/// Whether the current call's checks carry the program's backtrace.
+static CHECK_BACKTRACES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub(crate) fn set_check_backtraces(on: bool) {
+    CHECK_BACKTRACES.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The checks of the call that just ended.
+pub(crate) fn take_checks() -> Vec<CheckRecord> {
+    std::mem::take(&mut *CHECKS.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+unsafe extern "C" fn service_check(
+    ok: u32,
+    line: u32,
+    column: u32,
+    condition: *const u8,
+    condition_len: usize,
+    message: *const u8,
+    message_len: usize,
+) {
+    // SAFETY: the caller passes readable strings of these lengths.
+    let text =
+        |p: *const u8, n: usize| String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(p, n) }).into_owned();
+    let backtrace = if CHECK_BACKTRACES.load(std::sync::atomic::Ordering::Relaxed) {
+        let raw = std::panic::catch_unwind(backtrace_text).unwrap_or_default();
+        format!("{:#}", rdb::parse_backtrace(&raw))
+    } else {
+        String::new()
+    };
+    let record = CheckRecord {
+        ok: ok != 0,
+        line,
+        column,
+        condition: text(condition, condition_len),
+        message: text(message, message_len),
+        backtrace,
+    };
+    CHECKS.lock().unwrap_or_else(|e| e.into_inner()).push(record);
+}
 
 unsafe extern "C" fn service_backtrace(buf: *mut u8, cap: usize) -> usize {
     let text = std::panic::catch_unwind(backtrace_text).unwrap_or_else(|_| b"note\x1fthe unwinder failed\x1e".to_vec());

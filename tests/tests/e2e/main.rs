@@ -29,6 +29,7 @@ mod callbacks;
 mod clang_replay;
 mod cli;
 mod crafted;
+mod find;
 mod kept_files;
 mod record_replay;
 mod regions_in_generic_closure_async;
@@ -169,6 +170,7 @@ fn main() {
         a_trace_root_that_is_a_file_is_said_to_be_one,
         output_sent_to_a_socket_is_re_emitted,
     ));
+    trials.extend(scenarios!(find: c_list_losing_nodes, jobq_losing_a_job, minibc_stack_depth, race_lost_update));
     trials.extend(scenarios!(replay_debug:
         minibc_regions_show_branch_popping_an_empty_stack,
         a_trace_from_another_binary_is_refused,

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# rdb find: a bisection over a region's hits against one plain replay and against the linear
+# scan (the check run at every hit, `rdb find --scan`), on the same trace, in one run.
+#
+#   bash bench/find.sh                      # uses target/release/rdb (built if missing)
+#   ROUNDS=1000000 STRIDES="100 10 1" bash bench/find.sh
+#
+# bench/find/check.c: ROUNDS rounds of one system call each (one replay event); every STRIDE-th
+# round runs a region whose rdb_check fails from 95% of the rounds on, so the region has
+# ROUNDS/STRIDE hits and the answer is near the end. Goal: at most 2 + ceil(log2(N-1)) probes and
+# the whole search <= 2x one plain replay.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-1000000}
+STRIDES=${STRIDES:-"100 10 1"}
+RDB=${RDB:-target/release/rdb}
+RDB_CLANG=${RDB_CLANG:-target/release/rdb-clang}
+[ -x "$RDB" ] || cargo build --release -p rdb-cli -p rdb-host --bins >&2
+[ -x "$RDB_CLANG" ] || RDB_CLANG=target/debug/rdb-clang
+[ -x "$RDB_CLANG" ] || cargo build -p rdb-codegen-llvm --bins >&2
+work=$(mktemp -d /tmp/rdb-bench-find.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+now() { date +%s.%N; }
+secs() { echo "scale=2; $1 / 1" | bc -l; }
+ratio() { echo "scale=2; $1 / $2" | bc -l; }
+export RDB_NO_PROGRESS=1
+
+cp bench/find/check.c "$work/"
+(cd "$work" && "$OLDPWD/$RDB_CLANG" -O0 -g check.c -o check)
+brk=$(( ROUNDS * 95 / 100 ))
+echo "workload: $ROUNDS rounds (one syscall each), check fails from round $brk; load average $(cut -d' ' -f1 /proc/loadavg)"
+printf '%9s %9s %7s %6s %10s %10s %10s %10s %12s %10s\n' hits events probes bound "replay s" "find s" "counting s" "scan s" "find/replay" "find/scan"
+for stride in $STRIDES; do
+    trace="$work/t$stride"
+    "$RDB" record -o "$trace" -- "$work/check" "$ROUNDS" "$stride" "$brk" >/dev/null 2>"$work/rec.err"
+    events=$(grep -o 'recorded [0-9]* events' "$work/rec.err" | grep -o '[0-9]*')
+    t0=$(now); "$RDB" replay -q "$trace" >/dev/null 2>&1; t1=$(now)
+    replay=$(echo "$t1 - $t0" | bc -l)
+    t0=$(now); "$RDB" find "$trace" --debug "$work/check" >"$work/find.out" 2>"$work/find.err"; t1=$(now)
+    find=$(echo "$t1 - $t0" | bc -l)
+    t0=$(now); "$RDB" find "$trace" --debug "$work/check" --scan >"$work/scan.out" 2>"$work/scan.err"; t1=$(now)
+    scan=$(echo "$t1 - $t0" | bc -l)
+    if [ "$(head -1 "$work/find.out")" != "$(head -1 "$work/scan.out")" ]; then
+        echo "bisection and scan disagree:" >&2; cat "$work/find.out" "$work/scan.out" >&2; exit 1
+    fi
+    summary=$(grep ' probes' "$work/find.err")
+    probes=$(echo "$summary" | grep -o '[0-9]* probes' | head -1 | grep -o '[0-9]*')
+    bound=$(echo "$summary" | grep -o '= [0-9]* for' | grep -o '[0-9]*')
+    hits=$(echo "$summary" | grep -o '[0-9]* hits;' | grep -o '[0-9]*')
+    counting=$(echo "$summary" | grep -o 'counting replay [0-9.]*' | grep -o '[0-9.]*$')
+    printf '%9s %9s %7s %6s %10s %10s %10s %10s %12s %10s\n' "$hits" "$events" "$probes" "$bound" "$(secs "$replay")" \
+        "$(secs "$find")" "$counting" "$(secs "$scan")" "$(ratio "$find" "$replay")" "$(ratio "$find" "$scan")"
+done

@@ -1,0 +1,256 @@
+//! `rdb find` (issue 13): a region's check (`rdb_check!`, C's `rdb_check`) over the sample apps'
+//! bugs, searched by bisection from checkpoints and by a linear scan (`--scan`) of the same
+//! trace: the answers must be the same hit (for the racy counter, whose check is not monotonic,
+//! a change the scan sees), and the bisection within its probe bound.
+
+use std::path::Path;
+use std::process::Output;
+
+use rdb_tests::{
+    assert_success, copy_files, output, rdb, rdb_clang, repo_root, run_cargo, run_cargo_rdb, run_ok, scratch, text,
+    timed, SampleApp,
+};
+
+fn rdb_in(dir: &Path, args: &[&str]) -> Output {
+    output(rdb(args).current_dir(dir))
+}
+
+/// Puts `line` after the `nth` (from 0) line of `file` that contains `after`.
+fn insert_after(file: &Path, after: &str, nth: usize, line: &str) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut out = String::new();
+    let mut seen = 0;
+    let mut done = false;
+    for l in text.split_inclusive('\n') {
+        out.push_str(l);
+        if !done && l.contains(after) {
+            if seen == nth {
+                out.push_str(line);
+                out.push('\n');
+                done = true;
+            }
+            seen += 1;
+        }
+    }
+    assert!(done, "no line {nth} with {after:?} in {}", file.display());
+    std::fs::write(file, out).unwrap();
+}
+
+/// What one `rdb find` printed: the answer line (`hit N, event E, thread T, FILE:LINE: MESSAGE`),
+/// the probes made and their bound, and the transitions of a scan.
+#[derive(Debug)]
+struct Found {
+    answer: Option<String>,
+    probes: u64,
+    bound: u64,
+    failures_after_passes: Vec<u64>,
+    stdout: String,
+}
+
+fn find(dir: &Path, args: &[&str]) -> Found {
+    let out = rdb_in(dir, &[&["find"], args].concat());
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(matches!(out.status.code(), Some(0) | Some(6)), "rdb find {args:?} failed:\n{stdout}\n{stderr}");
+    let answer = stdout.lines().next().filter(|l| l.starts_with("hit ")).map(str::to_string);
+    assert_eq!(answer.is_some(), out.status.code() == Some(0), "{stdout}\n{stderr}");
+    let summary = stderr.lines().find(|l| l.contains(" probes")).unwrap_or_else(|| panic!("no summary:\n{stderr}"));
+    let number_before = |word: &str| -> u64 {
+        let i = summary.find(word).unwrap_or_else(|| panic!("{word:?} in {summary}"));
+        summary[..i].split_whitespace().last().unwrap().trim_start_matches('(').parse().unwrap()
+    };
+    let probes = number_before(" probes");
+    let bound = summary.split(" = ").nth(1).and_then(|r| r.split_whitespace().next()).map_or(0, |n| n.parse().unwrap());
+    let failures_after_passes = stdout
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("hit "))
+        .filter_map(|l| l.split_once(": fails"))
+        .map(|(n, _)| n.parse().unwrap())
+        .collect();
+    Found { answer, probes, bound, failures_after_passes, stdout }
+}
+
+/// The hit number of an answer line.
+fn hit_of(answer: &str) -> u64 {
+    answer.strip_prefix("hit ").and_then(|r| r.split(',').next()).unwrap().parse().unwrap()
+}
+
+/// Bisection and scan of the same trace agree, the bisection stays within its bound and gives
+/// the same answer twice.
+fn bisect_equals_scan(dir: &Path, args: &[&str]) -> Found {
+    let bisect = find(dir, args);
+    let scan = find(dir, &[args, &["--scan"]].concat());
+    assert_eq!(bisect.answer, scan.answer, "bisection and scan differ:\n{}\n---\n{}", bisect.stdout, scan.stdout);
+    assert!(bisect.probes <= bisect.bound, "{} probes, bound {}", bisect.probes, bisect.bound);
+    let again = find(dir, args);
+    assert_eq!(again.answer, bisect.answer, "the same search found another hit");
+    bisect
+}
+
+/// The C linked list loses every node after an insertion in the middle: `rdb_check(len == i)`
+/// after each insertion fails from that insertion on. `--then gdb` stops there.
+pub fn c_list_losing_nodes() {
+    let tmp = scratch("find-list");
+    let dir = tmp.path();
+    let app = repo_root().join("sample-apps/c/list");
+    copy_files(&app.join("plain"), dir);
+    run_ok("clang-14", timed(600, "clang-14").args(["-O0", "-g", "list.c", "-o", "list"]).current_dir(dir));
+    // 150 numbers in order, then 151 (inserted in the middle), then 50 more.
+    let mut args: Vec<String> = (1..=150).map(|i| (2 * i).to_string()).collect();
+    args.push("151".into());
+    args.extend((151..=200).map(|i| (2 * i).to_string()));
+    let mut prog = vec!["./list"];
+    prog.extend(args.iter().map(String::as_str));
+    rdb_tests::record(dir, Path::new("trace"), &prog);
+    copy_files(&app.join("instrumented"), dir);
+    insert_after(
+        &dir.join("list.c"),
+        "long len = list_len(head);",
+        0,
+        "    rdb_check(len == i, \"%ld nodes after %d insertions\", len, i);",
+    );
+    run_ok(
+        "rdb-clang",
+        timed(600, rdb_clang()).args(["-O0", "-g", "list.c", "dump.rdb.c", "-o", "list"]).current_dir(dir),
+    );
+    let found = bisect_equals_scan(dir, &["trace", "--debug", "./list"]);
+    let answer = found.answer.unwrap();
+    assert_eq!(hit_of(&answer), 151, "{answer}");
+    assert!(answer.ends_with("list.c:44: 76 nodes after 151 insertions"), "{answer}");
+    assert!(found.stdout.contains("#0 main at"), "no backtrace:\n{}", found.stdout);
+    assert_eq!(found.bound, 10);
+    // The last hit where the check holds is the one before.
+    let last = find(dir, &["trace", "--debug", "./list", "--last-true", "--at", "list.c:42"]);
+    assert_eq!(hit_of(&last.answer.unwrap()), 150);
+
+    // gdb opens at the hit: the 151st insertion is done, the list starts at 2.
+    let out = rdb_in(
+        dir,
+        &[
+            "find",
+            "trace",
+            "--debug",
+            "./list",
+            "--then",
+            "gdb",
+            "--",
+            "-batch",
+            "-ex",
+            "print i",
+            "-ex",
+            "print head->value",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("$1 = 151") && stdout.contains("$2 = 2"), "{stdout}\n{}", text(&out.stderr));
+}
+
+/// jobq loses a job when two random priorities collide: `queue.len() == JOBS_CREATED` at the top
+/// of each iteration fails from the first collision on. An interrupted search resumes with
+/// `--between`.
+pub fn jobq_losing_a_job() {
+    let tmp = scratch("find-jobq");
+    let app = SampleApp::plain("jobq", tmp.path());
+    assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
+    // 300 priorities out of 64: a collision is certain.
+    rdb_tests::record(&app.dir, Path::new("trace"), &["target/debug/jobq", "300"]);
+    app.instrument();
+    let main = app.dir.join("src/main.rs");
+    let source = std::fs::read_to_string(&main)
+        .unwrap()
+        .replace("use rdb_macros::{rdb_begin, rdb_end};", "use rdb_macros::{rdb_begin, rdb_check, rdb_end};");
+    std::fs::write(&main, source).unwrap();
+    insert_after(
+        &main,
+        "rdb_begin!();",
+        0,
+        "        rdb_check!(queue.len() == JOBS_CREATED.load(Ordering::Relaxed), \"{} queued, {} created\", queue.len(), JOBS_CREATED.load(Ordering::Relaxed));",
+    );
+    assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
+    let found = bisect_equals_scan(&app.dir, &["trace", "--debug", "target/rdb/debug/jobq", "--region", "1"]);
+    let answer = found.answer.unwrap();
+    let hit = hit_of(&answer);
+    assert!(answer.contains(&format!("{} queued, {} created", hit - 2, hit - 1)), "{answer}");
+    // Resumed from an interval that holds the answer, the same hit.
+    let resumed = find(
+        &app.dir,
+        &["trace", "--debug", "target/rdb/debug/jobq", "--region", "1", "--between", "1", &(hit + 5).to_string()],
+    );
+    assert_eq!(resumed.answer.as_deref(), Some(answer.as_str()));
+}
+
+/// The bc-like VM's stack depth: `BranchIfFalse` needs a value on the stack; the `for (;;)` bug
+/// pops an empty one at the last instruction the VM runs.
+pub fn minibc_stack_depth() {
+    let tmp = scratch("find-minibc");
+    let app = SampleApp::plain("minibc", tmp.path());
+    assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
+    rdb_tests::record(&app.dir, Path::new("trace"), &["target/debug/minibc", "examples/loops.bc"]);
+    app.instrument();
+    let vm = app.dir.join("src/vm.rs");
+    let source = std::fs::read_to_string(&vm).unwrap().replace(
+        "use rdb_macros::{debug_only, rdb_begin, rdb_end};",
+        "use rdb_macros::{debug_only, rdb_begin, rdb_check, rdb_end};",
+    );
+    std::fs::write(&vm, source).unwrap();
+    insert_after(
+        &vm,
+        "rdb_begin!();",
+        0,
+        "            rdb_check!(!matches!(inst, Inst::BranchIfFalse(_)) || !self.stack.is_empty(), \"pc={pc} {:?} on stack {:?}\", inst, self.stack);",
+    );
+    assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
+    let found = bisect_equals_scan(&app.dir, &["trace", "--debug", "target/rdb/debug/minibc", "--at", "src/vm.rs:58"]);
+    let answer = found.answer.unwrap();
+    assert!(answer.contains("BranchIfFalse") && answer.ends_with("on stack []"), "{answer}");
+}
+
+/// The racy counter: `COUNTER == seen` just before a thread's store fails when the store loses
+/// updates. It is not monotonic (a later store may lose none): the bisection finds a hit where
+/// it fails right after one where it held, one of the changes the scan lists, the same every time.
+pub fn race_lost_update() {
+    let tmp = scratch("find-race");
+    let app = SampleApp::plain("race", tmp.path());
+    assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
+    let trace = tmp.path().join("trace");
+    let mut args = vec!["record", "--chaos", "--seed", "1", "-o", trace.to_str().unwrap(), "--"];
+    args.extend_from_slice(&["target/debug/race", "3", "60"]);
+    let rec = rdb_in(&app.dir, &args);
+    assert!(text(&rec.stderr).contains("rdb: recorded"), "{}", text(&rec.stderr));
+    app.instrument();
+    let main = app.dir.join("src/main.rs");
+    let source = std::fs::read_to_string(&main).unwrap().replace(
+        "use rdb_macros::{debug_only, rdb_begin, rdb_end};",
+        "use rdb_macros::{debug_only, rdb_begin, rdb_check, rdb_end};",
+    );
+    std::fs::write(&main, source).unwrap();
+    insert_after(
+        &main,
+        "rdb_begin!();",
+        0,
+        "        rdb_check!(COUNTER.load(Ordering::Relaxed) == seen, \"thread {t} op {i} read {seen}, the counter is {} now\", COUNTER.load(Ordering::Relaxed));",
+    );
+    assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
+    let args = [trace.to_str().unwrap(), "--debug", "target/rdb/debug/race"];
+    let scan = find(&app.dir, &[&args[..], &["--scan"]].concat());
+    let Some(&last_change) = scan.failures_after_passes.iter().filter(|&&h| h > 1).max() else {
+        // No store lost an update in this recording: nothing to search.
+        assert!(scan.answer.is_none(), "{}", scan.stdout);
+        return;
+    };
+    // Between hit 1 (it holds there: no store has happened yet) and the last store that lost
+    // updates, the bisection lands on a change the scan saw.
+    let hi = last_change.to_string();
+    let between = [&args[..], &["--between", "1", &hi]].concat();
+    let bisect = find(&app.dir, &between);
+    let answer = bisect.answer.clone().expect("a hit between a pass and a failure");
+    let hit = hit_of(&answer);
+    assert!(
+        scan.failures_after_passes.contains(&hit),
+        "hit {hit} is no change the scan saw:
+{}",
+        scan.stdout
+    );
+    let line = scan.stdout.lines().find(|l| l.trim_start().starts_with(&format!("hit {hit}: fails"))).unwrap();
+    assert!(line.ends_with(&format!("({answer})")), "{line}\n{answer}");
+    assert_eq!(find(&app.dir, &between).answer, bisect.answer, "the same search found another hit");
+}
