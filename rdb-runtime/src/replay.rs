@@ -22,6 +22,7 @@ use rdb_tracee::ptrace::{self, is_synchronous, si_code, SyscallStop, Wait};
 use rdb_tracee::{debugreg, mem, procfs, this_process as sys, Pid};
 
 use crate::displace::{self, StepOver};
+use crate::interrupt::{self, PointKey};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
 use crate::process;
 use crate::session::{Debugger, Halt, HaltKind, Resume, Session, SessionStop};
@@ -85,11 +86,26 @@ impl fmt::Display for Divergence {
 /// A stop that waits for its turn in the global order.
 #[derive(Debug, Clone)]
 pub(crate) enum Stop {
-    Entry { nr: u64, args: [u64; 6], pc: u64 },
-    Exit { ret: i64 },
-    Fork { child: Pid },
-    Signal { sig: i32, tsc: Option<(usize, bool)> },
-    Gone { status: i32 },
+    Entry {
+        nr: u64,
+        args: [u64; 6],
+        pc: u64,
+    },
+    Exit {
+        ret: i64,
+    },
+    Fork {
+        child: Pid,
+    },
+    Signal {
+        sig: i32,
+        tsc: Option<(usize, bool)>,
+    },
+    Gone {
+        status: i32,
+    },
+    /// At the interruption point its next event names (see `interrupt`).
+    Interrupt,
 }
 
 /// How the current syscall of a process is being replayed.
@@ -151,6 +167,9 @@ pub(crate) struct Proc {
     /// alternate signal stack (`stack_t` bytes).
     pub(crate) clear_tid: u64,
     pub(crate) altstack: Option<[u8; 24]>,
+    /// The interruption point its next event names, whose pc is armed in debug register
+    /// `interrupt::REPLAY_SLOT`.
+    pub(crate) point: Option<PointKey>,
 }
 
 impl Proc {
@@ -188,6 +207,7 @@ impl Proc {
             auxv: Vec::new(),
             clear_tid: 0,
             altstack: None,
+            point: None,
         }
     }
 }
@@ -558,7 +578,7 @@ pub(crate) enum Stepped {
 
 /// Handling the stop lets the thread run user code.
 fn resumes_user_code(stop: &Stop) -> bool {
-    matches!(stop, Stop::Exit { .. } | Stop::Signal { .. })
+    matches!(stop, Stop::Exit { .. } | Stop::Signal { .. } | Stop::Interrupt)
 }
 
 impl Replayer<'_> {
@@ -626,6 +646,7 @@ impl Replayer<'_> {
     /// code up to its next event) starts here. A debugger may halt the replay at this point
     /// instead (see `session`).
     fn resume_user(&mut self, tid: Tid, sig: i32, what: &'static str) -> Result<(), Error> {
+        self.arm_point(tid)?;
         let index = self.ev.index;
         let p = self.proc_mut(tid);
         p.user = true;
@@ -899,6 +920,9 @@ impl Replayer<'_> {
                 self.step_done(tid, regs, slots)?;
                 return Ok(None);
             }
+            if self.proc(tid).point.as_ref().is_some_and(|k| k.pc() == regs.rip) && self.point_fired(tid)? {
+                return self.point_arrival(tid, &regs);
+            }
             let addr = regs.rip.wrapping_sub(1);
             if self.proc(tid).breakpoints.borrow().contains_key(&addr) {
                 return self.hit_breakpoint(tid, addr, regs);
@@ -962,7 +986,116 @@ impl Replayer<'_> {
             Stop::Fork { child } => self.on_fork(tid, child),
             Stop::Signal { sig, tsc } => self.on_signal(tid, sig, tsc),
             Stop::Gone { status } => self.on_gone(tid, status),
+            Stop::Interrupt => self.on_interrupt(tid),
         }
+    }
+
+    /// Arm (or disarm) the breakpoint of the interruption point that `tid`'s next event names,
+    /// before it runs user code.
+    fn arm_point(&mut self, tid: Tid) -> Result<(), Error> {
+        let want = match self.ev.next_of(tid)? {
+            Some(Event::Interrupt { regs, pages, digest, .. }) => {
+                Some(PointKey { regs: *regs, pages: pages.clone(), digest: *digest })
+            }
+            _ => None,
+        };
+        let p = self.proc(tid);
+        let (pid, group) = (p.pid, p.group);
+        if want == p.point {
+            return Ok(());
+        }
+        let slot = interrupt::REPLAY_SLOT;
+        match &want {
+            Some(key) => {
+                let observer = self.observer_watch.get(&group).is_some_and(|w| w[slot].is_some());
+                let debugger = self.dbg.focus == Some(group) && self.dbg.watch[slot].is_some();
+                if observer || debugger {
+                    return Err(Error::Unsupported {
+                        pid,
+                        what: format!(
+                            "the recording interrupted thread {tid} in user code, and finding that point again needs debug register {slot}, which a watch holds (delete a watchpoint or a watch of the debug module)"
+                        ),
+                    });
+                }
+                let watch = debugreg::Watchpoint { addr: key.pc(), len: 1, kind: debugreg::WatchKind::Execute };
+                debugreg::set_watchpoint(pid, slot, watch)
+                    .map_err(Error::ptrace(pid, "arming an interruption point"))?;
+            }
+            None => debugreg::clear_watchpoint(pid, slot).map_err(Error::ptrace(pid, "clearing a debug register"))?,
+        }
+        self.proc_mut(tid).point = want;
+        Ok(())
+    }
+
+    /// Whether a `SIGTRAP` of `tid` at the pc of its interruption point is the breakpoint's.
+    /// Arrivals there are the hot path of a thread running to its point: when no other debug
+    /// register is armed, and no `int3` of ours sits before the pc, nothing else stops the
+    /// thread there with `SIGTRAP`, and DR6 is not read (its bit stays set, looked at by nobody).
+    fn point_fired(&mut self, tid: Tid) -> Result<bool, Error> {
+        let p = self.proc(tid);
+        let pid = p.pid;
+        let pc = p.point.as_ref().expect("armed").pc();
+        let others = self.observer_watch.get(&p.group).is_some_and(|w| w.iter().any(Option::is_some))
+            || (self.dbg.focus == Some(p.group) && self.dbg.watch.iter().any(Option::is_some))
+            || p.breakpoints.borrow().contains_key(&pc.wrapping_sub(1));
+        if !others {
+            return Ok(true);
+        }
+        let dr6 = ptrace::peek_user(pid, debugreg::status_offset()).map_err(Error::ptrace(pid, "reading DR6"))?;
+        let bit = 1 << interrupt::REPLAY_SLOT;
+        if dr6 & bit != 0 {
+            ptrace::poke_user(pid, debugreg::status_offset(), dr6 & !bit)
+                .map_err(Error::ptrace(pid, "clearing DR6"))?;
+        }
+        Ok(dr6 & bit != 0)
+    }
+
+    /// `tid` arrived at the pc of its interruption point: the point when its registers and
+    /// digest match, else it runs on.
+    fn point_arrival(&mut self, tid: Tid, regs: &ptrace::Regs) -> Result<Option<Stop>, Error> {
+        let pid = self.proc(tid).pid;
+        let key = self.proc(tid).point.clone().expect("armed");
+        self.ev.progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if key.regs_match(regs)
+            && interrupt::digest(pid, regs, &key.pages).map_err(Error::ptrace(pid, "reading a point's state"))?
+                == key.digest
+        {
+            debugreg::clear_watchpoint(pid, interrupt::REPLAY_SLOT)
+                .map_err(Error::ptrace(pid, "clearing a debug register"))?;
+            self.proc_mut(tid).point = None;
+            return Ok(Some(Stop::Interrupt));
+        }
+        if self.dbg.single_stepping == Some(tid) {
+            ptrace::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping"))?;
+            self.proc_mut(tid).running = true;
+        } else {
+            self.go(pid, 0, "resuming")?;
+        }
+        Ok(None)
+    }
+
+    /// The thread stands at the interruption point of its next event: deliver the signal
+    /// recorded there, or let it run on (its turn came back).
+    fn on_interrupt(&mut self, tid: Tid) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
+        let Event::Interrupt { .. } = ev else {
+            let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            let actual = format!("interrupted in user code at pc {:#x} (rsp {:#x})", regs.rip, regs.rsp);
+            return Err(self.divergence(tid, ev.describe(), actual));
+        };
+        self.ev.pop()?;
+        if let Some(Event::Signal { sig, asynchronous: true, .. }) = self.ev.next_of(tid)? {
+            // Made pending now: the kernel delivers it (its stop comes in turn) before the
+            // thread runs another instruction, as while recording.
+            let sig = *sig;
+            self.signal_thread(tid, sig).map_err(Error::ptrace(pid, "queueing a signal"))?;
+            let p = self.proc_mut(tid);
+            p.injecting = Some(sig);
+            p.user = true;
+            return self.go(pid, 0, "delivering a signal");
+        }
+        self.resume_user(tid, 0, "resuming an interrupted thread")
     }
 
     fn on_entry(&mut self, tid: Tid, nr: u64, args: [u64; 6], pc: u64) -> Result<(), Error> {
@@ -1755,9 +1888,11 @@ impl Replayer<'_> {
         let pid = p.pid;
         let debugger = if self.dbg.focus == Some(p.group) { self.dbg.watch } else { [None; debugreg::SLOTS] };
         for (slot, w) in armed.iter().enumerate() {
+            let point = slot == interrupt::REPLAY_SLOT && p.point.is_some();
             let result = match (w, debugger[slot]) {
                 (Some(w), _) => debugreg::set_watchpoint(pid, slot, *w),
-                (None, None) => debugreg::clear_watchpoint(pid, slot),
+                (None, None) if !point => debugreg::clear_watchpoint(pid, slot),
+                (None, None) => Ok(()),
                 (None, Some(_)) => Ok(()),
             };
             result.map_err(Error::ptrace(pid, "setting a debug register"))?;
