@@ -5,28 +5,23 @@
 //!
 //! The recorder interrupts a thread that runs user code without syscalls when an asynchronous
 //! signal is pending for it (delivered at the point) or when another thread of its process has
-//! waited for a turn too long (the thread is switched out at the point). A point is named by
-//! its full state as far as replay can compare it cheaply: the general registers (the pc
-//! among them), the x87/SSE registers and the stack around the stack pointer (the red zone
-//! below it and [`STACK_WINDOW`] bytes above), the last two as one BLAKE3 digest
-//! ([`PointKey`]).
+//! waited for a turn too long and the thread spins (it is switched out at the point). A point
+//! is named by its state as far as replay can compare it: the general registers (the pc among
+//! them), the stack around the stack pointer (the red zone below it and [`STACK_WINDOW`] bytes
+//! above), and a BLAKE3 digest of the x87/SSE registers, that stack window and, where a loop
+//! keeps its progress in memory, the pages it changes ([`PointKey`]).
 //!
-//! Replay arms a hardware execution breakpoint (debug register [`REPLAY_SLOT`]) at the pc
-//! when the thread's next event is the interruption, and at each arrival compares registers,
-//! then the digest; the first arrival whose state matches is the point.
+//! Replay runs the thread to the first arrival whose key matches, through a stub patched into
+//! the program that compares registers and stack itself (`point_stub`), else with a hardware
+//! execution breakpoint (debug register [`REPLAY_SLOT`]) compared at each arrival.
 //!
-//! **Ambiguity.** An earlier arrival at the same pc with the same registers and stack but other
-//! memory (a loop whose progress is only in memory outside the window: a global counter) would
-//! match too early. The recorder does not take the first stop it gets: it arms the breakpoint
-//! at that pc and takes the next arrival, whose state must differ from the stop's (a state that
-//! changes from one iteration to the next changes at every one). When it does not differ, the
-//! whole writable memory is compared over one more iteration: unchanged, the loop is a fixed
-//! point (a spin on a flag that only another thread sets: every arrival is the same state, so
-//! any of them is the point); changed, the point is *ambiguous*, and the recorder tries another
-//! stop a little later, [`MAX_TRIES`] times, then gives up and says so (the signal is held
-//! until the thread's next syscall, as without interruption points; a spinning thread is left
-//! to the watchdog). The check looks forwards only: states that come back after several
-//! iterations (period two or more) are not caught.
+//! **Ambiguity.** An earlier arrival at the same pc with the same key but other memory would
+//! match too early. The recorder watches arrivals after its stop for a key that comes back
+//! ([`Seek::arrival`]); when one does with other memory, the pages that changed join the key;
+//! with more than [`MAX_PAGES`] of them the point is *ambiguous*: the recorder tries another
+//! stop a little later, [`MAX_TRIES`] times, then gives up and says so (the signal is held until
+//! the thread's next syscall, as without interruption points; a spinning thread is left to the
+//! watchdog). The check looks forwards from the stop only.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -58,6 +53,9 @@ pub const REG_WORDS: usize = 27;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PointKey {
     pub regs: [u64; REG_WORDS],
+    /// The stack window's bytes (from the red zone on; short where the stack ends), which
+    /// the replay's point stub compares in the program itself (see `point_stub`).
+    pub stack: Vec<u8>,
     pub pages: Vec<u64>,
     pub digest: [u8; 32],
 }
@@ -65,7 +63,9 @@ pub struct PointKey {
 impl PointKey {
     /// The key of stopped thread `pid` with registers `regs`, with the contents of `pages`.
     pub fn of(pid: Pid, regs: &Regs, pages: &[u64]) -> io::Result<PointKey> {
-        Ok(PointKey { regs: words(regs), pages: pages.to_vec(), digest: digest(pid, regs, pages)? })
+        let stack = stack_window(pid, regs);
+        let digest = digest_with(pid, &stack, pages)?;
+        Ok(PointKey { regs: words(regs), stack, pages: pages.to_vec(), digest })
     }
 
     pub fn pc(&self) -> u64 {
@@ -102,17 +102,28 @@ pub fn same_regs(a: &[u64; REG_WORDS], b: &[u64; REG_WORDS]) -> bool {
 
 /// BLAKE3 of the x87/SSE registers, the stack window and `pages` of stopped thread `pid`.
 pub fn digest(pid: Pid, regs: &Regs, pages: &[u64]) -> io::Result<[u8; 32]> {
+    digest_with(pid, &stack_window(pid, regs), pages)
+}
+
+/// The stack window of stopped thread `pid`: from the red zone below the stack pointer to
+/// [`STACK_WINDOW`] bytes above it, short where the stack ends.
+pub fn stack_window(pid: Pid, regs: &Regs) -> Vec<u8> {
+    let mut stack = vec![0u8; (RED_ZONE + STACK_WINDOW) as usize];
+    let n = mem::read(pid, regs.rsp.saturating_sub(RED_ZONE), &mut stack).unwrap_or(0);
+    stack.truncate(n);
+    stack
+}
+
+/// [`digest`] with the stack window already read.
+fn digest_with(pid: Pid, stack: &[u8], pages: &[u64]) -> io::Result<[u8; 32]> {
     let fp = ptrace::get_fpregs(pid)?;
     // SAFETY: `user_fpregs_struct` is plain data of 512 bytes.
     let fp_bytes =
         unsafe { std::slice::from_raw_parts(&fp as *const _ as *const u8, std::mem::size_of::<ptrace::FpRegs>()) };
     let mut h = blake3::Hasher::new();
     h.update(&fp_bytes[..FP_BYTES]);
-    let start = regs.rsp.saturating_sub(RED_ZONE);
-    let mut stack = vec![0u8; (RED_ZONE + STACK_WINDOW) as usize];
-    let n = mem::read(pid, start, &mut stack).unwrap_or(0);
-    h.update(&(n as u64).to_le_bytes());
-    h.update(&stack[..n]);
+    h.update(&(stack.len() as u64).to_le_bytes());
+    h.update(stack);
     let mut page = vec![0u8; PAGE as usize];
     for &p in pages {
         let n = mem::read(pid, p, &mut page).unwrap_or(0);
@@ -246,6 +257,11 @@ impl Seek {
         Seek { reason, pc, climbed: true, tries, pages: Vec::new(), seen: HashSet::new(), cycle: None, arrivals: 0 }
     }
 
+    /// A search at `pc`, which the thread reaches from its stop along straight-line code.
+    pub fn ahead(reason: Reason, pc: u64, tries: u32) -> Seek {
+        Seek { climbed: false, ..Seek::climbed(reason, pc, tries) }
+    }
+
     /// Judge an arrival whose state is `now` (keyed with [`Seek::pages`]); `memory` hashes the
     /// writable memory page by page (only called when a state comes back).
     ///
@@ -335,7 +351,7 @@ mod tests {
         let mut regs = [0u64; REG_WORDS];
         regs[10] = rax;
         regs[18] = flags;
-        PointKey { regs, pages: Vec::new(), digest: [d; 32] }
+        PointKey { regs, stack: Vec::new(), pages: Vec::new(), digest: [d; 32] }
     }
 
     fn memory(pages: &[(u64, u8)]) -> PageHashes {
@@ -416,7 +432,7 @@ mod tests {
         r.rip = 0x1234;
         r.rsp = 0x7ff0;
         r.eflags = 0x246;
-        let k = PointKey { regs: words(&r), pages: Vec::new(), digest: [0; 32] };
+        let k = PointKey { regs: words(&r), stack: Vec::new(), pages: Vec::new(), digest: [0; 32] };
         assert_eq!((k.pc(), k.sp(), k.regs[18]), (0x1234, 0x7ff0, 0x246));
         assert!(k.regs_match(&r));
     }

@@ -91,6 +91,7 @@ pub mod interrupt;
 mod location;
 pub mod observer;
 pub mod payload;
+mod point_stub;
 pub mod position;
 pub mod process;
 pub mod record;

@@ -34,6 +34,7 @@ use crate::effects;
 use crate::interrupt::{self, PointKey, Reason, Seek, Verdict};
 use crate::location;
 use crate::observer::ProcessImage;
+use crate::point_stub;
 use crate::process::{self, FileHashes};
 use crate::syscalls::{self, In, Policy, SyscallDesc, Sysno};
 use crate::trace::{self, Event, Header, KeepFiles, MappedFile, Stream, Summary, Tid, TraceWriter};
@@ -686,8 +687,8 @@ impl Recorder {
                 p.user_since = Some(self.clock.now());
                 p.warned = false;
                 p.preempt_gave_up = false;
-                let PointKey { regs, pages, digest } = *key;
-                self.w.push(&Event::Interrupt { tid: Tid(pid.0 as u32), regs, pages, digest })?;
+                let PointKey { regs, stack, pages, digest } = *key;
+                self.w.push(&Event::Interrupt { tid: Tid(pid.0 as u32), regs, stack, pages, digest })?;
                 ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming an interrupted thread"))
             }
             Some(Pending::Start) => {
@@ -1219,12 +1220,16 @@ impl Recorder {
     ) -> Result<(), Error> {
         // A switch is made where the thread spins, never at a return address.
         let climb = climb && reason == Reason::Signal;
+        // Watched at an instruction replay can run to without stopping (see `point_stub`).
         let seek = match climb.then(|| interrupt::return_address(pid, regs)).flatten() {
-            Some(ret) => Seek::climbed(reason, ret, tries),
-            None => {
-                let key = PointKey::of(pid, regs, &[]).map_err(Error::ptrace(pid, "reading a point's state"))?;
-                Seek::new(reason, key, tries)
-            }
+            Some(ret) => Seek::climbed(reason, point_stub::prefer_patchable(pid, ret), tries),
+            None => match point_stub::prefer_patchable(pid, regs.rip) {
+                pc if pc == regs.rip => {
+                    let key = PointKey::of(pid, regs, &[]).map_err(Error::ptrace(pid, "reading a point's state"))?;
+                    Seek::new(reason, key, tries)
+                }
+                pc => Seek::ahead(reason, pc, tries),
+            },
         };
         let watch = rdb_tracee::Watchpoint { addr: seek.pc, len: 1, kind: rdb_tracee::WatchKind::Execute };
         rdb_tracee::debugreg::set_watchpoint(pid, interrupt::RECORD_SLOT, watch)
@@ -1325,8 +1330,8 @@ impl Recorder {
                 p.injecting = Some(info);
                 p.user_since = Some(self.clock.now());
                 p.warned = false;
-                let PointKey { regs, pages, digest } = key;
-                self.w.push(&Event::Interrupt { tid, regs, pages, digest })?;
+                let PointKey { regs, stack, pages, digest } = key;
+                self.w.push(&Event::Interrupt { tid, regs, stack, pages, digest })?;
                 // Made pending again: delivered (its stop comes to `on_signal`) before the
                 // thread runs another instruction.
                 ptrace::tgkill(tgid, pid, sig).map_err(Error::ptrace(pid, "re-sending a signal"))?;

@@ -24,6 +24,7 @@ use rdb_tracee::{debugreg, mem, procfs, this_process as sys, Pid};
 use crate::displace::{self, StepOver};
 use crate::interrupt::{self, PointKey};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
+use crate::point_stub::{self, Stub};
 use crate::process;
 use crate::session::{Debugger, Halt, HaltKind, Resume, Session, SessionStop};
 use crate::syscalls::{self, Mask, Policy, Sysno};
@@ -170,6 +171,12 @@ pub(crate) struct Proc {
     /// The interruption point its next event names, whose pc is armed in debug register
     /// `interrupt::REPLAY_SLOT`.
     pub(crate) point: Option<PointKey>,
+    /// The stub that runs the thread to its point without a stop per arrival, when one could
+    /// be armed (else the point is found with the debug register).
+    pub(crate) stub: Option<Stub>,
+    /// The files the replay mapped as anonymous memory at offset 0 (start, end, file): the
+    /// objects the dynamic loader mapped, whose code has no name in `/proc/PID/maps` here.
+    pub(crate) objects: Vec<(u64, u64, PathBuf)>,
 }
 
 impl Proc {
@@ -208,6 +215,8 @@ impl Proc {
             clear_tid: 0,
             altstack: None,
             point: None,
+            stub: None,
+            objects: Vec::new(),
         }
     }
 }
@@ -345,6 +354,10 @@ pub(crate) struct Replayer<'o> {
     pub(crate) auto: crate::reverse::AutoCheckpoints,
     /// Ends a plain replay that stops making progress (see `stall`).
     stall: Option<crate::stall::StallWatch>,
+    /// Room taken for point stubs, per address space (breakpoint table) and object, reused by
+    /// its points (one armed at a time); and where each stub's `int3` leaves a thread.
+    stub_slots: HashMap<(usize, PathBuf), u64>,
+    stub_traps: HashSet<u64>,
 }
 
 /// The high-water mark of a replay that goes back and forth: the recorded output of events
@@ -486,6 +499,8 @@ impl<'o> Replayer<'o> {
             marks: Marks::default(),
             auto: Default::default(),
             stall,
+            stub_slots: HashMap::new(),
+            stub_traps: HashSet::new(),
         };
         r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
         r.by_pid.insert(pid, tid);
@@ -920,6 +935,9 @@ impl Replayer<'_> {
                 self.step_done(tid, regs, slots)?;
                 return Ok(None);
             }
+            if self.stub_traps.contains(&regs.rip) {
+                return self.stub_trap(tid, regs);
+            }
             if self.proc(tid).point.as_ref().is_some_and(|k| k.pc() == regs.rip) && self.point_fired(tid)? {
                 return self.point_arrival(tid, &regs);
             }
@@ -994,37 +1012,130 @@ impl Replayer<'_> {
     /// before it runs user code.
     fn arm_point(&mut self, tid: Tid) -> Result<(), Error> {
         let want = match self.ev.next_of(tid)? {
-            Some(Event::Interrupt { regs, pages, digest, .. }) => {
-                Some(PointKey { regs: *regs, pages: pages.clone(), digest: *digest })
+            Some(Event::Interrupt { regs, stack, pages, digest, .. }) => {
+                Some(PointKey { regs: *regs, stack: stack.clone(), pages: pages.clone(), digest: *digest })
             }
             _ => None,
         };
         let p = self.proc(tid);
-        let (pid, group) = (p.pid, p.group);
+        let (pid, group, had_hw) = (p.pid, p.group, p.point.is_some() && p.stub.is_none());
         if want == p.point {
             return Ok(());
         }
+        if let Some(stub) = self.proc_mut(tid).stub.take() {
+            point_stub::disarm(pid, &stub).map_err(Error::ptrace(pid, "putting code back"))?;
+        }
         let slot = interrupt::REPLAY_SLOT;
-        match &want {
-            Some(key) => {
-                let observer = self.observer_watch.get(&group).is_some_and(|w| w[slot].is_some());
-                let debugger = self.dbg.focus == Some(group) && self.dbg.watch[slot].is_some();
-                if observer || debugger {
-                    return Err(Error::Unsupported {
-                        pid,
-                        what: format!(
-                            "the recording interrupted thread {tid} in user code, and finding that point again needs debug register {slot}, which a watch holds (delete a watchpoint or a watch of the debug module)"
-                        ),
-                    });
-                }
-                let watch = debugreg::Watchpoint { addr: key.pc(), len: 1, kind: debugreg::WatchKind::Execute };
-                debugreg::set_watchpoint(pid, slot, watch)
-                    .map_err(Error::ptrace(pid, "arming an interruption point"))?;
+        if had_hw {
+            debugreg::clear_watchpoint(pid, slot).map_err(Error::ptrace(pid, "clearing a debug register"))?;
+        }
+        if let Some(stub) = want.as_ref().and_then(|key| self.arm_stub(tid, key)) {
+            if self.debug {
+                eprintln!("rdb-debug: point stub for {tid} at {:#x}, trap {:#x}", stub.pc, stub.after_trap);
             }
-            None => debugreg::clear_watchpoint(pid, slot).map_err(Error::ptrace(pid, "clearing a debug register"))?,
+            self.stub_traps.insert(stub.after_trap);
+            let p = self.proc_mut(tid);
+            p.stub = Some(stub);
+            p.point = want;
+            return Ok(());
+        }
+        if let Some(key) = &want {
+            let observer = self.observer_watch.get(&group).is_some_and(|w| w[slot].is_some());
+            let debugger = self.dbg.focus == Some(group) && self.dbg.watch[slot].is_some();
+            if observer || debugger {
+                return Err(Error::Unsupported {
+                    pid,
+                    what: format!(
+                        "the recording interrupted thread {tid} in user code, and finding that point again needs debug register {slot}, which a watch holds (delete a watchpoint or a watch of the debug module)"
+                    ),
+                });
+            }
+            let watch = debugreg::Watchpoint { addr: key.pc(), len: 1, kind: debugreg::WatchKind::Execute };
+            debugreg::set_watchpoint(pid, slot, watch).map_err(Error::ptrace(pid, "arming an interruption point"))?;
         }
         self.proc_mut(tid).point = want;
         Ok(())
+    }
+
+    /// Arms a stub for `key` in `tid`'s address space (see `point_stub`), in the room of the
+    /// object its pc is in; `None` where the point's instruction cannot carry one, there is no
+    /// room, or a breakpoint of ours is in its bytes.
+    fn arm_stub(&mut self, tid: Tid, key: &PointKey) -> Option<Stub> {
+        if std::env::var_os("RDB_NO_POINT_STUBS").is_some() {
+            return None;
+        }
+        let p = self.proc(tid);
+        let (pid, table, pc) = (p.pid, Rc::as_ptr(&p.breakpoints) as usize, key.pc());
+        if p.breakpoints.borrow().range(pc.saturating_sub(15)..pc + 5).next().is_some() {
+            return None;
+        }
+        let maps = procfs::maps(pid).ok()?;
+        let named = maps.iter().find(|m| m.contains(pc) && m.name.starts_with('/')).map(|m| {
+            let lowest = maps.iter().filter(|n| n.name == m.name).map(|n| n.start).min().unwrap_or(0);
+            (PathBuf::from(&m.name), lowest)
+        });
+        let loaded = || p.objects.iter().find(|o| o.0 <= pc && pc < o.1).map(|o| (o.2.clone(), o.0));
+        let (object, lowest) = named.or_else(loaded)?;
+        let slot = match self.stub_slots.get(&(table, object.clone())) {
+            Some(&slot) => slot,
+            None => {
+                let room = (table, object.clone());
+                let mut slots =
+                    self.slots.remove(&room).unwrap_or_else(|| displace::Slots::for_mapped(&room.1, lowest));
+                let free = slots.free().filter(|&(_, len)| len >= point_stub::STUB_ROOM);
+                if free.is_some() {
+                    slots.take(point_stub::STUB_ROOM);
+                }
+                self.slots.insert(room, slots);
+                if self.debug && free.is_none() {
+                    eprintln!("rdb-debug: no room for a point stub in {}", object.display());
+                }
+                let (slot, _) = free?;
+                self.stub_slots.insert((table, object), slot);
+                slot
+            }
+        };
+        if self.procs.values().any(|q| q.stub.as_ref().is_some_and(|s| s.slot == slot)) {
+            return None; // another thread's point holds it
+        }
+        let stub = point_stub::arm(pid, key, slot);
+        if self.debug && stub.is_none() {
+            let mut code = [0u8; 8];
+            let _ = mem::read(pid, pc, &mut code);
+            eprintln!("rdb-debug: no point stub at {pc:#x} (code {code:02x?}, room at {slot:#x})");
+        }
+        stub
+    }
+
+    /// A thread trapped in a point stub: all its general registers are the point's. The point
+    /// when the rest matches (the instruction is put back and the thread stands at its pc);
+    /// otherwise it runs on (the instruction, displaced). A thread whose point it is not
+    /// (another thread, a fork child with the patch) runs on as well.
+    fn stub_trap(&mut self, tid: Tid, regs: ptrace::Regs) -> Result<Option<Stop>, Error> {
+        let p = self.proc(tid);
+        let pid = p.pid;
+        self.ev.progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.debug {
+            eprintln!("rdb-debug: stub trap {tid} rip {:#x} rax {:#x} rsp {:#x}", regs.rip, regs.rax, regs.rsp);
+        }
+        if let (Some(stub), Some(key)) = (p.stub.clone(), p.point.clone()) {
+            let mut at = regs;
+            at.rip = stub.pc;
+            if stub.after_trap == regs.rip
+                && key.regs_match(&at)
+                && interrupt::digest(pid, &at, &key.pages).map_err(Error::ptrace(pid, "reading a point's state"))?
+                    == key.digest
+            {
+                point_stub::disarm(pid, &stub).map_err(Error::ptrace(pid, "putting code back"))?;
+                ptrace::set_regs(pid, &at).map_err(Error::ptrace(pid, "moving to the point"))?;
+                let p = self.proc_mut(tid);
+                p.stub = None;
+                p.point = None;
+                return Ok(Some(Stop::Interrupt));
+            }
+        }
+        self.go(pid, 0, "resuming")?;
+        Ok(None)
     }
 
     /// Whether a `SIGTRAP` of `tid` at the pc of its interruption point is the breakpoint's.
@@ -1404,12 +1515,20 @@ impl Replayer<'_> {
         file.file
             .read_exact_at(&mut data, start)
             .map_err(|source| Error::FileMissing { path: file.path.clone(), source })?;
+        if offset == 0 && data.starts_with(b"\x7fELF") {
+            let (path, group) = (file.path.clone(), self.proc(tid).group);
+            for p in self.procs.values_mut().filter(|p| p.group == group) {
+                p.objects.retain(|&(lo, hi, _)| hi <= addr || lo >= addr + len);
+                p.objects.push((addr, addr + len, path.clone()));
+            }
+        }
         mem::write(pid, addr, &data).map_err(Error::ptrace(pid, "filling a mapping"))
     }
 
     /// Set up a freshly exec'ed image exactly as recorded: initial stack (argv, envp, auxv,
     /// random bytes) and stack pointer, `rdtsc` trapping.
     fn apply_exec(&mut self, tid: Tid) -> Result<(), Error> {
+        self.proc_mut(tid).objects.clear();
         let pid = self.proc(tid).pid;
         let ev = self.ev.head()?.cloned();
         let Some(Event::Exec { exe, blake3, image, image_blake3, sp, stack, interp, .. }) = ev else {
@@ -1950,6 +2069,7 @@ impl Replayer<'_> {
         let entry = parent.entry.as_ref().map(|(nr, args, _)| (*nr, *args));
         let mut proc = Proc::new(child_pid, group, !thread, thread, breakpoints, image);
         proc.auxv = parent.auxv.clone();
+        proc.objects = parent.objects.clone();
         proc.stretch = self.ev.index + 1;
         // The kernel clears the alternate signal stack of a thread sharing the address space.
         proc.altstack = if flags & libc::CLONE_VM as u64 != 0 { None } else { parent.altstack };

@@ -95,7 +95,7 @@ pub enum Event {
     /// `user_regs_struct`) and this digest of its FP registers, stack window and `pages` name (see
     /// `interrupt`): from here it runs on (after a signal recorded next, or after its turn
     /// came back).
-    Interrupt { tid: Tid, regs: [u64; 27], pages: Vec<u64>, digest: [u8; 32] },
+    Interrupt { tid: Tid, regs: [u64; 27], stack: Vec<u8>, pages: Vec<u64>, digest: [u8; 32] },
 }
 
 impl Event {
@@ -328,12 +328,13 @@ pub fn encode(ev: &Event, out: &mut Vec<u8>) {
             out.push(TAG_THREAD_START);
             put_u32(out, tid.0);
         }
-        Event::Interrupt { tid, regs, pages, digest } => {
+        Event::Interrupt { tid, regs, stack, pages, digest } => {
             out.push(TAG_INTERRUPT);
             put_u32(out, tid.0);
             for r in regs {
                 put_u64(out, *r);
             }
+            put_bytes(out, stack);
             put_u32(out, pages.len() as u32);
             for p in pages {
                 put_u64(out, *p);
@@ -478,9 +479,10 @@ impl<'a> Decoder<'a> {
                 for r in &mut regs {
                     *r = self.u64()?;
                 }
+                let stack = self.bytes()?;
                 let n = self.count(8)?;
                 let pages = (0..n).map(|_| self.u64()).collect::<Result<_, _>>()?;
-                Event::Interrupt { tid, regs, pages, digest: self.hash()? }
+                Event::Interrupt { tid, regs, stack, pages, digest: self.hash()? }
             }
             _ => return Err(DecodeError { offset: self.pos - 5, what: "unknown event tag" }),
         })
@@ -529,7 +531,7 @@ mod tests {
             Event::Rdtsc { tid: Tid(8), rax: 5, rdx: 6, rcx: Some(7) },
             Event::Exit { tid: Tid(8), status: 0x100 },
             Event::ThreadStart { tid: Tid(9) },
-            Event::Interrupt { tid: Tid(9), regs: [3; 27], pages: vec![0x5000], digest: [5; 32] },
+            Event::Interrupt { tid: Tid(9), regs: [3; 27], stack: vec![1; 16], pages: vec![0x5000], digest: [5; 32] },
         ]
     }
 

@@ -201,7 +201,7 @@ pub fn sample_events() -> Vec<Event> {
         Event::Signal { tid: Tid(8), sig: 17, asynchronous: true, siginfo: vec![0; 128] },
         Event::Rdtsc { tid: Tid(8), rax: 5, rdx: 6, rcx: Some(7) },
         Event::ThreadStart { tid: Tid(9) },
-        Event::Interrupt { tid: Tid(9), regs: [3; 27], pages: vec![0x5000], digest: [5; 32] },
+        Event::Interrupt { tid: Tid(9), regs: [3; 27], stack: vec![1; 16], pages: vec![0x5000], digest: [5; 32] },
         Event::Exit { tid: Tid(8), status: 0x100 },
     ]
 }
