@@ -9,17 +9,24 @@
 //! registers with the point's and traps (`int3`) only when all of them match:
 //!
 //! ```text
-//! stub: lea rsp,[rsp-128]; pushfq          ; past the red zone; flags kept
-//!       cmp REG,[rip+want_REG]; jne miss   ; 15 registers, then rsp (want: rsp - 136)
+//! stub: lea rsp,[rsp-GAP]; pushfq          ; far below the red zone; flags kept
+//!       cmp REG,[rip+want_REG]; jne miss   ; 15 registers, then rsp (want: rsp - GAP - 8)
 //!       push rsi; push rdi; push rcx        ; the stack window, word by word
-//!       lea rsi,[rsp+32]; lea rdi,[rip+want_stack]; mov ecx,WORDS; cld; repe cmpsq
+//!       lea rsi,[rsp+GAP+32-128]; lea rdi,[rip+want_stack]; mov ecx,WORDS; cld; repe cmpsq
 //!       pop rcx; pop rdi; pop rsi; jne miss
-//!       popfq; lea rsp,[rsp+128]
+//!       popfq; lea rsp,[rsp+GAP]
 //!       int3                               ; all match: the tracer compares the rest
 //! disp: <the instruction, re-encoded here>; jmp pc+len
-//! miss: popfq; lea rsp,[rsp+128]; jmp disp
+//! miss: popfq; lea rsp,[rsp+GAP]; jmp disp
 //! want: 16 words, then the stack window's bytes
 //! ```
+//!
+//! The stub's 32 bytes of scratch stack are [`GAP`] bytes below the stack pointer: dead memory,
+//! but a later point's stack window may cover dead bytes the program never rewrote (padding),
+//! and the recording never had the stub's there. Writing far below the window of the arrival
+//! itself (and of points at nearby depths) keeps them out of the windows that matter; a point
+//! about `GAP` bytes deeper than an earlier arrival at its pc could still see them and would
+//! then not be found (a divergence, not a wrong replay).
 //!
 //! At the `int3` the thread's state is the program's at the pc, but `rip`: the tracer checks
 //! flags, FP registers, stack and pages (`interrupt::digest`); a match puts the instruction's
@@ -38,6 +45,8 @@ use crate::interrupt::PointKey;
 pub const STUB_ROOM: u64 = 2048;
 /// Length of the `jmp rel32` written over the point's instruction.
 const JMP_LEN: usize = 5;
+/// How far below the stack pointer the stub keeps its scratch words.
+pub const GAP: i64 = 4096 + 128;
 
 /// The registers compared, with their word in `user_regs_struct`; `rsp` is compared last.
 const REGS: [(Register, usize); 15] = [
@@ -117,9 +126,9 @@ fn assemble(key: &PointKey, instr: &Instruction, slot: u64) -> Option<(Vec<u8>, 
     let encode = |want: u64| -> Option<(Vec<u8>, u64)> {
         let red = |d: i64| MemoryOperand::with_base_displ(Register::RSP, d);
         let mut block =
-            vec![Instruction::with2(Code::Lea_r64_m, Register::RSP, red(-128)).ok()?, Instruction::with(Code::Pushfq)];
+            vec![Instruction::with2(Code::Lea_r64_m, Register::RSP, red(-GAP)).ok()?, Instruction::with(Code::Pushfq)];
         let mut regs: Vec<(Register, u64)> = REGS.iter().map(|&(r, w)| (r, key.regs[w])).collect();
-        regs.push((Register::RSP, key.sp().wrapping_sub(136)));
+        regs.push((Register::RSP, key.sp().wrapping_sub(GAP as u64 + 8)));
         for (i, (r, _)) in regs.iter().enumerate() {
             let at = MemoryOperand::with_base_displ(Register::RIP, (want + 8 * i as u64) as i64);
             block.push(Instruction::with2(Code::Cmp_r64_rm64, *r, at).ok()?);
@@ -131,7 +140,7 @@ fn assemble(key: &PointKey, instr: &Instruction, slot: u64) -> Option<(Vec<u8>, 
             block.push(Instruction::with1(Code::Push_r64, Register::RSI).ok()?);
             block.push(Instruction::with1(Code::Push_r64, Register::RDI).ok()?);
             block.push(Instruction::with1(Code::Push_r64, Register::RCX).ok()?);
-            block.push(Instruction::with2(Code::Lea_r64_m, Register::RSI, red(32)).ok()?);
+            block.push(Instruction::with2(Code::Lea_r64_m, Register::RSI, red(GAP + 32 - 128)).ok()?);
             block.push(Instruction::with2(Code::Lea_r64_m, Register::RDI, stack_at).ok()?);
             block.push(Instruction::with2(Code::Mov_r32_imm32, Register::ECX, words as u32).ok()?);
             block.push(Instruction::with(Code::Cld));
@@ -142,7 +151,7 @@ fn assemble(key: &PointKey, instr: &Instruction, slot: u64) -> Option<(Vec<u8>, 
             block.push(Instruction::with_branch(Code::Jne_rel32_64, MISS).ok()?);
         }
         block.push(Instruction::with(Code::Popfq));
-        block.push(Instruction::with2(Code::Lea_r64_m, Register::RSP, red(128)).ok()?);
+        block.push(Instruction::with2(Code::Lea_r64_m, Register::RSP, red(GAP)).ok()?);
         block.push(Instruction::with(Code::Int3));
         let trap_index = block.len();
         let mut moved = *instr;
@@ -152,7 +161,7 @@ fn assemble(key: &PointKey, instr: &Instruction, slot: u64) -> Option<(Vec<u8>, 
         let mut miss = Instruction::with(Code::Popfq);
         miss.set_ip(MISS);
         block.push(miss);
-        block.push(Instruction::with2(Code::Lea_r64_m, Register::RSP, red(128)).ok()?);
+        block.push(Instruction::with2(Code::Lea_r64_m, Register::RSP, red(GAP)).ok()?);
         block.push(Instruction::with_branch(Code::Jmp_rel32_64, DISP).ok()?);
         let options = BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS;
         let encoded = BlockEncoder::encode(64, InstructionBlock::new(&block, slot), options).ok()?;
@@ -233,7 +242,7 @@ mod tests {
         let data = stub.len() - 128 - 64;
         let words: Vec<u64> =
             stub[data..data + 128].chunks(8).map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect();
-        assert_eq!((words[0], words[15]), (0x1234, 0x7fff_0000 - 136));
+        assert_eq!((words[0], words[15]), (0x1234, 0x7fff_0000 - GAP as u64 - 8));
         assert_eq!(&stub[data + 128..], &(0..64).collect::<Vec<u8>>()[..]);
         let first_cmp = listing.iter().find(|i| i.code() == Code::Cmp_r64_rm64).unwrap();
         assert_eq!(first_cmp.memory_displacement64(), slot + data as u64);

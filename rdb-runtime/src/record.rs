@@ -418,6 +418,13 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         rec.tsc_off = None;
         result
     });
+    if std::env::var_os("RDB_INTERRUPT_STATS").is_some() {
+        let s = rec.points;
+        eprintln!(
+            "rdb: interruption points: {} recorded ({} fixed points, {} keyed with memory pages), {} ambiguous searches, {} given up, {} overtaken by an event, {} return addresses that never came, {} computations not switched",
+            s.points, s.fixed, s.with_pages, s.ambiguous, s.given_up, s.overtaken, s.stale_returns, s.not_spins
+        );
+    }
     if let Err(e) = result {
         for &pid in rec.procs.keys() {
             let _ = ptrace::kill(pid, libc::SIGKILL);
@@ -425,13 +432,6 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         while let Ok(Some(_)) = ptrace::wait_any() {}
         let _ = rec.w.flush();
         return Err(e);
-    }
-    if std::env::var_os("RDB_INTERRUPT_STATS").is_some() {
-        let s = rec.points;
-        eprintln!(
-            "rdb: interruption points: {} recorded ({} fixed points, {} keyed with memory pages), {} ambiguous searches, {} given up, {} overtaken by an event, {} return addresses that never came, {} computations not switched",
-            s.points, s.fixed, s.with_pages, s.ambiguous, s.given_up, s.overtaken, s.stale_returns, s.not_spins
-        );
     }
     let status = rec.root_status.unwrap_or(0);
     let summary = Summary {
