@@ -87,11 +87,11 @@ programs=(
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 tot_points=0 tot_fixed=0 tot_amb=0 tot_given=0
-printf '| program | points | fixed | ambiguous | given up | replays identical | native s | record | replay |\n'
-printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
+printf '| program | points | fixed | stub fits | ambiguous | given up | replays identical | native s | record | replay |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
 for entry in "${programs[@]}"; do
   IFS='|' read -r name mode flags cmd <<<"$entry"
-  points=0 fixed=0 amb=0 given=0 same=0 replays=0
+  points=0 fixed=0 amb=0 given=0 stubs=0 same=0 replays=0
   : >"$work/rec.t"; : >"$work/rep.t"; : >"$work/nat.t"
   for ((r = 0; r < ROUNDS; r++)); do
     t0=$(now); (cd "$work" && $cmd >/dev/null 2>&1 </dev/null) || true; t1=$(now)
@@ -102,8 +102,8 @@ for entry in "${programs[@]}"; do
     t1=$(now)
     echo "$t1 - $t0" | bc -l >>"$work/rec.t"
     line=$(grep 'interruption points:' "$work/rec.err" || true)
-    read -r p f a g < <(echo "$line" | sed -E 's/.*points: ([0-9]+) recorded \(([0-9]+) fixed points\), ([0-9]+) ambiguous searches, ([0-9]+) given up.*/\1 \2 \3 \4/')
-    points=$((points + ${p:-0})) fixed=$((fixed + ${f:-0})) amb=$((amb + ${a:-0})) given=$((given + ${g:-0}))
+    read -r p f a g st < <(echo "$line" | sed -E 's/.*points: ([0-9]+) recorded \(([0-9]+) fixed points, [0-9]+ keyed with memory pages, ([0-9]+) where a stub fits\), ([0-9]+) ambiguous searches, ([0-9]+) given up.*/\1 \2 \4 \5 \3/')
+    points=$((points + ${p:-0})) fixed=$((fixed + ${f:-0})) amb=$((amb + ${a:-0})) given=$((given + ${g:-0})) stubs=$((stubs + ${st:-0}))
     if [ "$mode" = replay ]; then
       t0=$(now)
       (cd "$work" && timeout 600 "$RDB" replay "$work/trace" >"$work/rep.out" 2>/dev/null </dev/null) || true
@@ -117,7 +117,7 @@ for entry in "${programs[@]}"; do
   ratio() { printf '%.2f s (%.1f×)' "$1" "$(echo "$1 / $nat" | bc -l)"; }
   rep="—"; ident="record only"
   if [ "$mode" = replay ]; then rep=$(ratio "$(median <"$work/rep.t")"); ident="$same/$replays"; fi
-  printf '| %s | %d | %d | %d | %d | %s | %.2f | %s | %s |\n' "$name" "$points" "$fixed" "$amb" "$given" "$ident" \
+  printf '| %s | %d | %d | %d | %d | %d | %s | %.2f | %s | %s |\n' "$name" "$points" "$fixed" "$stubs" "$amb" "$given" "$ident" \
     "$nat" "$(ratio "$(median <"$work/rec.t")")" "$rep"
   tot_points=$((tot_points + points)) tot_fixed=$((tot_fixed + fixed)) tot_amb=$((tot_amb + amb)) tot_given=$((tot_given + given))
 done

@@ -162,20 +162,46 @@ pub fn page_hashes(pid: Pid) -> io::Result<PageHashes> {
     Ok(hashes)
 }
 
+/// Zeroes the signal frame that `rt_sigreturn` just consumed (stopped at its exit): from 8
+/// bytes below the stack pointer at its entry (the frame's return address) up to the red zone
+/// of the restored stack pointer `exit_sp`. Recording and replay both do it, so that this dead
+/// memory is the same in both: the kernel writes fields into a frame that differ between them
+/// (the last trap of the thread: a hardware breakpoint while recording, a point stub's `int3`
+/// at replay; the last page fault's address), and a later point's stack window may cover bytes
+/// of an old frame that the program never rewrote. Frames on an alternate signal stack (not
+/// below `exit_sp`) and implausible ranges are left alone.
+pub fn clear_signal_frame(pid: Pid, entry_sp: u64, exit_sp: u64) -> io::Result<()> {
+    let (lo, hi) = (entry_sp.wrapping_sub(8), exit_sp.wrapping_sub(RED_ZONE));
+    if hi <= lo || hi - lo > 64 * 1024 {
+        return Ok(());
+    }
+    mem::write(pid, lo, &vec![0u8; (hi - lo) as usize])
+}
+
 /// The return address of the function stopped thread `pid` runs in, as far as the stack tells:
 /// the first word above the stack pointer (within [`STACK_WINDOW`]) that points into
 /// executable memory right after a call instruction. Arrivals there are once per call of the
 /// function, where its own loops may come back to a pc millions of times (each arrival is a
 /// stop at replay). A stale word is possible: the recorder stops waiting for it after a while.
-pub fn return_address(pid: Pid, regs: &Regs) -> Option<u64> {
+///
+/// Of the first eight such words, the first that `good` accepts is taken (the recorder's test:
+/// replay can run to it without stopping at each arrival), else the first.
+pub fn return_address(pid: Pid, regs: &Regs, good: impl Fn(u64) -> bool) -> Option<u64> {
     let maps = procfs::maps(pid).ok()?;
     let mut stack = vec![0u8; STACK_WINDOW as usize];
     let n = mem::read(pid, regs.rsp, &mut stack).ok()?;
-    stack.chunks_exact(8).take(n / 8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes"))).find(|&v| {
-        v != regs.rip
-            && maps.iter().any(|m| m.executable && m.contains(v) && m.contains(v.saturating_sub(7)))
-            && after_call(pid, v)
-    })
+    let candidates: Vec<u64> = stack
+        .chunks_exact(8)
+        .take(n / 8)
+        .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+        .filter(|&v| {
+            v != regs.rip
+                && maps.iter().any(|m| m.executable && m.contains(v) && m.contains(v.saturating_sub(7)))
+                && after_call(pid, v)
+        })
+        .take(8)
+        .collect();
+    candidates.iter().copied().find(|&c| good(c)).or(candidates.first().copied())
 }
 
 /// Whether the instruction before `addr` is a call (direct, or indirect through a register or
@@ -331,6 +357,8 @@ pub struct Stats {
     pub fixed: u64,
     /// Of which the key carries memory pages.
     pub with_pages: u64,
+    /// Of which the pc's instruction can carry a replay stub (`point_stub`).
+    pub patchable: u64,
     /// Searches found ambiguous (another stop was tried).
     pub ambiguous: u64,
     /// Searches given up after [`MAX_TRIES`] ambiguous ones.

@@ -90,6 +90,12 @@ fn patchable(pc: u64, code: &[u8]) -> Option<Instruction> {
     (!instr.is_invalid() && instr.len() >= JMP_LEN && movable).then_some(instr)
 }
 
+/// Whether the instruction at `pc` in process `pid` can carry a stub's `jmp`.
+pub fn is_patchable(pid: Pid, pc: u64) -> bool {
+    let mut code = [0u8; 15];
+    mem::read(pid, pc, &mut code).is_ok_and(|n| patchable(pc, &code[..n]).is_some())
+}
+
 /// The first instruction from `pc` on, along straight-line code (at most 8 instructions), that
 /// can carry the stub's `jmp`: every arrival at `pc` goes on to it, so watching it instead is
 /// as good a place for a point, and replay can run to it without stopping. `pc` itself when

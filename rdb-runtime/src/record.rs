@@ -234,6 +234,9 @@ struct Proc {
     interrupt_at: Option<(Instant, Reason, u32)>,
     /// No point was found to switch the thread out in its current stretch of user code.
     preempt_gave_up: bool,
+    /// The stack pointer at the entry of the `rt_sigreturn` it is in (see
+    /// `interrupt::clear_signal_frame`).
+    sigreturn_sp: Option<u64>,
 }
 
 struct Recorder {
@@ -421,8 +424,8 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
     if std::env::var_os("RDB_INTERRUPT_STATS").is_some() {
         let s = rec.points;
         eprintln!(
-            "rdb: interruption points: {} recorded ({} fixed points, {} keyed with memory pages), {} ambiguous searches, {} given up, {} overtaken by an event, {} return addresses that never came, {} computations not switched",
-            s.points, s.fixed, s.with_pages, s.ambiguous, s.given_up, s.overtaken, s.stale_returns, s.not_spins
+            "rdb: interruption points: {} recorded ({} fixed points, {} keyed with memory pages, {} where a stub fits), {} ambiguous searches, {} given up, {} overtaken by an event, {} return addresses that never came, {} computations not switched",
+            s.points, s.fixed, s.with_pages, s.patchable, s.ambiguous, s.given_up, s.overtaken, s.stale_returns, s.not_spins
         );
     }
     if let Err(e) = result {
@@ -928,7 +931,12 @@ impl Recorder {
         let release = desc.gives_turn_up(&args) || resumes_blocking || (call == Sysno::exit && pid == tgid);
         // Read only for a call that neither gives its turn up nor keeps it (2 ms deadline).
         let now = self.stamp(!release && !desc.policy.re_executed());
+        let sigreturn_sp = match call {
+            Sysno::rt_sigreturn => Some(ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?.rsp),
+            _ => None,
+        };
         let p = self.procs.get_mut(&pid).expect("known process");
+        p.sigreturn_sp = sigreturn_sp;
         p.entry = Some((desc, args));
         p.exec_path = exec_path;
         p.last_exit = None;
@@ -1037,6 +1045,9 @@ impl Recorder {
             None
         };
         self.w.push(&Event::Syscall { tid: Tid(pid.0 as u32), nr, args, ret, writes, output, file })?;
+        if let Some(entry_sp) = self.procs.get_mut(&pid).and_then(|p| p.sigreturn_sp.take()) {
+            interrupt::clear_signal_frame(pid, entry_sp, sp).map_err(Error::ptrace(pid, "clearing a signal frame"))?;
+        }
         // Read against the watchdog, and to tell a stale probe (sent 10 s after it) apart.
         let now = self.stamp(false);
         let p = self.procs.get_mut(&pid).expect("known process");
@@ -1221,7 +1232,8 @@ impl Recorder {
         // A switch is made where the thread spins, never at a return address.
         let climb = climb && reason == Reason::Signal;
         // Watched at an instruction replay can run to without stopping (see `point_stub`).
-        let seek = match climb.then(|| interrupt::return_address(pid, regs)).flatten() {
+        let stub_friendly = |pc| point_stub::is_patchable(pid, point_stub::prefer_patchable(pid, pc));
+        let seek = match climb.then(|| interrupt::return_address(pid, regs, stub_friendly)).flatten() {
             Some(ret) => Seek::climbed(reason, point_stub::prefer_patchable(pid, ret), tries),
             None => match point_stub::prefer_patchable(pid, regs.rip) {
                 pc if pc == regs.rip => {
@@ -1286,6 +1298,7 @@ impl Recorder {
             self.points.points += 1;
             self.points.fixed += fixed as u64;
             self.points.with_pages += pages as u64;
+            self.points.patchable += point_stub::is_patchable(pid, key.pc()) as u64;
             return self.at_point(pid, seek.reason, key);
         }
         if verdict == Verdict::NotASpin {

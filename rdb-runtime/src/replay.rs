@@ -177,6 +177,8 @@ pub(crate) struct Proc {
     /// The files the replay mapped as anonymous memory at offset 0 (start, end, file): the
     /// objects the dynamic loader mapped, whose code has no name in `/proc/PID/maps` here.
     pub(crate) objects: Vec<(u64, u64, PathBuf)>,
+    /// The stack pointer at the entry of the `rt_sigreturn` it is in.
+    pub(crate) sigreturn_sp: Option<u64>,
 }
 
 impl Proc {
@@ -217,6 +219,7 @@ impl Proc {
             point: None,
             stub: None,
             objects: Vec::new(),
+            sigreturn_sp: None,
         }
     }
 }
@@ -1211,6 +1214,10 @@ impl Replayer<'_> {
 
     fn on_entry(&mut self, tid: Tid, nr: u64, args: [u64; 6], pc: u64) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
+        if nr == Sysno::rt_sigreturn as u64 {
+            let sp = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?.rsp;
+            self.proc_mut(tid).sigreturn_sp = Some(sp);
+        }
         let actual = || {
             let n = syscalls::nargs(nr);
             let a: Vec<String> = args[..n].iter().map(|a| format!("{a:#x}")).collect();
@@ -1454,6 +1461,10 @@ impl Replayer<'_> {
             regs.rip -= 2;
         }
         ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the result"))?;
+        if let Some(entry_sp) = self.proc_mut(tid).sigreturn_sp.take() {
+            interrupt::clear_signal_frame(pid, entry_sp, regs.rsp)
+                .map_err(Error::ptrace(pid, "clearing a signal frame"))?;
+        }
         self.ev.pop()?;
         if matches!(mode, Mode::Exec) {
             self.notify_exec(tid)?;
