@@ -193,6 +193,7 @@ fn main() {
     trials.extend(scenarios!(threads:
         racy_recordings_replay_to_their_own_outcome,
         the_chaos_seed_is_stored_in_the_trace,
+        interruption_points_replay_with_and_without_stubs,
     ));
     trials.extend(scenarios!(binary_differs:
         a_use_only_debug_code_needs_is_named_with_its_line_and_the_fix,
