@@ -1665,6 +1665,13 @@ impl Replayer<'_> {
         let p = &self.procs[&tid];
         let pid = p.pid;
         let table = p.breakpoints.clone();
+        let stub = self.procs.values().filter(|q| Rc::ptr_eq(&q.breakpoints, &table)).find_map(|q| q.stub.as_ref());
+        if let Some(stub) = stub.filter(|s| (s.pc..s.pc + 5).contains(&addr)) {
+            return Err(format!(
+                "cannot break at {addr:#x} now: the instruction at {:#x} is patched until a thread reaches the point where the recording interrupted it (go on a little first)",
+                stub.pc
+            ));
+        }
         if !table.borrow().contains_key(&addr) {
             let mut code = [0u8; 16];
             let n = mem::read(pid, addr, &mut code).map_err(|e| format!("cannot read code at {addr:#x}: {e}"))?;
