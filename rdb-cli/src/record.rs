@@ -56,6 +56,10 @@ pub struct Args {
     /// while other threads wait (it warns after one period, stops after two).
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     watchdog: u64,
+    /// Switch out a thread that runs user code this many milliseconds without a syscall while
+    /// another thread of its process waits (at an interruption point replay finds again).
+    #[arg(long, default_value_t = 20, value_name = "MILLISECONDS")]
+    preempt_ms: u64,
     /// How to keep the executable and the mapped files in the trace (traces in the trace root
     /// share one copy of each file).
     #[arg(long, value_enum, default_value = "link", value_name = "HOW")]
@@ -99,6 +103,7 @@ pub fn run(a: Args) -> Result<i32> {
         slice: std::time::Duration::from_micros(a.slice_us),
         chaos,
         watchdog: std::time::Duration::from_secs(a.watchdog.max(1)),
+        preempt: std::time::Duration::from_millis(a.preempt_ms.max(1)),
     };
     let existed = std::fs::symlink_metadata(&dir).is_ok();
     let progress = Progress::start("recorded", None);

@@ -363,6 +363,15 @@ impl Replayer<'_> {
         for tid in &s.interrupted {
             self.go_raw(*tid, 0)?;
         }
+        // Interruption points being run to, and the debugged process's watchpoints (debug
+        // registers are not inherited).
+        for p in self.procs.values() {
+            if let (Some(key), None) = (&p.point, &p.stub) {
+                let watch = rdb_tracee::Watchpoint { addr: key.pc(), len: 1, kind: rdb_tracee::WatchKind::Execute };
+                rdb_tracee::debugreg::set_watchpoint(p.pid, crate::interrupt::REPLAY_SLOT, watch)
+                    .map_err(Error::ptrace(p.pid, "arming an interruption point"))?;
+            }
+        }
         // The debugged process's watchpoints (debug registers are not inherited).
         if let Some(group) = self.dbg.focus {
             for p in self.procs.values().filter(|p| p.group == group) {

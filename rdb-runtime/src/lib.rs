@@ -28,7 +28,9 @@
 //!
 //! Without instruction counters a thread cannot be preempted at a chosen instruction, so the
 //! engine does what Jockey does: within a process (thread group) **one thread runs user code
-//! at a time**, and the recorder switches threads **only at syscall boundaries**. The trace is
+//! at a time**, and the recorder switches threads **at syscall boundaries**, or, for a thread
+//! that spins waiting for another one, at an *interruption point* that replay finds again by
+//! registers and stack (module [`interrupt`]; asynchronous signals use such points too). The trace is
 //! the schedule: every event names its (recorded) thread, and the order of events is the order
 //! in which threads had their turns.
 //!
@@ -51,12 +53,16 @@
 //!   status is ready; the tracer thread collects it with `WNOHANG`, so its own synchronous waits
 //!   (syscall injection) are never robbed. With no deadline pending it simply blocks in
 //!   `waitpid`.
+//! - Preemption in user code: a thread that runs user code for [`Schedule::preempt`] (20 ms)
+//!   without a syscall while others of its process wait is switched out at an interruption
+//!   point when its loop is one that waits (see [`interrupt`]).
 //! - Watchdog: a thread that runs user code for [`Schedule::watchdog`] (10 s) without a
 //!   syscall while others of its process wait is stopped with SIGSTOP to read its pc; rdb warns
 //!   (thread, pc, `file:line` from DWARF), and after a second period stops the recording with
-//!   [`Error::Spinning`]. **Limit**: a thread that spins on memory until another thread acts
-//!   (spin locks without `sched_yield`/futex fallback, busy flags) cannot progress under this
-//!   scheduler; long pure computations only get the warning.
+//!   [`Error::Spinning`]. **Limit**: a thread that spins on memory until another thread acts,
+//!   where no exact interruption point is found (its loop changes more memory than a point's
+//!   key holds), cannot progress under this scheduler; long pure computations only get the
+//!   warning.
 //!
 //! Replay ([`replay()`]): stops are handled strictly in trace order. A thread that reaches its
 //! next event early waits, stopped. A thread is only resumed into user code (exit, signal,
@@ -85,9 +91,11 @@ mod displace;
 pub mod diversion;
 pub mod effects;
 mod fork;
+pub mod interrupt;
 mod location;
 pub mod observer;
 pub mod payload;
+mod point_stub;
 pub mod position;
 pub mod process;
 pub mod record;
@@ -130,7 +138,7 @@ pub enum Error {
     UnsupportedSyscall { pid: Pid, nr: u64, name: String, why: &'static str },
     #[error("unsupported in pid {pid}: {what}")]
     Unsupported { pid: Pid, what: String },
-    #[error("thread {tid} ran user code for {secs} s without a syscall at pc {pc:#x}{} while {waiting} other thread(s) waited for their turn: rdb switches threads only at syscalls, so a thread spinning until another one acts never ends under rdb (add a syscall such as sched_yield to the spin loop)", location.as_ref().map(|l| format!(" ({l})")).unwrap_or_default())]
+    #[error("thread {tid} ran user code for {secs} s without a syscall at pc {pc:#x}{} while {waiting} other thread(s) waited for their turn: rdb switches threads at syscalls, or in user code at a point replay can find again, and found none here, so a thread spinning until another one acts never ends under rdb (add a syscall such as sched_yield to the spin loop)", location.as_ref().map(|l| format!(" ({l})")).unwrap_or_default())]
     Spinning { tid: Pid, pc: u64, location: Option<String>, waiting: usize, secs: u64 },
     /// The current hash is never shown: a crafted trace must not make replay an oracle for
     /// the contents of files.

@@ -8,9 +8,13 @@
 //! Threads of one process take turns running user code (see the crate docs): the recorder
 //! keeps, per thread group, the thread whose turn it is and the threads ready for one.
 //!
-//! Asynchronous signals are delivered at syscall boundaries: one that arrives while the process
-//! runs user code is held back and re-sent at its next syscall stop, so replay can deliver it
-//! at the same point without counting instructions.
+//! Asynchronous signals are delivered at syscall boundaries when one comes: one that arrives
+//! while the process runs user code is held back and re-sent at its next syscall stop, so replay
+//! can deliver it at the same point without counting instructions. Meanwhile the recorder looks
+//! for an *interruption point* in the user code (module `interrupt`): a point replay can find
+//! again by its registers and stack; found, the signal is delivered there. A thread that runs
+//! user code for [`Schedule::preempt`] while another thread of its process waits is switched
+//! out at such a point too.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
@@ -27,8 +31,10 @@ use rdb_tracee::{mem, procfs, this_process as sys, Memory, Pid};
 
 use crate::clock::Clock;
 use crate::effects;
+use crate::interrupt::{self, PointKey, Reason, Seek, Verdict};
 use crate::location;
 use crate::observer::ProcessImage;
+use crate::point_stub;
 use crate::process::{self, FileHashes};
 use crate::share::{self, Merge, UnitKey, Units};
 use crate::syscalls::{self, In, Output, Policy, SyscallDesc, Sysno};
@@ -64,13 +70,26 @@ pub struct Schedule {
     /// Stop the recording, naming the thread and where it spins, when one thread runs user
     /// code this long without a syscall while other threads of its group wait for their turn.
     pub watchdog: Duration,
+    /// A thread that runs user code this long without a syscall while another thread of its
+    /// group waits is switched out at an interruption point (see `interrupt`).
+    pub preempt: Duration,
 }
 
 impl Default for Schedule {
     fn default() -> Self {
-        Schedule { slice: Duration::from_millis(1), chaos: None, watchdog: Duration::from_secs(10) }
+        Schedule {
+            slice: Duration::from_millis(1),
+            chaos: None,
+            watchdog: Duration::from_secs(10),
+            preempt: Duration::from_millis(20),
+        }
     }
 }
+
+/// An ambiguous interruption point is tried again this much later.
+const RETRY_AFTER: Duration = Duration::from_millis(2);
+/// A search at a return address that has not come this long goes on at the pc of a new stop.
+const CLIMB_WAIT: Duration = Duration::from_millis(10);
 
 /// The kernel's restart code for calls resumed by `restart_syscall` (never seen by programs).
 const ERESTART_RESTARTBLOCK: i64 = -516;
@@ -155,12 +174,14 @@ impl std::hash::Hasher for IdHasher {
 type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// What a thread waiting for its turn does when it gets it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Pending {
     /// Finish the syscall it stopped at the exit of (log it, resume).
     SyscallExit { ret: i64, pc: u64, sp: u64 },
     /// A new thread's first turn.
     Start,
+    /// Go on from the interruption point where it was switched out.
+    Interrupted(Box<PointKey>),
 }
 
 /// How the recorder captures the bytes a call writes to its own stdout/stderr (decided at the
@@ -274,6 +295,18 @@ struct Proc {
     /// The path of the file a `MAP_SHARED` `mmap` mapped, as read at its exit stop: the trace
     /// records this one, from which replay forms the same units (see `share`).
     shared_path: Option<PathBuf>,
+    /// Looking for an interruption point: the breakpoint at its pc is armed (until when a
+    /// climbed search waits for its return address).
+    seek: Option<(Seek, Instant)>,
+    /// A SIGSTOP was sent to begin a search (why, and the searches tried before).
+    interrupting: Option<(Reason, u32)>,
+    /// Send that SIGSTOP at this time.
+    interrupt_at: Option<(Instant, Reason, u32)>,
+    /// No point was found to switch the thread out in its current stretch of user code.
+    preempt_gave_up: bool,
+    /// The stack pointer at the entry of the `rt_sigreturn` it is in (see
+    /// `interrupt::clear_signal_frame`).
+    sigreturn_sp: Option<u64>,
 }
 
 struct Recorder {
@@ -314,6 +347,8 @@ struct Recorder {
     output_turns: [OutputTurn; 2],
     /// A pipe of the recorder's into which it copies bytes a tracee's pipe keeps (`tee`).
     scratch: Option<(std::io::PipeReader, std::io::PipeWriter)>,
+    /// Interruption points seen (see `interrupt`).
+    points: interrupt::Stats,
 }
 
 /// Identity (device, inode) of what our `fd` writes to, to recognise the program's writes that
@@ -451,6 +486,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         processes: 1,
         output_turns: Default::default(),
         scratch: None,
+        points: interrupt::Stats::default(),
     };
     rec.procs.insert(root, Proc { tgid: root, ..Proc::default() });
     rec.groups.insert(Unit::Own(root), Group { running: Some(root), since: Some(Instant::now()), ..Group::default() });
@@ -472,6 +508,13 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         rec.tsc_off = None;
         result
     });
+    if std::env::var_os("RDB_INTERRUPT_STATS").is_some() {
+        let s = rec.points;
+        eprintln!(
+            "rdb: interruption points: {} recorded ({} fixed points, {} keyed with memory pages, {} where a stub fits), {} ambiguous searches, {} given up, {} overtaken by an event, {} return addresses that never came, {} computations not switched",
+            s.points, s.fixed, s.with_pages, s.patchable, s.ambiguous, s.given_up, s.overtaken, s.stale_returns, s.not_spins
+        );
+    }
     if let Err(e) = result {
         rec.kill_all();
         let _ = rec.w.flush();
@@ -586,6 +629,17 @@ impl Waiter {
     }
 }
 
+impl Proc {
+    /// A switch at an interruption point may be started now.
+    fn may_preempt(&self) -> bool {
+        self.seek.is_none()
+            && self.interrupting.is_none()
+            && self.interrupt_at.is_none()
+            && self.probing.is_none()
+            && !self.preempt_gave_up
+    }
+}
+
 impl Recorder {
     fn run(&mut self) -> Result<(), Error> {
         while !self.procs.is_empty() {
@@ -613,29 +667,76 @@ impl Recorder {
             let d = match (p.in_kernel, p.user_since) {
                 (Some((_, false)), _) if p.keeps_turn => continue,
                 (Some((t, false)), _) => t + BLOCKING_AFTER,
-                (None, Some(t)) if p.probing.is_none() => t + self.schedule.watchdog,
+                (None, Some(t)) if p.may_preempt() => t + self.schedule.preempt.min(self.schedule.watchdog),
+                (None, Some(t)) if p.probing.is_none() && p.interrupting.is_none() => t + self.schedule.watchdog,
                 _ => continue,
             };
             best = Some(best.map_or(d, |b| b.min(d)));
+        }
+        for p in self.procs.values() {
+            if let (Some((t, ..)), None) = (p.interrupt_at, p.interrupting) {
+                best = Some(best.map_or(t, |b| b.min(t)));
+            }
+            if let (Some((seek, t)), None) = (&p.seek, p.interrupting) {
+                if seek.climbed {
+                    best = Some(best.map_or(*t, |b| b.min(*t)));
+                }
+            }
         }
         best
     }
 
     fn on_timeout(&mut self) -> Result<(), Error> {
         let now = self.clock.now();
+        let retries: Vec<Pid> = self
+            .procs
+            .iter()
+            .filter(|(_, p)| p.interrupt_at.is_some_and(|(t, ..)| t <= now))
+            .map(|(&t, _)| t)
+            .collect();
+        let stale: Vec<Pid> = self
+            .procs
+            .iter()
+            .filter(|(_, p)| p.interrupting.is_none() && p.seek.as_ref().is_some_and(|(s, t)| s.climbed && *t <= now))
+            .map(|(&t, _)| t)
+            .collect();
+        for pid in stale {
+            // Stop it to search at the pc where it is instead (see `on_interrupt`).
+            let p = self.procs.get_mut(&pid).expect("known thread");
+            let (seek, _) = p.seek.as_ref().expect("searching");
+            p.interrupting = Some((seek.reason, seek.tries));
+            let tgid = p.tgid;
+            ptrace::tgkill(tgid, pid, libc::SIGSTOP).map_err(Error::ptrace(pid, "interrupting a thread"))?;
+        }
+        for pid in retries {
+            let p = self.procs.get_mut(&pid).expect("known thread");
+            let (_, reason, tries) = p.interrupt_at.take().expect("due");
+            if p.interrupting.is_none() && p.seek.is_none() && p.in_kernel.is_none() {
+                p.interrupting = Some((reason, tries));
+                let tgid = p.tgid;
+                ptrace::tgkill(tgid, pid, libc::SIGSTOP).map_err(Error::ptrace(pid, "interrupting a thread"))?;
+            }
+        }
         let units: Vec<Unit> = self.groups.keys().copied().collect();
         for unit in units {
             let g = &self.groups[&unit];
             let (Some(pid), false) = (g.running, g.ready.is_empty()) else { continue };
             let Some(p) = self.procs.get_mut(&pid) else { continue };
             match (p.in_kernel, p.user_since) {
+                (None, Some(t)) if p.may_preempt() && now >= t + self.schedule.preempt => {
+                    // Switch it out at an interruption point (the search begins at the stop).
+                    p.interrupting = Some((Reason::Preempt, 0));
+                    ptrace::tgkill(p.tgid, pid, libc::SIGSTOP).map_err(Error::ptrace(pid, "interrupting a thread"))?;
+                }
                 (Some((t, false)), _) if !p.keeps_turn && now >= t + BLOCKING_AFTER => {
                     // Taking long in the kernel: maybe waiting for a thread that needs a turn.
                     p.in_kernel = Some((t, true));
                     self.groups.get_mut(&unit).expect("group").running = None;
                     self.schedule(unit)?;
                 }
-                (None, Some(t)) if p.probing.is_none() && now >= t + self.schedule.watchdog => {
+                (None, Some(t))
+                    if p.probing.is_none() && p.interrupting.is_none() && now >= t + self.schedule.watchdog =>
+                {
                     // Learn where it spins: SIGSTOP it (the stop is swallowed in `on_signal`).
                     p.probing = Some(now);
                     ptrace::tgkill(p.tgid, pid, libc::SIGSTOP)
@@ -682,6 +783,14 @@ impl Recorder {
         let p = self.procs.get_mut(&pid).expect("known thread");
         match p.pending.take() {
             Some(Pending::SyscallExit { ret, pc, sp }) => self.finish_syscall(pid, ret, pc, sp),
+            Some(Pending::Interrupted(key)) => {
+                p.user_since = Some(self.clock.now());
+                p.warned = false;
+                p.preempt_gave_up = false;
+                let PointKey { regs, stack, pages, digest } = *key;
+                self.w.push(&Event::Interrupt { tid: Tid(pid.0 as u32), regs, stack, pages, digest })?;
+                ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming an interrupted thread"))
+            }
             Some(Pending::Start) => {
                 p.user_since = Some(self.clock.now());
                 p.warned = false;
@@ -1025,7 +1134,12 @@ impl Recorder {
         let release = desc.gives_turn_up(&args) || resumes_blocking || (call == Sysno::exit && pid == tgid) || parked;
         // Read only for a call that neither gives its turn up nor keeps it (2 ms deadline).
         let now = self.stamp(!release && !desc.policy.re_executed());
+        let sigreturn_sp = match call {
+            Sysno::rt_sigreturn => Some(ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?.rsp),
+            _ => None,
+        };
         let p = self.procs.get_mut(&pid).expect("known process");
+        p.sigreturn_sp = sigreturn_sp;
         p.entry = Some((desc, args));
         p.exec_path = exec_path;
         p.last_exit = None;
@@ -1033,6 +1147,15 @@ impl Recorder {
         p.keeps_turn = desc.policy.re_executed();
         p.user_since = None;
         p.probing = None;
+        p.interrupt_at = None;
+        if p.seek.take().is_some() {
+            // The syscall came first: a held signal is delivered at it, a switch happens at
+            // its exit.
+            self.points.overtaken += 1;
+            rdb_tracee::debugreg::clear_watchpoint(pid, interrupt::RECORD_SLOT)
+                .map_err(Error::ptrace(pid, "clearing a debug register"))?;
+        }
+        let p = self.procs.get_mut(&pid).expect("known process");
         let tgid = p.tgid;
         p.output = output;
         match turn {
@@ -1157,6 +1280,9 @@ impl Recorder {
         };
         self.w.push(&Event::Syscall { tid: Tid(pid.0 as u32), nr, args, ret, writes, output, file })?;
         self.leave_output(pid)?;
+        if let Some(entry_sp) = self.procs.get_mut(&pid).and_then(|p| p.sigreturn_sp.take()) {
+            interrupt::clear_signal_frame(pid, entry_sp, sp).map_err(Error::ptrace(pid, "clearing a signal frame"))?;
+        }
         // Read against the watchdog, and to tell a stale probe (sent 10 s after it) apart.
         let now = self.stamp(false);
         let p = self.procs.get_mut(&pid).expect("known process");
@@ -1166,6 +1292,7 @@ impl Recorder {
         p.last_exit = Some((pc, sp, ret));
         p.user_since = Some(now);
         p.warned = false;
+        p.preempt_gave_up = false;
         let tgid = p.tgid;
         self.resume_at_syscall_stop(pid)?;
         if execed {
@@ -1480,7 +1607,16 @@ impl Recorder {
         };
         let tid = Tid(pid.0 as u32);
         let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        if sig == libc::SIGTRAP && self.procs[&pid].seek.is_some() {
+            let hits = rdb_tracee::debugreg::take_hits(pid).map_err(Error::ptrace(pid, "reading DR6"))?;
+            if hits & (1 << interrupt::RECORD_SLOT) != 0 {
+                return self.on_arrival(pid, &regs);
+            }
+        }
         if sig == libc::SIGSTOP {
+            if let Some((reason, tries)) = self.procs.get_mut(&pid).and_then(|p| p.interrupting.take()) {
+                return self.on_interrupt(pid, reason, tries, &regs);
+            }
             if let Some(sent) = self.procs.get_mut(&pid).and_then(|p| p.probing.take()) {
                 return self.on_probe(pid, sent, regs.rip, regs.rsp);
             }
@@ -1500,6 +1636,7 @@ impl Recorder {
                 return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
             }
         }
+        let mut search = false;
         let p = self.procs.get_mut(&pid).expect("known process");
         let deliver = if let Some(saved) = p.injecting.take().filter(|s| si_signo(s) == sig) {
             // Our re-sent signal: give it back its original siginfo.
@@ -1514,15 +1651,173 @@ impl Recorder {
                 Some((info, true))
             } else {
                 p.deferred.push_back(info);
+                if p.seek.is_none() && p.injecting.is_none() && p.interrupting.is_none() {
+                    // Look for a point to deliver it at, starting here.
+                    p.interrupt_at = None;
+                    search = true;
+                }
                 None
             }
         };
+        if search {
+            self.begin_search(pid, Reason::Signal, 0, &regs, true)?;
+        }
         match deliver {
             Some((info, asynchronous)) => {
                 self.w.push(&Event::Signal { tid, sig, asynchronous, siginfo: info.to_vec() })?;
                 ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
             }
             None => ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "holding back a signal")),
+        }
+    }
+
+    /// Start looking for an interruption point at the stop `regs` of `pid` (in user code):
+    /// watch the next arrival at this pc.
+    /// First at the return address of the function it is in (arrivals there are rarer, and
+    /// each is a stop at replay), unless `climb` is false.
+    fn begin_search(
+        &mut self,
+        pid: Pid,
+        reason: Reason,
+        tries: u32,
+        regs: &ptrace::Regs,
+        climb: bool,
+    ) -> Result<(), Error> {
+        // A switch is made where the thread spins, never at a return address.
+        let climb = climb && reason == Reason::Signal;
+        // Watched at an instruction replay can run to without stopping (see `point_stub`).
+        let stub_friendly = |pc| point_stub::is_patchable(pid, point_stub::prefer_patchable(pid, pc));
+        let seek = match climb.then(|| interrupt::return_address(pid, regs, stub_friendly)).flatten() {
+            Some(ret) => Seek::climbed(reason, point_stub::prefer_patchable(pid, ret), tries),
+            None => match point_stub::prefer_patchable(pid, regs.rip) {
+                pc if pc == regs.rip => {
+                    let key = PointKey::of(pid, regs, &[]).map_err(Error::ptrace(pid, "reading a point's state"))?;
+                    Seek::new(reason, key, tries)
+                }
+                pc => Seek::ahead(reason, pc, tries),
+            },
+        };
+        let watch = rdb_tracee::Watchpoint { addr: seek.pc, len: 1, kind: rdb_tracee::WatchKind::Execute };
+        rdb_tracee::debugreg::set_watchpoint(pid, interrupt::RECORD_SLOT, watch)
+            .map_err(Error::ptrace(pid, "setting a debug register"))?;
+        let until = self.clock.now() + CLIMB_WAIT;
+        self.procs.get_mut(&pid).expect("known process").seek = Some((seek, until));
+        Ok(())
+    }
+
+    /// The SIGSTOP sent to begin a search arrived (swallowed): begin it here, unless the
+    /// thread is at a syscall boundary (the signal or the switch happens there anyway) or
+    /// the reason is gone.
+    fn on_interrupt(&mut self, pid: Pid, reason: Reason, tries: u32, regs: &ptrace::Regs) -> Result<(), Error> {
+        let p = &self.procs[&pid];
+        let at_boundary = p.in_kernel.is_some()
+            || p.last_exit.is_some_and(|(pc, sp, ret)| regs.rip == pc && regs.rsp == sp && regs.rax == ret as u64);
+        let wanted = match reason {
+            Reason::Signal => !p.deferred.is_empty() && p.injecting.is_none(),
+            Reason::Preempt => {
+                self.groups.get(&self.units.unit(p.tgid)).is_some_and(|g| g.running == Some(pid) && !g.ready.is_empty())
+            }
+        };
+        if let Some((seek, _)) = &p.seek {
+            if !seek.climbed {
+                return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+            }
+            // Its return address never came: search here, at the pc of this stop.
+            self.points.stale_returns += 1;
+            self.procs.get_mut(&pid).expect("known process").seek = None;
+            rdb_tracee::debugreg::clear_watchpoint(pid, interrupt::RECORD_SLOT)
+                .map_err(Error::ptrace(pid, "clearing a debug register"))?;
+            if !at_boundary && wanted {
+                self.begin_search(pid, reason, tries, regs, false)?;
+            }
+        } else if !at_boundary && wanted {
+            self.begin_search(pid, reason, tries, regs, true)?;
+        }
+        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+    }
+
+    /// The thread arrived at the pc of its search again: is this the point?
+    fn on_arrival(&mut self, pid: Pid, regs: &ptrace::Regs) -> Result<(), Error> {
+        let p = self.procs.get_mut(&pid).expect("known process");
+        let (mut seek, until) = p.seek.take().expect("searching");
+        let tgid = p.tgid;
+        let key = PointKey::of(pid, regs, &seek.pages).map_err(Error::ptrace(pid, "reading a point's state"))?;
+        let verdict =
+            seek.arrival(key.clone(), || interrupt::page_hashes(tgid)).map_err(Error::ptrace(pid, "reading memory"))?;
+        if verdict == Verdict::Again {
+            self.procs.get_mut(&pid).expect("known process").seek = Some((seek, until));
+            return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+        }
+        rdb_tracee::debugreg::clear_watchpoint(pid, interrupt::RECORD_SLOT)
+            .map_err(Error::ptrace(pid, "clearing a debug register"))?;
+        if let Verdict::Point { fixed, pages } = verdict {
+            self.points.points += 1;
+            self.points.fixed += fixed as u64;
+            self.points.with_pages += pages as u64;
+            self.points.patchable += point_stub::is_patchable(pid, key.pc()) as u64;
+            return self.at_point(pid, seek.reason, key);
+        }
+        if verdict == Verdict::NotASpin {
+            self.points.not_spins += 1;
+            self.procs.get_mut(&pid).expect("known process").preempt_gave_up = true;
+            return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+        }
+        self.points.ambiguous += 1;
+        let tries = seek.tries + 1;
+        let p = self.procs.get_mut(&pid).expect("known process");
+        if tries < interrupt::MAX_TRIES {
+            p.interrupt_at = Some((self.clock.now() + RETRY_AFTER, seek.reason, tries));
+        } else {
+            self.points.given_up += 1;
+            let what = match seek.reason {
+                Reason::Signal => "the pending signal is held until the thread's next syscall",
+                Reason::Preempt => {
+                    p.preempt_gave_up = true;
+                    "it keeps its turn until its next syscall"
+                }
+            };
+            eprintln!(
+                "rdb: warning: no exact point found to interrupt thread {pid} in user code at pc {:#x}: its loop comes back to the same registers and stack with other memory ({tries} tries); {what}",
+                regs.rip
+            );
+        }
+        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+    }
+
+    /// The thread stands at an interruption point: deliver the held signal here, or switch it
+    /// out (its `Interrupt` event is logged when its turn comes back).
+    fn at_point(&mut self, pid: Pid, reason: Reason, key: PointKey) -> Result<(), Error> {
+        let tid = Tid(pid.0 as u32);
+        let p = self.procs.get_mut(&pid).expect("known process");
+        let tgid = p.tgid;
+        match reason {
+            Reason::Signal => {
+                let Some(info) = p.deferred.pop_front().filter(|_| p.injecting.is_none()) else {
+                    return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+                };
+                let sig = si_signo(&info);
+                p.injecting = Some(info);
+                p.user_since = Some(self.clock.now());
+                p.warned = false;
+                let PointKey { regs, stack, pages, digest } = key;
+                self.w.push(&Event::Interrupt { tid, regs, stack, pages, digest })?;
+                // Made pending again: delivered (its stop comes to `on_signal`) before the
+                // thread runs another instruction.
+                ptrace::tgkill(tgid, pid, sig).map_err(Error::ptrace(pid, "re-sending a signal"))?;
+                ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+            }
+            Reason::Preempt => {
+                let unit = self.units.unit(tgid);
+                let g = self.groups.get_mut(&unit).expect("thread group");
+                if g.running != Some(pid) || g.ready.is_empty() {
+                    return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+                }
+                g.running = None;
+                g.ready.push_back(pid);
+                p.pending = Some(Pending::Interrupted(Box::new(key)));
+                p.user_since = None;
+                self.schedule(unit)
+            }
         }
     }
 
@@ -1546,7 +1841,7 @@ impl Recorder {
             p.user_since = Some(self.clock.now());
             let at = location.map(|l| format!(" ({l})")).unwrap_or_default();
             eprintln!(
-                "rdb: warning: thread {pid} has run user code for {} s without a syscall while {waiting} other thread(s) wait, at pc {pc:#x}{at}; rdb switches threads only at syscalls, so a thread spinning on another one never ends",
+                "rdb: warning: thread {pid} has run user code for {} s without a syscall while {waiting} other thread(s) wait, at pc {pc:#x}{at}; rdb switches threads at syscalls, or in user code at a point replay can find again, and found none here, so a thread spinning on another one never ends",
                 spent.as_secs()
             );
         }

@@ -22,7 +22,9 @@ use rdb_tracee::ptrace::{self, is_synchronous, si_code, SyscallStop, Wait};
 use rdb_tracee::{debugreg, mem, procfs, this_process as sys, Pid};
 
 use crate::displace::{self, StepOver};
+use crate::interrupt::{self, PointKey};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
+use crate::point_stub::{self, Stub};
 use crate::process;
 use crate::session::{Debugger, Halt, HaltKind, Resume, Session, SessionStop};
 use crate::share::{self, Units};
@@ -90,11 +92,26 @@ impl fmt::Display for Divergence {
 /// A stop that waits for its turn in the global order.
 #[derive(Debug, Clone)]
 pub(crate) enum Stop {
-    Entry { nr: u64, args: [u64; 6], pc: u64 },
-    Exit { ret: i64 },
-    Fork { child: Pid },
-    Signal { sig: i32, tsc: Option<(usize, bool)> },
-    Gone { status: i32 },
+    Entry {
+        nr: u64,
+        args: [u64; 6],
+        pc: u64,
+    },
+    Exit {
+        ret: i64,
+    },
+    Fork {
+        child: Pid,
+    },
+    Signal {
+        sig: i32,
+        tsc: Option<(usize, bool)>,
+    },
+    Gone {
+        status: i32,
+    },
+    /// At the interruption point its next event names (see `interrupt`).
+    Interrupt,
 }
 
 /// How the current syscall of a process is being replayed.
@@ -156,6 +173,17 @@ pub(crate) struct Proc {
     /// alternate signal stack (`stack_t` bytes).
     pub(crate) clear_tid: u64,
     pub(crate) altstack: Option<[u8; 24]>,
+    /// The interruption point its next event names, whose pc is armed in debug register
+    /// `interrupt::REPLAY_SLOT`.
+    pub(crate) point: Option<PointKey>,
+    /// The stub that runs the thread to its point without a stop per arrival, when one could
+    /// be armed (else the point is found with the debug register).
+    pub(crate) stub: Option<Stub>,
+    /// The files the replay mapped as anonymous memory at offset 0 (start, end, file): the
+    /// objects the dynamic loader mapped, whose code has no name in `/proc/PID/maps` here.
+    pub(crate) objects: Vec<(u64, u64, PathBuf)>,
+    /// The stack pointer at the entry of the `rt_sigreturn` it is in.
+    pub(crate) sigreturn_sp: Option<u64>,
 }
 
 impl Proc {
@@ -193,6 +221,10 @@ impl Proc {
             auxv: Vec::new(),
             clear_tid: 0,
             altstack: None,
+            point: None,
+            stub: None,
+            objects: Vec::new(),
+            sigreturn_sp: None,
         }
     }
 }
@@ -334,6 +366,10 @@ pub(crate) struct Replayer<'o> {
     pub(crate) auto: crate::reverse::AutoCheckpoints,
     /// Ends a plain replay that stops making progress (see `stall`).
     stall: Option<crate::stall::StallWatch>,
+    /// Room taken for point stubs, per address space (breakpoint table) and object, reused by
+    /// its points (one armed at a time); and where each stub's `int3` leaves a thread.
+    stub_slots: HashMap<(usize, PathBuf), u64>,
+    stub_traps: HashSet<u64>,
 }
 
 /// The high-water mark of a replay that goes back and forth: the recorded output of events
@@ -477,6 +513,8 @@ impl<'o> Replayer<'o> {
             marks: Marks::default(),
             auto: Default::default(),
             stall,
+            stub_slots: HashMap::new(),
+            stub_traps: HashSet::new(),
         };
         r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
         r.by_pid.insert(pid, tid);
@@ -569,7 +607,7 @@ pub(crate) enum Stepped {
 
 /// Handling the stop lets the thread run user code.
 fn resumes_user_code(stop: &Stop) -> bool {
-    matches!(stop, Stop::Exit { .. } | Stop::Signal { .. })
+    matches!(stop, Stop::Exit { .. } | Stop::Signal { .. } | Stop::Interrupt)
 }
 
 impl Replayer<'_> {
@@ -637,6 +675,7 @@ impl Replayer<'_> {
     /// code up to its next event) starts here. A debugger may halt the replay at this point
     /// instead (see `session`).
     fn resume_user(&mut self, tid: Tid, sig: i32, what: &'static str) -> Result<(), Error> {
+        self.arm_point(tid)?;
         let index = self.ev.index;
         let p = self.proc_mut(tid);
         p.user = true;
@@ -915,6 +954,12 @@ impl Replayer<'_> {
                 self.step_done(tid, regs, slots)?;
                 return Ok(None);
             }
+            if self.stub_traps.contains(&regs.rip) {
+                return self.stub_trap(tid, regs);
+            }
+            if self.proc(tid).point.as_ref().is_some_and(|k| k.pc() == regs.rip) && self.point_fired(tid)? {
+                return self.point_arrival(tid, &regs);
+            }
             let addr = regs.rip.wrapping_sub(1);
             if self.proc(tid).breakpoints.borrow().contains_key(&addr) {
                 return self.hit_breakpoint(tid, addr, regs);
@@ -978,11 +1023,217 @@ impl Replayer<'_> {
             Stop::Fork { child } => self.on_fork(tid, child),
             Stop::Signal { sig, tsc } => self.on_signal(tid, sig, tsc),
             Stop::Gone { status } => self.on_gone(tid, status),
+            Stop::Interrupt => self.on_interrupt(tid),
         }
+    }
+
+    /// Arm (or disarm) the breakpoint of the interruption point that `tid`'s next event names,
+    /// before it runs user code.
+    fn arm_point(&mut self, tid: Tid) -> Result<(), Error> {
+        let want = match self.ev.next_of(tid)? {
+            Some(Event::Interrupt { regs, stack, pages, digest, .. }) => {
+                Some(PointKey { regs: *regs, stack: stack.clone(), pages: pages.clone(), digest: *digest })
+            }
+            _ => None,
+        };
+        let p = self.proc(tid);
+        let (pid, group, had_hw) = (p.pid, p.group, p.point.is_some() && p.stub.is_none());
+        if want == p.point {
+            return Ok(());
+        }
+        if let Some(stub) = self.proc_mut(tid).stub.take() {
+            point_stub::disarm(pid, &stub).map_err(Error::ptrace(pid, "putting code back"))?;
+        }
+        let slot = interrupt::REPLAY_SLOT;
+        if had_hw {
+            debugreg::clear_watchpoint(pid, slot).map_err(Error::ptrace(pid, "clearing a debug register"))?;
+        }
+        if let Some(stub) = want.as_ref().and_then(|key| self.arm_stub(tid, key)) {
+            if self.debug {
+                eprintln!("rdb-debug: point stub for {tid} at {:#x}, trap {:#x}", stub.pc, stub.after_trap);
+            }
+            self.stub_traps.insert(stub.after_trap);
+            let p = self.proc_mut(tid);
+            p.stub = Some(stub);
+            p.point = want;
+            return Ok(());
+        }
+        if let Some(key) = &want {
+            let observer = self.observer_watch.get(&group).is_some_and(|w| w[slot].is_some());
+            let debugger = self.dbg.focus == Some(group) && self.dbg.watch[slot].is_some();
+            if observer || debugger {
+                return Err(Error::Unsupported {
+                    pid,
+                    what: format!(
+                        "the recording interrupted thread {tid} in user code, and finding that point again needs debug register {slot}, which a watch holds (delete a watchpoint or a watch of the debug module)"
+                    ),
+                });
+            }
+            let watch = debugreg::Watchpoint { addr: key.pc(), len: 1, kind: debugreg::WatchKind::Execute };
+            debugreg::set_watchpoint(pid, slot, watch).map_err(Error::ptrace(pid, "arming an interruption point"))?;
+        }
+        self.proc_mut(tid).point = want;
+        Ok(())
+    }
+
+    /// Arms a stub for `key` in `tid`'s address space (see `point_stub`), in the room of the
+    /// object its pc is in; `None` where the point's instruction cannot carry one, there is no
+    /// room, or a breakpoint of ours is in its bytes.
+    fn arm_stub(&mut self, tid: Tid, key: &PointKey) -> Option<Stub> {
+        if std::env::var_os("RDB_NO_POINT_STUBS").is_some() {
+            return None;
+        }
+        let p = self.proc(tid);
+        let (pid, table, pc) = (p.pid, Rc::as_ptr(&p.breakpoints) as usize, key.pc());
+        if p.breakpoints.borrow().range(pc.saturating_sub(15)..pc + 5).next().is_some() {
+            return None;
+        }
+        let maps = procfs::maps(pid).ok()?;
+        let named = maps.iter().find(|m| m.contains(pc) && m.name.starts_with('/')).map(|m| {
+            let lowest = maps.iter().filter(|n| n.name == m.name).map(|n| n.start).min().unwrap_or(0);
+            (PathBuf::from(&m.name), lowest)
+        });
+        let loaded = || p.objects.iter().find(|o| o.0 <= pc && pc < o.1).map(|o| (o.2.clone(), o.0));
+        let (object, lowest) = named.or_else(loaded)?;
+        let slot = match self.stub_slots.get(&(table, object.clone())) {
+            Some(&slot) => slot,
+            None => {
+                let room = (table, object.clone());
+                let mut slots =
+                    self.slots.remove(&room).unwrap_or_else(|| displace::Slots::for_mapped(&room.1, lowest));
+                let free = slots.free().filter(|&(_, len)| len >= point_stub::STUB_ROOM);
+                if free.is_some() {
+                    slots.take(point_stub::STUB_ROOM);
+                }
+                self.slots.insert(room, slots);
+                if self.debug && free.is_none() {
+                    eprintln!("rdb-debug: no room for a point stub in {}", object.display());
+                }
+                let (slot, _) = free?;
+                self.stub_slots.insert((table, object), slot);
+                slot
+            }
+        };
+        if self.procs.values().any(|q| q.stub.as_ref().is_some_and(|s| s.slot == slot)) {
+            return None; // another thread's point holds it
+        }
+        let stub = point_stub::arm(pid, key, slot);
+        if self.debug && stub.is_none() {
+            let mut code = [0u8; 8];
+            let _ = mem::read(pid, pc, &mut code);
+            eprintln!("rdb-debug: no point stub at {pc:#x} (code {code:02x?}, room at {slot:#x})");
+        }
+        stub
+    }
+
+    /// A thread trapped in a point stub: all its general registers are the point's. The point
+    /// when the rest matches (the instruction is put back and the thread stands at its pc);
+    /// otherwise it runs on (the instruction, displaced). A thread whose point it is not
+    /// (another thread, a fork child with the patch) runs on as well.
+    fn stub_trap(&mut self, tid: Tid, regs: ptrace::Regs) -> Result<Option<Stop>, Error> {
+        let p = self.proc(tid);
+        let pid = p.pid;
+        self.ev.progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.debug {
+            eprintln!("rdb-debug: stub trap {tid} rip {:#x} rax {:#x} rsp {:#x}", regs.rip, regs.rax, regs.rsp);
+        }
+        if let (Some(stub), Some(key)) = (p.stub.clone(), p.point.clone()) {
+            let mut at = regs;
+            at.rip = stub.pc;
+            if stub.after_trap == regs.rip
+                && key.regs_match(&at)
+                && interrupt::digest(pid, &at, &key.pages).map_err(Error::ptrace(pid, "reading a point's state"))?
+                    == key.digest
+            {
+                point_stub::disarm(pid, &stub).map_err(Error::ptrace(pid, "putting code back"))?;
+                ptrace::set_regs(pid, &at).map_err(Error::ptrace(pid, "moving to the point"))?;
+                let p = self.proc_mut(tid);
+                p.stub = None;
+                p.point = None;
+                return Ok(Some(Stop::Interrupt));
+            }
+        }
+        self.go(pid, 0, "resuming")?;
+        Ok(None)
+    }
+
+    /// Whether a `SIGTRAP` of `tid` at the pc of its interruption point is the breakpoint's.
+    /// Arrivals there are the hot path of a thread running to its point: when no other debug
+    /// register is armed, and no `int3` of ours sits before the pc, nothing else stops the
+    /// thread there with `SIGTRAP`, and DR6 is not read (its bit stays set, looked at by nobody).
+    fn point_fired(&mut self, tid: Tid) -> Result<bool, Error> {
+        let p = self.proc(tid);
+        let pid = p.pid;
+        let pc = p.point.as_ref().expect("armed").pc();
+        let others = self.observer_watch.get(&p.group).is_some_and(|w| w.iter().any(Option::is_some))
+            || (self.dbg.focus == Some(p.group) && self.dbg.watch.iter().any(Option::is_some))
+            || p.breakpoints.borrow().contains_key(&pc.wrapping_sub(1));
+        if !others {
+            return Ok(true);
+        }
+        let dr6 = ptrace::peek_user(pid, debugreg::status_offset()).map_err(Error::ptrace(pid, "reading DR6"))?;
+        let bit = 1 << interrupt::REPLAY_SLOT;
+        if dr6 & bit != 0 {
+            ptrace::poke_user(pid, debugreg::status_offset(), dr6 & !bit)
+                .map_err(Error::ptrace(pid, "clearing DR6"))?;
+        }
+        Ok(dr6 & bit != 0)
+    }
+
+    /// `tid` arrived at the pc of its interruption point: the point when its registers and
+    /// digest match, else it runs on.
+    fn point_arrival(&mut self, tid: Tid, regs: &ptrace::Regs) -> Result<Option<Stop>, Error> {
+        let pid = self.proc(tid).pid;
+        let key = self.proc(tid).point.clone().expect("armed");
+        self.ev.progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if key.regs_match(regs)
+            && interrupt::digest(pid, regs, &key.pages).map_err(Error::ptrace(pid, "reading a point's state"))?
+                == key.digest
+        {
+            debugreg::clear_watchpoint(pid, interrupt::REPLAY_SLOT)
+                .map_err(Error::ptrace(pid, "clearing a debug register"))?;
+            self.proc_mut(tid).point = None;
+            return Ok(Some(Stop::Interrupt));
+        }
+        if self.dbg.single_stepping == Some(tid) {
+            ptrace::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping"))?;
+            self.proc_mut(tid).running = true;
+        } else {
+            self.go(pid, 0, "resuming")?;
+        }
+        Ok(None)
+    }
+
+    /// The thread stands at the interruption point of its next event: deliver the signal
+    /// recorded there, or let it run on (its turn came back).
+    fn on_interrupt(&mut self, tid: Tid) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
+        let Event::Interrupt { .. } = ev else {
+            let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            let actual = format!("interrupted in user code at pc {:#x} (rsp {:#x})", regs.rip, regs.rsp);
+            return Err(self.divergence(tid, ev.describe(), actual));
+        };
+        self.ev.pop()?;
+        if let Some(Event::Signal { sig, asynchronous: true, .. }) = self.ev.next_of(tid)? {
+            // Made pending now: the kernel delivers it (its stop comes in turn) before the
+            // thread runs another instruction, as while recording.
+            let sig = *sig;
+            self.signal_thread(tid, sig).map_err(Error::ptrace(pid, "queueing a signal"))?;
+            let p = self.proc_mut(tid);
+            p.injecting = Some(sig);
+            p.user = true;
+            return self.go(pid, 0, "delivering a signal");
+        }
+        self.resume_user(tid, 0, "resuming an interrupted thread")
     }
 
     fn on_entry(&mut self, tid: Tid, nr: u64, args: [u64; 6], pc: u64) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
+        if nr == Sysno::rt_sigreturn as u64 {
+            let sp = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?.rsp;
+            self.proc_mut(tid).sigreturn_sp = Some(sp);
+        }
         let actual = || {
             let n = syscalls::nargs(nr);
             let a: Vec<String> = args[..n].iter().map(|a| format!("{a:#x}")).collect();
@@ -1270,6 +1521,10 @@ impl Replayer<'_> {
             regs.rip -= 2;
         }
         ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting the result"))?;
+        if let Some(entry_sp) = self.proc_mut(tid).sigreturn_sp.take() {
+            interrupt::clear_signal_frame(pid, entry_sp, regs.rsp)
+                .map_err(Error::ptrace(pid, "clearing a signal frame"))?;
+        }
         self.ev.pop()?;
         if matches!(mode, Mode::Exec) {
             self.notify_exec(tid)?;
@@ -1352,12 +1607,20 @@ impl Replayer<'_> {
         file.file
             .read_exact_at(&mut data, start)
             .map_err(|source| Error::FileMissing { path: file.path.clone(), source })?;
+        if offset == 0 && data.starts_with(b"\x7fELF") {
+            let (path, group) = (file.path.clone(), self.proc(tid).group);
+            for p in self.procs.values_mut().filter(|p| p.group == group) {
+                p.objects.retain(|&(lo, hi, _)| hi <= addr || lo >= addr + len);
+                p.objects.push((addr, addr + len, path.clone()));
+            }
+        }
         mem::write(pid, addr, &data).map_err(Error::ptrace(pid, "filling a mapping"))
     }
 
     /// Set up a freshly exec'ed image exactly as recorded: initial stack (argv, envp, auxv,
     /// random bytes) and stack pointer, `rdtsc` trapping.
     fn apply_exec(&mut self, tid: Tid) -> Result<(), Error> {
+        self.proc_mut(tid).objects.clear();
         let pid = self.proc(tid).pid;
         let ev = self.ev.head()?.cloned();
         let Some(Event::Exec { exe, blake3, image, image_blake3, sp, stack, interp, .. }) = ev else {
@@ -1483,6 +1746,13 @@ impl Replayer<'_> {
         let p = &self.procs[&tid];
         let pid = p.pid;
         let table = p.breakpoints.clone();
+        let stub = self.procs.values().filter(|q| Rc::ptr_eq(&q.breakpoints, &table)).find_map(|q| q.stub.as_ref());
+        if let Some(stub) = stub.filter(|s| (s.pc..s.pc + 5).contains(&addr)) {
+            return Err(format!(
+                "cannot break at {addr:#x} now: the instruction at {:#x} is patched until a thread reaches the point where the recording interrupted it (go on a little first)",
+                stub.pc
+            ));
+        }
         if !table.borrow().contains_key(&addr) {
             let mut code = [0u8; 16];
             let n = mem::read(pid, addr, &mut code).map_err(|e| format!("cannot read code at {addr:#x}: {e}"))?;
@@ -1838,9 +2108,11 @@ impl Replayer<'_> {
         let pid = p.pid;
         let debugger = if self.dbg.focus == Some(p.group) { self.dbg.watch } else { [None; debugreg::SLOTS] };
         for (slot, w) in armed.iter().enumerate() {
+            let point = slot == interrupt::REPLAY_SLOT && p.point.is_some();
             let result = match (w, debugger[slot]) {
                 (Some(w), _) => debugreg::set_watchpoint(pid, slot, *w),
-                (None, None) => debugreg::clear_watchpoint(pid, slot),
+                (None, None) if !point => debugreg::clear_watchpoint(pid, slot),
+                (None, None) => Ok(()),
                 (None, Some(_)) => Ok(()),
             };
             result.map_err(Error::ptrace(pid, "setting a debug register"))?;
@@ -1906,6 +2178,7 @@ impl Replayer<'_> {
         let parent = self.proc(tid);
         let mut proc = Proc::new(child_pid, group, !waits_for_turn, waits_for_turn, breakpoints, image);
         proc.auxv = parent.auxv.clone();
+        proc.objects = parent.objects.clone();
         proc.stretch = self.ev.index + 1;
         // The kernel clears the alternate signal stack of a thread sharing the address space.
         proc.altstack = if flags & libc::CLONE_VM as u64 != 0 { None } else { parent.altstack };

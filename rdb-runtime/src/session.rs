@@ -729,6 +729,11 @@ impl<'o> Session<'o> {
                 "debug register {slot} holds a watch of the debug module (an on_write/on_read callback or rdb::watch)"
             )));
         }
+        if slot == crate::interrupt::REPLAY_SLOT && self.r.procs.values().any(|p| p.point.is_some()) {
+            return Err(io::Error::other(format!(
+                "debug register {slot} finds the point where the recording interrupted a thread in user code"
+            )));
+        }
         for p in self.r.procs.values().filter(|p| p.group == group) {
             debugreg::set_watchpoint(p.pid, slot, watch)?;
         }
@@ -929,7 +934,7 @@ impl Replayer<'_> {
         let (at, redeliver) = match self.parked.get(&tid) {
             _ if halted_here || p.unstarted || self.interrupted.contains(&tid) => (StoppedAt::Elsewhere, None),
             Some(Stop::Entry { .. }) => (StoppedAt::SyscallEntry, None),
-            Some(Stop::Exit { .. }) => (StoppedAt::Elsewhere, None),
+            Some(Stop::Exit { .. } | Stop::Interrupt) => (StoppedAt::Elsewhere, None),
             Some(Stop::Signal { sig, tsc }) => {
                 let synchronous = tsc.is_some()
                     || rdb_tracee::ptrace::get_siginfo(pid)

@@ -1,9 +1,11 @@
-// A thread that busy-waits for another one never gets past its loop under a syscall-boundary
-// scheduler; the watchdog must name it and where it spins (the `while` line below).
+// A thread that busy-waits for another one never gets past its loop when it is never switched
+// out in user code (here: switching at interruption points is put off for 100 s); the watchdog
+// must name it and where it spins (the `while` line below). spin_flag_preempt.c is the same
+// kind of loop with the default switching.
 // rdb-build: -O0 -g -lpthread
-// rdb-record: --watchdog 1
+// rdb-record: --watchdog 1 --preempt-ms 100000
 // rdb-expect: refused "without a syscall"
-// rdb-stderr-contains: "spinning_thread.c:15"
+// rdb-stderr-contains: "spinning_thread.c:17"
 #include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>

@@ -91,6 +91,11 @@ pub enum Event {
     /// A thread created with `CLONE_THREAD` gets its first turn: from here until its next
     /// syscall it is the only thread of its group running user code.
     ThreadStart { tid: Tid },
+    /// The thread was interrupted in user code, at the point these registers (words of
+    /// `user_regs_struct`) and this digest of its FP registers, stack window and `pages` name (see
+    /// `interrupt`): from here it runs on (after a signal recorded next, or after its turn
+    /// came back).
+    Interrupt { tid: Tid, regs: [u64; 27], stack: Vec<u8>, pages: Vec<u64>, digest: [u8; 32] },
 }
 
 impl Event {
@@ -104,7 +109,8 @@ impl Event {
             | Event::Signal { tid, .. }
             | Event::Rdtsc { tid, .. }
             | Event::Exit { tid, .. }
-            | Event::ThreadStart { tid } => *tid,
+            | Event::ThreadStart { tid }
+            | Event::Interrupt { tid, .. } => *tid,
         }
     }
 
@@ -123,6 +129,9 @@ impl Event {
                 format!("new {what} {child} (clone flags {flags:#x})")
             }
             Event::ThreadStart { .. } => "thread starts".into(),
+            Event::Interrupt { regs, .. } => {
+                format!("interrupted in user code at pc {:#x} (rsp {:#x})", regs[16], regs[19])
+            }
             Event::Signal { sig, asynchronous, .. } => {
                 format!("{} signal {}", if *asynchronous { "asynchronous" } else { "synchronous" }, signal_name(*sig))
             }
@@ -205,6 +214,7 @@ const TAG_SIGNAL: u8 = 5;
 const TAG_RDTSC: u8 = 6;
 const TAG_EXIT: u8 = 7;
 const TAG_THREAD_START: u8 = 16;
+const TAG_INTERRUPT: u8 = 17;
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
@@ -317,6 +327,19 @@ pub fn encode(ev: &Event, out: &mut Vec<u8>) {
         Event::ThreadStart { tid } => {
             out.push(TAG_THREAD_START);
             put_u32(out, tid.0);
+        }
+        Event::Interrupt { tid, regs, stack, pages, digest } => {
+            out.push(TAG_INTERRUPT);
+            put_u32(out, tid.0);
+            for r in regs {
+                put_u64(out, *r);
+            }
+            put_bytes(out, stack);
+            put_u32(out, pages.len() as u32);
+            for p in pages {
+                put_u64(out, *p);
+            }
+            out.extend_from_slice(digest);
         }
     }
 }
@@ -451,6 +474,16 @@ impl<'a> Decoder<'a> {
             }
             TAG_EXIT => Event::Exit { tid, status: self.u32()? as i32 },
             TAG_THREAD_START => Event::ThreadStart { tid },
+            TAG_INTERRUPT => {
+                let mut regs = [0u64; 27];
+                for r in &mut regs {
+                    *r = self.u64()?;
+                }
+                let stack = self.bytes()?;
+                let n = self.count(8)?;
+                let pages = (0..n).map(|_| self.u64()).collect::<Result<_, _>>()?;
+                Event::Interrupt { tid, regs, stack, pages, digest: self.hash()? }
+            }
             _ => return Err(DecodeError { offset: self.pos - 5, what: "unknown event tag" }),
         })
     }
@@ -498,6 +531,7 @@ mod tests {
             Event::Rdtsc { tid: Tid(8), rax: 5, rdx: 6, rcx: Some(7) },
             Event::Exit { tid: Tid(8), status: 0x100 },
             Event::ThreadStart { tid: Tid(9) },
+            Event::Interrupt { tid: Tid(9), regs: [3; 27], stack: vec![1; 16], pages: vec![0x5000], digest: [5; 32] },
         ]
     }
 

@@ -201,6 +201,7 @@ pub fn sample_events() -> Vec<Event> {
         Event::Signal { tid: Tid(8), sig: 17, asynchronous: true, siginfo: vec![0; 128] },
         Event::Rdtsc { tid: Tid(8), rax: 5, rdx: 6, rcx: Some(7) },
         Event::ThreadStart { tid: Tid(9) },
+        Event::Interrupt { tid: Tid(9), regs: [3; 27], stack: vec![1; 16], pages: vec![0x5000], digest: [5; 32] },
         Event::Exit { tid: Tid(8), status: 0x100 },
     ]
 }
@@ -548,6 +549,13 @@ pub fn mutate_event(rng: &mut Rng, base: &TraceFiles) -> Option<TraceFiles> {
         Event::Exit { tid, status } => match rng.below(2) {
             0 => tid.0 = pick(rng, tid.0 as u64) as u32,
             _ => *status = pick(rng, *status as u64) as i32,
+        },
+        Event::Interrupt { tid, regs, .. } => match rng.below(2) {
+            0 => tid.0 = pick(rng, tid.0 as u64) as u32,
+            _ => {
+                let i = rng.below(regs.len());
+                regs[i] = pick(rng, regs[i]);
+            }
         },
         Event::Rdtsc { tid, .. } | Event::ThreadStart { tid } | Event::Start { tid, .. } => {
             tid.0 = pick(rng, tid.0 as u64) as u32

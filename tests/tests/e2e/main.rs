@@ -203,6 +203,7 @@ fn main() {
         the_chaos_seed_is_stored_in_the_trace,
         writes_blocked_on_a_slow_reader_replay_in_the_kernels_order,
         a_write_to_stdout_does_not_wait_for_one_to_stderr,
+        interruption_points_replay_with_and_without_stubs,
     ));
     trials.extend(scenarios!(binary_differs:
         a_use_only_debug_code_needs_is_named_with_its_line_and_the_fix,

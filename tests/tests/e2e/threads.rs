@@ -158,3 +158,34 @@ pub fn a_write_to_stdout_does_not_wait_for_one_to_stderr() {
     assert_eq!(rep.status.code(), Some(0), "replay failed:\n{}", describe(&rep));
     assert_eq!(text(&rep.stdout), "ready\n");
 }
+
+/// Interruption points (asynchronous signals and switches in user code) replay both ways:
+/// through the stub patched into the program and, with `RDB_NO_POINT_STUBS=1`, with the
+/// hardware breakpoint compared at each arrival (the way for a point whose instruction cannot
+/// carry the stub's jump); the trace names the points.
+pub fn interruption_points_replay_with_and_without_stubs() {
+    let dir = scratch("points");
+    for (source, libs) in [("sigalrm_cpu_loop.c", &[][..]), ("spin_flag_preempt.c", &["-lpthread"][..])] {
+        let exe = dir.path().join(source.trim_end_matches(".c"));
+        clang(&program(source), &exe, &["-O1", "-g"], libs);
+        let trace = dir.path().join(format!("{source}.trace"));
+        let rec = output(&mut rdb(&["record", "-o", trace.to_str().unwrap(), "--", exe.to_str().unwrap()]));
+        assert_eq!(rec.status.code(), Some(0), "{source}: recording failed:\n{}", describe(&rec));
+        let events = output(&mut rdb(&["info", "--events", trace.to_str().unwrap()]));
+        assert!(text(&events.stdout).contains("interrupted in user code"), "{source}: no interruption point");
+        for stubs in [true, false] {
+            let mut cmd = rdb(&["replay", trace.to_str().unwrap()]);
+            if !stubs {
+                cmd.env("RDB_NO_POINT_STUBS", "1");
+            }
+            let rep = output(&mut cmd);
+            assert_eq!(rep.status.code(), Some(0), "{source} (stubs: {stubs}): replay failed:\n{}", describe(&rep));
+            assert!(
+                rep.stdout == rec.stdout,
+                "{source} (stubs: {stubs}): replay printed\n{}\nbut the recording printed\n{}",
+                text(&rep.stdout),
+                text(&rec.stdout)
+            );
+        }
+    }
+}
