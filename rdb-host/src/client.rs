@@ -874,7 +874,9 @@ impl DebugHost {
         if send(fd, &w.0).is_err() {
             return failed(self, "the debug host exited at start-up".into());
         }
-        let answered = readable_for(fd, Some(self.options.timeout.max(Duration::from_secs(5))))
+        // Loading runs the module's initializers after a dlopen of a large file: on a busy
+        // machine that alone took over 10 s, so the hang limit here is at least a minute.
+        let answered = readable_for(fd, Some(self.options.timeout.max(Duration::from_secs(60))))
             .map_err(|source| HostError::Io { what: "waiting for the host", source })?;
         if !answered {
             return failed(self, "the debug host did not answer while loading the module".into());
