@@ -190,6 +190,9 @@ fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
         "spread.rdb.c",
         "reads.c",
         "reads.rdb.c",
+        "watchbig.c",
+        "watchbig.rdb.c",
+        "watchbig.region.c",
     ] {
         std::fs::copy(program(&format!("support/callbacks/{file}")), dir.join(file)).unwrap();
     }
@@ -276,6 +279,71 @@ pub fn c_on_call_malloc_counts_the_allocations_the_program_reports() {
     for change in &changes[..7] {
         assert!(change.ends_with(&format!("at insert ({file}:{}:11)", line_of("*head = push("))), "{change}");
     }
+}
+
+/// Watches that do not fit the four debug registers use page protection: a region's
+/// `rdb_watch` of a 64-byte record and of a fifth counter (after four that take the registers)
+/// report every change with the line that made it and the old and new bytes, a `read(2)` whose
+/// recorded data the replay writes into the protected record is reported as the system
+/// call's, writes elsewhere in the page and writes that change nothing are not reported, and
+/// the program's output is the recorded one.
+pub fn watches_beyond_the_debug_registers_use_page_protection() {
+    let (tmp, recorded) = record_c("watchbig", &[]);
+    assert_eq!(recorded, "7 600 Ada 2 609; 1 2 3 4 50; noise 6\n");
+    std::fs::copy(tmp.path().join("watchbig.region.c"), tmp.path().join("watchbig.c")).unwrap();
+    let out = replay_c(tmp.path(), "watchbig");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    assert!(stdout.contains("[rdb] read of 4 bytes\n"), "{stdout}");
+    let source = std::fs::read_to_string(tmp.path().join("watchbig.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("watchbig.c").display().to_string();
+    for (watched, mechanism) in [
+        ("rdb_watch(&a,", "uses debug registers (1)"),
+        ("rdb_watch(&d,", "uses debug registers (1)"),
+        ("rdb_watch(&e,", "uses page protection (1 page(s))"),
+        ("rdb_watch(&rec,", "uses page protection (1 page(s))"),
+    ] {
+        let armed = format!("rdb: watch set at watchbig.c:{} (", line_of(watched));
+        assert!(
+            stderr.lines().any(|l| l.starts_with(&armed) && l.contains(mechanism)),
+            "no `{armed}... {mechanism}` in:\n{stderr}"
+        );
+    }
+    // The record's bytes after each change, and where the change comes from.
+    let mut record = [0u8; 64];
+    let mut expected: Vec<(String, String, String)> = Vec::new();
+    let mut change = |record: &mut [u8; 64], offset: usize, bytes: &[u8], place: String| {
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let old = hex(record);
+        record[offset..offset + bytes.len()].copy_from_slice(bytes);
+        expected.push((old, hex(record), place));
+    };
+    let at = |text: &str| format!("at main ({file}:{}:", line_of(text));
+    change(&mut record, 0, &7i64.to_le_bytes(), at("rec.id = 7;"));
+    for balance in [100i64, 300, 600] {
+        change(&mut record, 8, &balance.to_le_bytes(), at("rec.balance += 100 * i;"));
+    }
+    change(&mut record, 16, b"Ada\0", "by system call `read`".to_string());
+    change(&mut record, 48, &2i64.to_le_bytes(), at("rec.count = 2;"));
+    change(&mut record, 56, &609i64.to_le_bytes(), at("rec.checksum = "));
+    let prefix = format!("rdb: watch set at watchbig.c:{}: ", line_of("rdb_watch(&rec,"));
+    let reports: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&prefix)).collect();
+    assert_eq!(reports.len(), expected.len(), "{stderr}");
+    for (report, (old, new, place)) in reports.iter().zip(&expected) {
+        assert!(report.contains(&format!("(64 bytes) changed {old} -> {new}, thread ")), "{report}");
+        assert!(report.contains(place.as_str()), "{report} (expected {place})");
+    }
+    let prefix = format!("rdb: watch set at watchbig.c:{}: ", line_of("rdb_watch(&e,"));
+    let reports: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&prefix)).collect();
+    assert_eq!(reports.len(), 2, "{stderr}");
+    assert!(reports[0].contains("changed 0 -> 5, thread ") && reports[0].contains(&at("e = 5;")), "{}", reports[0]);
+    assert!(
+        reports[1].contains("changed 5 -> 50, thread ") && reports[1].contains(&at("e = e * 10;")),
+        "{}",
+        reports[1]
+    );
 }
 
 /// A callback that writes program memory, hangs and crashes is reported each time, like a

@@ -138,6 +138,7 @@ fn main() {
         a_callback_with_the_wrong_signature_is_rejected_rustc_style,
         c_on_write_names_the_line_that_corrupts_a_balance,
         c_on_call_malloc_counts_the_allocations_the_program_reports,
+        watches_beyond_the_debug_registers_use_page_protection,
         a_misbehaving_callback_is_reported_and_never_changes_the_replay,
         callbacks_of_every_thread_run_in_the_recorded_order,
         going_back_with_callbacks_under_gdb_is_refused_and_forwards_still_runs_them,

@@ -1,0 +1,348 @@
+//! Page protection for watched memory that does not fit the debug registers (more than four
+//! watched pieces, ranges longer than 8 bytes): the observer asks for ranges
+//! ([`ReplayObserver::take_page_watches`]); the replayer makes the pages holding them read-only
+//! in the replayed process with an injected `mprotect`, and each write there faults.
+//!
+//! - **A fault of ours** is a `SIGSEGV` with `SEGV_ACCERR` at an address in a page rdb made
+//!   read-only, while the trace's next event of the thread is no `SIGSEGV` (the recorded run
+//!   had no fault there). The program never sees it: the page gets the program's protection
+//!   back, the faulting instruction is single-stepped (a write spanning two protected pages
+//!   lifts both), the pages are protected again, and the observer is told
+//!   ([`ReplayObserver::on_page_write`]) standing after the instruction, like a debug-register
+//!   hit. Instructions run displaced or stepped over a breakpoint are handled the same way.
+//! - **The program's own protection** is what the program sees: after each `mmap`, `mprotect`,
+//!   `munmap`, `mremap` or `brk`, the watched pages are read from `/proc/PID/maps` again, the
+//!   program's protection of a page it changed is noted, and pages still writable for the
+//!   program are protected again. A page the program itself makes read-only is left alone
+//!   (its writes fault for the program, as recorded).
+//! - **The replayer's writes** (recorded effects of emulated system calls, thread ids) go
+//!   through `PTRACE_POKEDATA` or `/proc/PID/mem`, which write through page protections
+//!   (`rdb_tracee::mem::write`); the debug host's mirror reads with `process_vm_readv`, which
+//!   read-only pages allow.
+//! - **Refused, loudly:** system calls the replay runs again in the kernel (signal masks and
+//!   actions, `madvise`, `clone`, `mremap`) with a pointer into a protected page (the kernel's
+//!   write would fail with `EFAULT` where the recording's succeeded), and a signal frame the
+//!   kernel cannot write onto a protected stack page.
+//!
+//! Threads share the protection (one address space); a forked process inherits it and is
+//! tracked like its parent.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use rdb_tracee::procfs;
+use rdb_tracee::ptrace::{self, SigInfo, Wait};
+
+use super::{Replayer, Stepped, Stop};
+use crate::displace::StepOver;
+use crate::observer::{BreakpointStop, ProcessImage};
+use crate::process::inject_syscall;
+use crate::syscalls::{self, Policy, Sysno};
+use crate::trace::{Event, Tid};
+use crate::Error;
+
+const PAGE: u64 = 4096;
+const PROT_READ: u64 = 1;
+const PROT_WRITE: u64 = 2;
+const PROT_EXEC: u64 = 4;
+const SEGV_ACCERR: i32 = 2;
+const MREMAP_FIXED: u64 = 2;
+
+/// One process's protected pages.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Pages {
+    /// Watched ranges `[start, end)`.
+    ranges: Vec<(u64, u64)>,
+    /// Page -> the program's own protection, for the pages rdb made read-only.
+    protected: BTreeMap<u64, u64>,
+    /// Ranges were added and are not protected yet.
+    pending: bool,
+    /// Pages given back their program protection for the instruction being stepped.
+    lifted: Vec<u64>,
+}
+
+/// The pages of `[start, end)`.
+fn pages_of(start: u64, end: u64) -> impl Iterator<Item = u64> {
+    (start & !(PAGE - 1)..end).step_by(PAGE as usize)
+}
+
+impl Replayer<'_> {
+    /// The ranges the observer asked for, for `tid`'s process (protected at the next point
+    /// where code can be injected into it: [`Replayer::protect_pending`]).
+    pub(super) fn take_page_watches(&mut self, tid: Tid) {
+        let ranges = self.observer.take_page_watches();
+        if ranges.is_empty() {
+            return;
+        }
+        let group = self.proc(tid).group;
+        let pages = self.pages.entry(group).or_default();
+        pages.ranges.extend(ranges.into_iter().map(|(a, len)| (a, a.saturating_add(len))));
+        pages.pending = true;
+    }
+
+    /// Protects what was asked for since, with `tid` stopped where a syscall can be injected
+    /// (not at a syscall entry).
+    pub(super) fn protect_pending(&mut self, tid: Tid) -> Result<(), Error> {
+        let group = self.proc(tid).group;
+        if self.pages.get(&group).is_some_and(|p| p.pending) {
+            self.protect_ranges(tid)?;
+        }
+        Ok(())
+    }
+
+    /// Makes every page of the watched ranges that the program can write read-only.
+    fn protect_ranges(&mut self, tid: Tid) -> Result<(), Error> {
+        let (pid, group) = (self.proc(tid).pid, self.proc(tid).group);
+        let Some(pages) = self.pages.get_mut(&group) else { return Ok(()) };
+        pages.pending = false;
+        let maps = procfs::maps(pid).map_err(Error::ptrace(pid, "reading the memory map"))?;
+        let mut wanted: BTreeMap<u64, u64> = BTreeMap::new();
+        for &(start, end) in &pages.ranges {
+            for page in pages_of(start, end) {
+                if pages.protected.contains_key(&page) {
+                    continue;
+                }
+                let Some(m) = maps.iter().find(|m| m.contains(page)) else { continue };
+                if !m.writable {
+                    continue; // the program cannot write it either: its faults are its own
+                }
+                let prot =
+                    PROT_WRITE | if m.readable { PROT_READ } else { 0 } | if m.executable { PROT_EXEC } else { 0 };
+                wanted.insert(page, prot);
+            }
+        }
+        for (page, prot) in wanted {
+            mprotect(pid, page, prot & !PROT_WRITE | PROT_READ)?;
+            pages.protected.insert(page, prot);
+        }
+        Ok(())
+    }
+
+    /// Whether `tid`'s process has pages rdb protected.
+    fn has_protected(&self, tid: Tid) -> bool {
+        self.pages.get(&self.proc(tid).group).is_some_and(|p| !p.protected.is_empty())
+    }
+
+    /// At the entry of system call `nr`: refuses calls the kernel runs again in replay with a
+    /// pointer into a protected page (see the module docs).
+    pub(super) fn check_protected_entry(&self, tid: Tid, nr: u64, args: &[u64; 6]) -> Result<(), Error> {
+        if !self.has_protected(tid) {
+            return Ok(());
+        }
+        let protected = &self.pages[&self.proc(tid).group].protected;
+        let hit = |start: u64, len: u64| {
+            pages_of(start, start.saturating_add(len.max(1))).find(|p| protected.contains_key(p))
+        };
+        let found = if nr == Sysno::mremap as u64 {
+            hit(args[0], args[1]).or_else(|| if args[3] & MREMAP_FIXED != 0 { hit(args[4], args[2]) } else { None })
+        } else if matches!(syscalls::policy(nr), Policy::ReExecute | Policy::NewProcess) {
+            args[..syscalls::nargs(nr)].iter().find_map(|&a| hit(a, 1))
+        } else {
+            None
+        };
+        match found {
+            None => Ok(()),
+            Some(page) => Err(Error::Unsupported {
+                pid: self.proc(tid).pid,
+                what: format!(
+                    "`{}` (run again by the replay) uses memory at page {page:#x}, which rdb made read-only for a watch that uses page protection: the kernel's access would fail where the recorded one succeeded; watch at most 4 values of up to 8 bytes each (debug registers) in this program",
+                    syscalls::name(nr)
+                ),
+            }),
+        }
+    }
+
+    /// After system call `nr` of `tid` completed (its result `ret` in place): the address
+    /// space calls' changes reconciled, ranges asked for meanwhile protected.
+    pub(super) fn after_syscall(&mut self, tid: Tid, nr: u64, args: &[u64; 6], ret: i64) -> Result<(), Error> {
+        let group = self.proc(tid).group;
+        let Some(pages) = self.pages.get(&group) else { return Ok(()) };
+        if syscalls::policy(nr) != Policy::AddressSpace || pages.ranges.is_empty() {
+            return self.protect_pending(tid);
+        }
+        let pid = self.proc(tid).pid;
+        let maps = procfs::maps(pid).map_err(Error::ptrace(pid, "reading the memory map"))?;
+        let pages = self.pages.get_mut(&group).expect("present");
+        let changed: Option<(u64, u64)> = if ret < 0 {
+            None // it may have changed part of its range
+        } else if nr == Sysno::mprotect as u64 || nr == Sysno::munmap as u64 {
+            Some((args[0], args[0].saturating_add(args[1])))
+        } else if nr == Sysno::mmap as u64 {
+            Some((ret as u64, (ret as u64).saturating_add(args[1])))
+        } else {
+            None // brk, mremap: pages whose mapping no longer looks like ours
+        };
+        pages.protected.retain(|&page, prot| {
+            let ours = *prot & !PROT_WRITE | PROT_READ;
+            let Some(m) = maps.iter().find(|m| m.contains(page)) else { return false };
+            match changed {
+                Some((start, end)) => !(page < end && start < page + PAGE),
+                None => {
+                    let now = if m.readable { PROT_READ } else { 0 }
+                        | if m.writable { PROT_WRITE } else { 0 }
+                        | if m.executable { PROT_EXEC } else { 0 };
+                    now == ours
+                }
+            }
+        });
+        self.protect_ranges(tid)
+    }
+
+    /// A `SIGSEGV` stop of `tid` (siginfo `info`): when it is a write to a page rdb protected,
+    /// the write is done (see the module docs) and the thread left stopped after it:
+    /// `Some(None)`; `Some(Some(stop))` when the instruction then faulted for its own reasons
+    /// (the program's recorded fault); `None` when the fault is not rdb's.
+    pub(super) fn protected_write(&mut self, tid: Tid, info: &SigInfo) -> Result<Option<Option<Stop>>, Error> {
+        if !self.has_protected(tid) {
+            return Ok(None);
+        }
+        let recorded_fault = matches!(self.ev.next_of(tid)?, Some(Event::Signal { sig: libc::SIGSEGV, .. }));
+        if ptrace::si_code(info) == libc::SI_KERNEL && !recorded_fault {
+            return Err(Error::Unsupported {
+                pid: self.proc(tid).pid,
+                what: "the kernel could not write a signal frame (SIGSEGV from the kernel where the recording had none): a signal stack page is likely read-only for a watch that uses page protection; watch at most 4 values of up to 8 bytes each (debug registers) in this program".into(),
+            });
+        }
+        let Some(addr) = self.lift_for_fault(tid, info, recorded_fault)? else { return Ok(None) };
+        let pid = self.proc(tid).pid;
+        let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        let displaced = self.proc(tid).breakpoints.borrow().iter().find_map(|(&at, bp)| {
+            matches!(bp.over, StepOver::Displaced(slot) if slot == regs.rip).then_some((at, bp.orig))
+        });
+        if let Some((at, orig)) = displaced {
+            // A displaced copy (see `displace`): the instruction runs in its place instead, so
+            // that the thread stands after it there (the write's place names the program's
+            // code).
+            regs.rip = at;
+            match self.step_lifted(tid, at, regs, orig)? {
+                Stepped::Done => {}
+                Stepped::Fault(stop) => return Ok(Some(Some(stop))),
+                Stepped::Gone => return Ok(Some(None)),
+            }
+            self.after_protected_write(tid, addr)?;
+            return Ok(Some(None));
+        }
+        loop {
+            ptrace::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping a write to a protected page"))?;
+            match ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "stepping a write to a protected page"))? {
+                Wait::Stopped { sig: libc::SIGTRAP, .. } => break,
+                Wait::Stopped { sig, event: 0 } => {
+                    let Ok(info) = ptrace::get_siginfo(pid) else { continue };
+                    if !ptrace::is_synchronous(sig, ptrace::si_code(&info)) {
+                        continue; // a stray signal of the replay world: dropped, as elsewhere
+                    }
+                    if sig == libc::SIGSEGV && self.lift_for_fault(tid, &info, recorded_fault)?.is_some() {
+                        continue; // the write spans a second protected page
+                    }
+                    self.reprotect_lifted(tid)?;
+                    return Ok(Some(Some(Stop::Signal { sig, tsc: None })));
+                }
+                Wait::Stopped { .. } => continue,
+                w => {
+                    self.on_gone(tid, w.raw_exit_status())?;
+                    return Ok(Some(None));
+                }
+            }
+        }
+        self.after_protected_write(tid, addr)?;
+        Ok(Some(None))
+    }
+
+    /// A signal stop of `tid` while it steps an instruction: when it is a write fault in a
+    /// page rdb protected, the page is lifted (see [`Replayer::lift_for_fault`]).
+    pub(super) fn lift_for_page_write(&mut self, tid: Tid, sig: i32) -> Result<Option<u64>, Error> {
+        if sig != libc::SIGSEGV || !self.has_protected(tid) {
+            return Ok(None);
+        }
+        let pid = self.proc(tid).pid;
+        let Ok(info) = ptrace::get_siginfo(pid) else { return Ok(None) };
+        let recorded = matches!(self.ev.next_of(tid)?, Some(Event::Signal { sig: libc::SIGSEGV, .. }));
+        self.lift_for_fault(tid, &info, recorded)
+    }
+
+    /// When `info` is a write fault of `tid` in a page rdb protected: gives the page back its
+    /// program protection until [`Replayer::reprotect_lifted`]; the fault address.
+    pub(super) fn lift_for_fault(&mut self, tid: Tid, info: &SigInfo, recorded: bool) -> Result<Option<u64>, Error> {
+        if recorded || ptrace::si_code(info) != SEGV_ACCERR {
+            return Ok(None);
+        }
+        let (pid, group) = (self.proc(tid).pid, self.proc(tid).group);
+        let addr = ptrace::si_addr(info);
+        let page = addr & !(PAGE - 1);
+        let Some(pages) = self.pages.get_mut(&group) else { return Ok(None) };
+        let Some(&prot) = pages.protected.get(&page) else { return Ok(None) };
+        if pages.lifted.contains(&page) {
+            return Ok(None);
+        }
+        mprotect(pid, page, prot)?;
+        pages.lifted.push(page);
+        Ok(Some(addr))
+    }
+
+    /// Protects the lifted pages again.
+    pub(super) fn reprotect_lifted(&mut self, tid: Tid) -> Result<(), Error> {
+        let (pid, group) = (self.proc(tid).pid, self.proc(tid).group);
+        let Some(pages) = self.pages.get_mut(&group) else { return Ok(()) };
+        for page in std::mem::take(&mut pages.lifted) {
+            if let Some(&prot) = pages.protected.get(&page) {
+                mprotect(pid, page, prot & !PROT_WRITE | PROT_READ)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After the instruction that wrote at `addr` ran (the thread stands after it): protection
+    /// back, and the observer told (and the debug registers the same instruction fired).
+    pub(super) fn after_protected_write(&mut self, tid: Tid, addr: u64) -> Result<(), Error> {
+        self.reprotect_lifted(tid)?;
+        let pid = self.proc(tid).pid;
+        let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        if self.observer_watch.contains_key(&self.proc(tid).group) {
+            self.observer_watch_hits(tid, &regs)?;
+        }
+        let image = self.proc(tid).image.clone().unwrap_or(ProcessImage {
+            tid,
+            pid,
+            exe: PathBuf::new(),
+            file: PathBuf::new(),
+            load_bias: 0,
+        });
+        let stop = BreakpointStop { tid, pid, addr: regs.rip, regs, image: &image };
+        self.observer.on_page_write(&stop, addr).map_err(Error::Observer)?;
+        self.plant_requested(tid)?;
+        self.arm_requested(tid)?;
+        self.protect_pending(tid)
+    }
+
+    /// A forked copy of `parent`'s process inherited its protected pages.
+    pub(super) fn pages_forked(&mut self, parent: Tid, child: Tid) {
+        if let Some(p) = self.pages.get(&parent).cloned() {
+            self.pages.insert(child, Pages { lifted: Vec::new(), ..p });
+        }
+    }
+}
+
+/// `mprotect(page, PAGE, prot)` run by the stopped tracee `pid`.
+fn mprotect(pid: rdb_tracee::Pid, page: u64, prot: u64) -> Result<(), Error> {
+    let r = inject_syscall(pid, Sysno::mprotect as u64, [page, PAGE, prot, 0, 0, 0])
+        .map_err(Error::ptrace(pid, "changing a watched page's protection"))?;
+    if r != 0 {
+        return Err(Error::Unsupported {
+            pid,
+            what: format!("mprotect({page:#x}, {PAGE}, {prot}) for a watch failed with {r}"),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pages_of;
+
+    #[test]
+    fn a_range_covers_the_pages_it_touches() {
+        assert_eq!(pages_of(0x1ff8, 0x2008).collect::<Vec<_>>(), [0x1000, 0x2000]);
+        assert_eq!(pages_of(0x1000, 0x1040).collect::<Vec<_>>(), [0x1000]);
+        assert_eq!(pages_of(0x1000, 0x1000).count(), 0);
+    }
+}
