@@ -193,6 +193,9 @@ fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
         "watchbig.c",
         "watchbig.rdb.c",
         "watchbig.region.c",
+        "watchmap.c",
+        "watchmap.rdb.c",
+        "watchmap.region.c",
     ] {
         std::fs::copy(program(&format!("support/callbacks/{file}")), dir.join(file)).unwrap();
     }
@@ -344,6 +347,47 @@ pub fn watches_beyond_the_debug_registers_use_page_protection() {
         "{}",
         reports[1]
     );
+}
+
+/// A page-protected watch follows the program's own changes of its memory: the program makes
+/// the watched page read-only (its write there faults and its handler jumps back: the program
+/// sees its own fault, not rdb's), writable again, unmaps it and maps a new page there; each
+/// change of the record is reported with its line, and the output is the recorded one.
+pub fn page_protection_keeps_the_programs_own_protection_and_faults() {
+    let (tmp, recorded) = record_c("watchmap", &[]);
+    assert_eq!(recorded, "faulted 1, id 0, balance 0, count 9\n");
+    std::fs::copy(tmp.path().join("watchmap.region.c"), tmp.path().join("watchmap.c")).unwrap();
+    let out = replay_c(tmp.path(), "watchmap");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    let source = std::fs::read_to_string(tmp.path().join("watchmap.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("watchmap.c").display().to_string();
+    let prefix = format!("rdb: watch set at watchmap.c:{}", line_of("rdb_watch(r,"));
+    assert!(
+        stderr.contains(&format!("{prefix} (0x")) && stderr.contains("uses page protection (1 page(s))"),
+        "{stderr}"
+    );
+    let word = |v: u64, at: usize| {
+        let mut b = [0u8; 64];
+        b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        b
+    };
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let mut after_balance = word(1, 0);
+    after_balance[8] = 6;
+    let expected = [
+        ([0u8; 64], word(1, 0), "r->id = 1;"),
+        (word(1, 0), after_balance, "r->balance = 6;"),
+        (after_balance, word(9, 48), "r->count = 9;"),
+    ];
+    let reports: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&format!("{prefix}: "))).collect();
+    assert_eq!(reports.len(), expected.len(), "{stderr}");
+    for (report, (old, new, line)) in reports.iter().zip(&expected) {
+        assert!(report.contains(&format!("(64 bytes) changed {} -> {}, thread ", hex(old), hex(new))), "{report}");
+        assert!(report.contains(&format!("at main ({file}:{}:", line_of(line))), "{report} (expected line of {line})");
+    }
 }
 
 /// A callback that writes program memory, hangs and crashes is reported each time, like a
