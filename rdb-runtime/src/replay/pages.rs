@@ -4,8 +4,8 @@
 //! in the replayed process with an injected `mprotect`, and each write there faults.
 //!
 //! - **A fault of ours** is a `SIGSEGV` with `SEGV_ACCERR` at an address in a page rdb made
-//!   read-only, while the trace's next event of the thread is no `SIGSEGV` (the recorded run
-//!   had no fault there). The program never sees it: the page gets the program's protection
+//!   read-only, unless the trace's next event of the thread is that fault (a `SIGSEGV` with
+//!   the same code and address: the program's own). The program never sees it: the page gets the program's protection
 //!   back, the faulting instruction is single-stepped (a write spanning two protected pages
 //!   lifts both), the pages are protected again, and the observer is told
 //!   ([`ReplayObserver::on_page_write`]) standing after the instruction, like a debug-register
@@ -196,7 +196,7 @@ impl Replayer<'_> {
         if !self.has_protected(tid) {
             return Ok(None);
         }
-        let recorded_fault = matches!(self.ev.next_of(tid)?, Some(Event::Signal { sig: libc::SIGSEGV, .. }));
+        let recorded_fault = self.recorded_fault(tid, info)?;
         if ptrace::si_code(info) == libc::SI_KERNEL && !recorded_fault {
             return Err(Error::Unsupported {
                 pid: self.proc(tid).pid,
@@ -231,7 +231,8 @@ impl Replayer<'_> {
                     if !ptrace::is_synchronous(sig, ptrace::si_code(&info)) {
                         continue; // a stray signal of the replay world: dropped, as elsewhere
                     }
-                    if sig == libc::SIGSEGV && self.lift_for_fault(tid, &info, recorded_fault)?.is_some() {
+                    let recorded = self.recorded_fault(tid, &info)?;
+                    if sig == libc::SIGSEGV && self.lift_for_fault(tid, &info, recorded)?.is_some() {
                         continue; // the write spans a second protected page
                     }
                     self.reprotect_lifted(tid)?;
@@ -256,8 +257,23 @@ impl Replayer<'_> {
         }
         let pid = self.proc(tid).pid;
         let Ok(info) = ptrace::get_siginfo(pid) else { return Ok(None) };
-        let recorded = matches!(self.ev.next_of(tid)?, Some(Event::Signal { sig: libc::SIGSEGV, .. }));
+        let recorded = self.recorded_fault(tid, &info)?;
         self.lift_for_fault(tid, &info, recorded)
+    }
+
+    /// Whether the trace's next event of `tid` is this fault (`SIGSEGV` with the same code
+    /// and address): the program's own.
+    fn recorded_fault(&mut self, tid: Tid, info: &SigInfo) -> Result<bool, Error> {
+        Ok(match self.ev.next_of(tid)? {
+            Some(Event::Signal { sig: libc::SIGSEGV, siginfo, .. }) => match <SigInfo>::try_from(siginfo.as_slice()) {
+                Ok(recorded) => {
+                    ptrace::si_code(&recorded) == ptrace::si_code(info)
+                        && ptrace::si_addr(&recorded) == ptrace::si_addr(info)
+                }
+                Err(_) => true, // no siginfo kept: take it as the program's (never hide a fault)
+            },
+            _ => false,
+        })
     }
 
     /// When `info` is a write fault of `tid` in a page rdb protected: gives the page back its
