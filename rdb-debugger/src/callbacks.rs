@@ -321,7 +321,7 @@ impl Callbacks {
         let hit: Vec<usize> = (0..state.watches.len())
             .filter(|&i| {
                 let w = &state.watches[i];
-                w.pages && w.address / PAGE <= page && page <= (w.address + w.len.max(1) - 1) / PAGE
+                w.pages && (addr == 0 || w.address / PAGE <= page && page <= (w.address + w.len.max(1) - 1) / PAGE)
             })
             .collect();
         for index in hit {

@@ -174,8 +174,9 @@ pub trait ReplayObserver {
     /// A thread stopped right after an instruction that wrote to a page protected for
     /// [`ReplayObserver::take_page_watches`]: `addr` is where the write began (the fault
     /// address; its length is unknown), `stop.addr` is `rip`, the instruction after it. The
-    /// write may have missed the watched ranges (another part of the page). An error stops the
-    /// replay.
+    /// write may have missed the watched ranges (another part of the page). `addr` 0: an
+    /// instruction ran with the pages unprotected (a signal's delivery) and may have written
+    /// anywhere in them. An error stops the replay.
     fn on_page_write(&mut self, _stop: &BreakpointStop<'_>, _addr: u64) -> Result<(), String> {
         Ok(())
     }

@@ -620,6 +620,9 @@ impl Replayer<'_> {
 
     /// Resume a thread that is ours to resume (`PTRACE_SYSCALL`), noting that it runs.
     fn go(&mut self, pid: Pid, sig: i32, what: &'static str) -> Result<(), Error> {
+        if sig != 0 && self.deliver_past_protection(pid, sig)? {
+            return Ok(()); // see `pages`
+        }
         ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, what))?;
         if let Some(p) = self.by_pid.get(&pid).and_then(|t| self.procs.get_mut(t)) {
             p.running = true;
@@ -1153,6 +1156,7 @@ impl Replayer<'_> {
     }
 
     fn on_exit(&mut self, tid: Tid, real_ret: i64) -> Result<(), Error> {
+        let real_ret = self.finish_swapped(tid, real_ret)?;
         let pid = self.proc(tid).pid;
         let (nr, args, mode) = self.procs.get_mut(&tid).expect("known").entry.take().expect("exit after entry");
         if matches!(mode, Mode::Exec) {

@@ -19,10 +19,14 @@
 //!   through `PTRACE_POKEDATA` or `/proc/PID/mem`, which write through page protections
 //!   (`rdb_tracee::mem::write`); the debug host's mirror reads with `process_vm_readv`, which
 //!   read-only pages allow.
-//! - **Refused, loudly:** system calls the replay runs again in the kernel (signal masks and
-//!   actions, `madvise`, `clone`, `mremap`) with a pointer into a protected page (the kernel's
-//!   write would fail with `EFAULT` where the recording's succeeded), and a signal frame the
-//!   kernel cannot write onto a protected stack page.
+//! - **System calls the replay runs again in the kernel** that write into a protected page
+//!   (see `kernel_writes`): one that reports old state there (an old signal action or mask,
+//!   alternate stack, `arch_prctl`'s get) is swapped at its entry for an `mprotect` giving the
+//!   page back, and runs injected at the exit, the page protected again after. Refused, loudly
+//!   (the kernel's write would fail where the recorded one succeeded): `madvise`, `mremap` and
+//!   a thread-exit id there.
+//! - **Signals** are delivered with the pages unprotected, by a single step into the handler
+//!   (see [`Replayer::deliver_past_protection`]): the kernel writes the frame onto the stack.
 //!
 //! Threads share the protection (one address space); a forked process inherits it and is
 //! tracked like its parent.
@@ -55,6 +59,10 @@ pub(crate) struct Pages {
     ranges: Vec<(u64, u64)>,
     /// Page -> the program's own protection, for the pages rdb made read-only.
     protected: BTreeMap<u64, u64>,
+    /// Threads whose system call (number, arguments, page) was swapped at its entry for an
+    /// `mprotect` giving a page back its protection, to be run at the exit (see
+    /// [`Replayer::check_protected_entry`]).
+    swapped: BTreeMap<Tid, (u64, [u64; 6], u64)>,
     /// Ranges were added and are not protected yet.
     pending: bool,
     /// Pages given back their program protection for the instruction being stepped.
@@ -123,33 +131,74 @@ impl Replayer<'_> {
         self.pages.get(&self.proc(tid).group).is_some_and(|p| !p.protected.is_empty())
     }
 
-    /// At the entry of system call `nr`: refuses calls the kernel runs again in replay with a
-    /// pointer into a protected page (see the module docs).
-    pub(super) fn check_protected_entry(&self, tid: Tid, nr: u64, args: &[u64; 6]) -> Result<(), Error> {
+    /// At the entry of system call `nr`: a call the kernel runs again in replay that writes
+    /// into a protected page. One that only reports old state (signal action or mask, alternate
+    /// stack, `arch_prctl`'s get) into one page is swapped for an `mprotect` giving that page the
+    /// program's protection, and runs at the exit ([`Replayer::finish_swapped`]); others are
+    /// refused (see the module docs).
+    pub(super) fn check_protected_entry(&mut self, tid: Tid, nr: u64, args: &[u64; 6]) -> Result<(), Error> {
         if !self.has_protected(tid) {
             return Ok(());
         }
         let protected = &self.pages[&self.proc(tid).group].protected;
-        let hit = |start: u64, len: u64| {
+        let found = kernel_writes(nr, args).into_iter().find_map(|(start, len)| {
             pages_of(start, start.saturating_add(len.max(1))).find(|p| protected.contains_key(p))
-        };
-        let found = if nr == Sysno::mremap as u64 {
-            hit(args[0], args[1]).or_else(|| if args[3] & MREMAP_FIXED != 0 { hit(args[4], args[2]) } else { None })
-        } else if matches!(syscalls::policy(nr), Policy::ReExecute | Policy::NewProcess) {
-            args[..syscalls::nargs(nr)].iter().find_map(|&a| hit(a, 1))
-        } else {
-            None
-        };
+        });
+        let swappable = [Sysno::rt_sigaction, Sysno::rt_sigprocmask, Sysno::sigaltstack, Sysno::arch_prctl]
+            .iter()
+            .any(|&c| c as u64 == nr);
+        let pages: Vec<u64> = kernel_writes(nr, args)
+            .into_iter()
+            .flat_map(|(start, len)| pages_of(start, start.saturating_add(len.max(1))))
+            .filter(|p| protected.contains_key(p))
+            .collect();
+        if let (Some(&page), true, 1) = (pages.first(), swappable, pages.len()) {
+            let prot = protected[&page];
+            let pid = self.proc(tid).pid;
+            let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+            (regs.orig_rax, regs.rdi, regs.rsi, regs.rdx) = (Sysno::mprotect as u64, page, PAGE, prot);
+            ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "swapping a system call"))?;
+            let group = self.proc(tid).group;
+            self.pages.get_mut(&group).expect("present").swapped.insert(tid, (nr, *args, page));
+            return Ok(());
+        }
         match found {
             None => Ok(()),
             Some(page) => Err(Error::Unsupported {
                 pid: self.proc(tid).pid,
                 what: format!(
-                    "`{}` (run again by the replay) uses memory at page {page:#x}, which rdb made read-only for a watch that uses page protection: the kernel's access would fail where the recorded one succeeded; watch at most 4 values of up to 8 bytes each (debug registers) in this program",
+                    "`{}` (run again by the replay) writes to page {page:#x}, which rdb made read-only for a watch that uses page protection: the kernel writes there in replay and its write would fail where the recorded one succeeded; watch at most 4 values of up to 8 bytes each (debug registers) in this program",
                     syscalls::name(nr)
                 ),
             }),
         }
+    }
+
+    /// At the exit of a call swapped at its entry (the page has the program's protection):
+    /// the call runs, the page is protected again; its result (else `ret`, the exit's).
+    pub(super) fn finish_swapped(&mut self, tid: Tid, ret: i64) -> Result<i64, Error> {
+        let group = self.proc(tid).group;
+        let Some((nr, args, page)) = self.pages.get_mut(&group).and_then(|p| p.swapped.remove(&tid)) else {
+            return Ok(ret);
+        };
+        let pid = self.proc(tid).pid;
+        if ret != 0 {
+            return Err(Error::Unsupported {
+                pid,
+                what: format!("giving page {page:#x} its protection back failed ({ret})"),
+            });
+        }
+        let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        (regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9) =
+            (args[0], args[1], args[2], args[3], args[4], args[5]);
+        ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "restoring a swapped call's arguments"))?;
+        let result = inject_syscall(pid, nr, args).map_err(Error::ptrace(pid, "running a swapped system call"))?;
+        if let Some(&prot) = self.pages.get(&group).and_then(|p| p.protected.get(&page)) {
+            mprotect(pid, page, prot & !PROT_WRITE | PROT_READ)?;
+        }
+        regs.rax = result as u64;
+        ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "setting a swapped call's result"))?;
+        Ok(result)
     }
 
     /// After system call `nr` of `tid` completed (its result `ret` in place): the address
@@ -308,7 +357,8 @@ impl Replayer<'_> {
     }
 
     /// After the instruction that wrote at `addr` ran (the thread stands after it): protection
-    /// back, and the observer told (and the debug registers the same instruction fired).
+    /// back, and the observer told (and the debug registers the same instruction fired);
+    /// `addr` 0: a write anywhere in the protected pages.
     pub(super) fn after_protected_write(&mut self, tid: Tid, addr: u64) -> Result<(), Error> {
         self.reprotect_lifted(tid)?;
         let pid = self.proc(tid).pid;
@@ -330,12 +380,93 @@ impl Replayer<'_> {
         self.protect_pending(tid)
     }
 
+    /// Resuming thread `pid` with signal `sig` while its process has protected pages: the
+    /// kernel writes the signal frame on the thread's stack, which may be a protected page. The
+    /// pages get the program's protection for the delivery: the thread single-steps into the
+    /// handler (or, for a signal without one, one instruction, whose write the observer then
+    /// sees as a change), the pages are protected again and the thread goes on. Whether it
+    /// did (else the caller resumes it).
+    pub(super) fn deliver_past_protection(&mut self, pid: rdb_tracee::Pid, sig: i32) -> Result<bool, Error> {
+        let Some(&tid) = self.by_pid.get(&pid) else { return Ok(false) };
+        if sig == 0 || !self.has_protected(tid) {
+            return Ok(false);
+        }
+        // Only at the signal's delivery stop: from a system call's stop the kernel queues it,
+        // and it comes back as a delivery stop.
+        let Some(info) = ptrace::get_siginfo(pid).ok().filter(|info| ptrace::si_signo(info) == sig) else {
+            return Ok(false);
+        };
+        let group = self.proc(tid).group;
+        let pages: Vec<(u64, u64)> = self.pages[&group].protected.iter().map(|(&p, &prot)| (p, prot)).collect();
+        for &(page, prot) in &pages {
+            mprotect(pid, page, prot)?;
+        }
+        self.pages.get_mut(&group).expect("present").lifted = pages.iter().map(|&(p, _)| p).collect();
+        // The injected calls left the delivery stop: resumed with the signal, the thread stops
+        // for it again, where it is delivered with its siginfo.
+        ptrace::single_step(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))?;
+        let mut delivered = false;
+        loop {
+            let w = ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "delivering a signal"))?;
+            if self.debug {
+                let rip = ptrace::get_regs(pid).map(|r| r.rip).unwrap_or(0);
+                eprintln!("rdb-debug: delivering signal {sig} past protected pages: {w:?} at {rip:#x}");
+            }
+            match w {
+                Wait::Stopped { sig: libc::SIGTRAP, .. } => break,
+                Wait::Stopped { sig: s, event: 0 } if s == sig && !delivered => {
+                    delivered = true;
+                    ptrace::set_siginfo(pid, &info).map_err(Error::ptrace(pid, "setting siginfo"))?;
+                    ptrace::single_step(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))?;
+                }
+                Wait::Stopped { .. } => {
+                    // A stray signal of the replay world: dropped, the step goes on.
+                    ptrace::single_step(pid, 0).map_err(Error::ptrace(pid, "delivering a signal"))?;
+                }
+                w => {
+                    // The signal ended the process.
+                    self.pages.get_mut(&group).expect("present").lifted.clear();
+                    self.proc_mut(tid).running = false;
+                    self.parked.insert(tid, Stop::Gone { status: w.raw_exit_status() });
+                    return Ok(true);
+                }
+            }
+        }
+        self.after_protected_write(tid, 0)?;
+        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))?;
+        self.proc_mut(tid).running = true;
+        Ok(true)
+    }
+
     /// A forked copy of `parent`'s process inherited its protected pages.
     pub(super) fn pages_forked(&mut self, parent: Tid, child: Tid) {
         if let Some(p) = self.pages.get(&parent).cloned() {
-            self.pages.insert(child, Pages { lifted: Vec::new(), ..p });
+            self.pages.insert(child, Pages { lifted: Vec::new(), swapped: BTreeMap::new(), ..p });
         }
     }
+}
+
+/// The memory the kernel writes (or clears, or moves) when the replay runs system call `nr`
+/// again (calls it emulates are written by the replayer, through any protection): `(address,
+/// length)` each. The kernel's own writes of thread ids at `clone` are redone by the replayer;
+/// the one at a thread's exit (`set_tid_address`, `CLONE_CHILD_CLEARTID`) is not.
+fn kernel_writes(nr: u64, args: &[u64; 6]) -> Vec<(u64, u64)> {
+    const ARCH_GET_FS: u64 = 0x1003;
+    const ARCH_GET_GS: u64 = 0x1004;
+    let Some(call) = Sysno::new(nr as usize) else { return Vec::new() };
+    let ranges = match call {
+        Sysno::rt_sigaction => vec![(args[2], 32)],
+        Sysno::rt_sigprocmask => vec![(args[2], args[3])],
+        Sysno::sigaltstack => vec![(args[1], 24)],
+        Sysno::arch_prctl if matches!(args[0], ARCH_GET_FS | ARCH_GET_GS) => vec![(args[1], 8)],
+        Sysno::madvise => vec![(args[0], args[1])],
+        Sysno::set_tid_address => vec![(args[0], 4)],
+        Sysno::clone if args[0] & libc::CLONE_CHILD_CLEARTID as u64 != 0 => vec![(args[3], 4)],
+        Sysno::mremap if args[3] & MREMAP_FIXED != 0 => vec![(args[0], args[1]), (args[4], args[2])],
+        Sysno::mremap => vec![(args[0], args[1])],
+        _ => Vec::new(),
+    };
+    ranges.into_iter().filter(|&(address, _)| address != 0).collect()
 }
 
 /// `mprotect(page, PAGE, prot)` run by the stopped tracee `pid`.

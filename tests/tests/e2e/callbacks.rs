@@ -196,6 +196,9 @@ fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
         "watchmap.c",
         "watchmap.rdb.c",
         "watchmap.region.c",
+        "watchstack.c",
+        "watchstack.rdb.c",
+        "watchstack.region.c",
     ] {
         std::fs::copy(program(&format!("support/callbacks/{file}")), dir.join(file)).unwrap();
     }
@@ -386,6 +389,43 @@ pub fn page_protection_keeps_the_programs_own_protection_and_faults() {
     assert_eq!(reports.len(), expected.len(), "{stderr}");
     for (report, (old, new, line)) in reports.iter().zip(&expected) {
         assert!(report.contains(&format!("(64 bytes) changed {} -> {}, thread ", hex(old), hex(new))), "{report}");
+        assert!(report.contains(&format!("at main ({file}:{}:", line_of(line))), "{report} (expected line of {line})");
+    }
+}
+
+/// A page-protected watch of a record on the stack: the kernel still writes the old signal
+/// action and a signal frame on that page (rdb lifts the protection for them), the handler
+/// runs, and both changes of the record are reported with their lines; the output is the
+/// recorded one.
+pub fn page_protection_lets_the_kernel_write_on_a_watched_stack_page() {
+    let (tmp, recorded) = record_c("watchstack", &[]);
+    assert_eq!(recorded, "1 2 10\n");
+    std::fs::copy(tmp.path().join("watchstack.region.c"), tmp.path().join("watchstack.c")).unwrap();
+    let out = replay_c(tmp.path(), "watchstack");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    assert!(stdout.contains("[rdb] rt_sigaction(10) = 0\n"), "{stdout}");
+    let source = std::fs::read_to_string(tmp.path().join("watchstack.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("watchstack.c").display().to_string();
+    let prefix = format!("rdb: watch set at watchstack.c:{}", line_of("rdb_watch(&r,"));
+    assert!(
+        stderr.contains(&format!("{prefix} (0x")) && stderr.contains("uses page protection (1 page(s))"),
+        "{stderr}"
+    );
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let mut first = [0u8; 64];
+    first[0] = 1;
+    let mut second = first;
+    second[56] = 2;
+    let reports: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&format!("{prefix}: "))).collect();
+    // Then the stack is reused after `main` returns (the watch lasts to the end of the replay).
+    assert!(reports.len() >= 2, "{stderr}");
+    for (report, (old, new, line)) in
+        reports.iter().zip([([0u8; 64], first, "r.v[0] = 1;"), (first, second, "r.v[7] = 2;")])
+    {
+        assert!(report.contains(&format!("(64 bytes) changed {} -> {}, thread ", hex(&old), hex(&new))), "{report}");
         assert!(report.contains(&format!("at main ({file}:{}:", line_of(line))), "{report} (expected line of {line})");
     }
 }

@@ -140,6 +140,7 @@ fn main() {
         c_on_call_malloc_counts_the_allocations_the_program_reports,
         watches_beyond_the_debug_registers_use_page_protection,
         page_protection_keeps_the_programs_own_protection_and_faults,
+        page_protection_lets_the_kernel_write_on_a_watched_stack_page,
         a_misbehaving_callback_is_reported_and_never_changes_the_replay,
         callbacks_of_every_thread_run_in_the_recorded_order,
         going_back_with_callbacks_under_gdb_is_refused_and_forwards_still_runs_them,
