@@ -29,7 +29,7 @@ cat > events.c <<'C'
 
 long counter;
 /* Alone in its page (page protection stops every write to the page, not only the range's). */
-struct { long v[8]; char rest[4096 - 64]; } big __attribute__((aligned(4096)));
+struct page { long v[8]; char rest[4096 - 64]; } big __attribute__((aligned(4096)));
 
 __attribute__((noinline)) long step(long v) {
     return v * 3 + 1;

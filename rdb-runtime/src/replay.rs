@@ -1724,6 +1724,7 @@ impl Replayer<'_> {
         self.observer.on_watchpoint(&stop, hits & mine).map_err(Error::Observer)?;
         self.plant_requested(tid)?;
         self.arm_requested(tid)?;
+        self.protect_pending(tid)?;
         Ok(true)
     }
 

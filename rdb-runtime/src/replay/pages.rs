@@ -484,7 +484,21 @@ fn mprotect(pid: rdb_tracee::Pid, page: u64, prot: u64) -> Result<(), Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::pages_of;
+    use super::{kernel_writes, pages_of};
+    use crate::syscalls::Sysno;
+
+    #[test]
+    fn the_kernel_writes_of_re_executed_calls_are_their_output_arguments() {
+        let call = |c: Sysno, args: [u64; 6]| kernel_writes(c as u64, &args);
+        // rt_sigaction(sig, act, oldact, 8): only the old action is written; none without one.
+        assert_eq!(call(Sysno::rt_sigaction, [10, 0x1000, 0x2000, 8, 0, 0]), [(0x2000, 32)]);
+        assert_eq!(call(Sysno::rt_sigaction, [10, 0x1000, 0, 8, 0, 0]), []);
+        assert_eq!(call(Sysno::rt_sigprocmask, [0, 0x1000, 0x3000, 8, 0, 0]), [(0x3000, 8)]);
+        assert_eq!(call(Sysno::arch_prctl, [0x1002, 0x4000, 0, 0, 0, 0]), []); // ARCH_SET_FS
+        assert_eq!(call(Sysno::arch_prctl, [0x1003, 0x4000, 0, 0, 0, 0]), [(0x4000, 8)]);
+        assert_eq!(call(Sysno::mremap, [0x5000, 4096, 8192, 2, 0x9000, 0]), [(0x5000, 4096), (0x9000, 8192)]);
+        assert_eq!(call(Sysno::write, [1, 0x1000, 10, 0, 0, 0]), []); // emulated: the replayer writes
+    }
 
     #[test]
     fn a_range_covers_the_pages_it_touches() {
