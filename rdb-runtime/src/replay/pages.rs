@@ -126,6 +126,12 @@ impl Replayer<'_> {
         Ok(())
     }
 
+    /// The first page rdb protected in `tid`'s process (a diversion, a fork of it, would
+    /// fault there).
+    pub(crate) fn first_protected_page(&self, tid: Tid) -> Option<u64> {
+        self.pages.get(&self.proc(tid).group).and_then(|p| p.protected.keys().next().copied())
+    }
+
     /// Whether `tid`'s process has pages rdb protected.
     fn has_protected(&self, tid: Tid) -> bool {
         self.pages.get(&self.proc(tid).group).is_some_and(|p| !p.protected.is_empty())
