@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Cost of an event callback under replay, per event, against gdb doing the same on a live run,
 # measured in the same invocation: a C program makes N system calls (`write`), N calls of a
-# function, or N writes to a global; rdb replays its recording with a callback that counts
-# them (RDB_ON_SYSCALL(write), RDB_ON_CALL(step), RDB_ON_WRITE(counter)); gdb runs it live with
-# `catch syscall write`, `break step` and `watch -l counter`, each with `commands silent;
-# continue; end`. Per event: (time with N events - time with 1 event) / (N - 1), so that start-up
-# costs cancel out; rdb's also less its plain replay of the same traces.
+# function, N writes to a global, or N writes to a page-sized global; rdb replays its recording
+# with a callback that counts them (RDB_ON_SYSCALL(write), RDB_ON_CALL(step),
+# RDB_ON_WRITE(counter) with a debug register, RDB_ON_WRITE(big) with page protection: 8
+# registers would be needed); gdb runs it live with `catch syscall write`, `break step`,
+# `watch -l counter` and `watch -l big` (gdb's software watchpoint: more than its debug
+# registers cover), each with `commands silent; continue; end`. Per event: (time with N events
+# - time with 1 event) / (N - 1), so that start-up costs cancel out; rdb's also less its plain
+# replay of the same traces.
 #   bench/callbacks.sh            # RDB_EVENTS=20000 by default
+#   RDB_BENCH_MODES="page" bench/callbacks.sh   # some of: syscall call write page
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 N=${RDB_EVENTS:-20000}
 CPU=${RDB_BENCH_CPU:-0}
+MODES=${RDB_BENCH_MODES:-syscall call write page}
 (cd "$root" && cargo build -q --release --workspace --bins)
 export PATH="$root/target/release:$PATH"
 tmp=$(mktemp -d)
@@ -23,6 +28,8 @@ cat > events.c <<'C'
 #include <unistd.h>
 
 long counter;
+/* Alone in its page (page protection stops every write to the page, not only the range's). */
+struct page { long v[8]; char rest[4096 - 64]; } big __attribute__((aligned(4096)));
 
 __attribute__((noinline)) long step(long v) {
     return v * 3 + 1;
@@ -37,6 +44,8 @@ int main(int argc, char **argv) {
             write(fd, "x", 1);
         else if (strcmp(mode, "call") == 0)
             acc += step(i);
+        else if (strcmp(mode, "page") == 0)
+            big.v[i & 7] = i + 1;
         else
             counter = i + 1;
     }
@@ -49,9 +58,10 @@ static long writes, calls, changes;
 RDB_ON_SYSCALL(write, after) void wrote(const rdb_syscall *call) { writes += (long)call->data_len; }
 RDB_ON_CALL(step) void stepped(long v) { calls += v; }
 RDB_ON_WRITE(counter) void changed(long old, long new) { changes += new - old; }
+RDB_ON_WRITE(big) void big_changed(void) { changes++; }
 C
 clang-14 -O0 -g events.c -o events
-for mode in syscall call write; do
+for mode in $MODES; do
   rdb record -o "$tmp/$mode-N" -- ./events "$mode" "$N" >/dev/null 2>&1
   rdb record -o "$tmp/$mode-1" -- ./events "$mode" 1 >/dev/null 2>&1
 done
@@ -65,7 +75,7 @@ best() { # best of 3 runs of a command, seconds
   echo "$b"
 }
 # The callbacks really ran: a replay of each trace reports no problem and no callback left out.
-for mode in syscall call write; do
+for mode in $MODES; do
   out=$(rdb replay "$tmp/$mode-N" --debug ./events 2>&1 >/dev/null || true)
   if echo "$out" | grep -q "did not complete\|cannot"; then echo "rdb: $mode callbacks failed: $out" >&2; exit 1; fi
 done
@@ -76,6 +86,7 @@ gdb_script() { # $1: mode: a gdb script counting the events in $hits
     syscall) setup="catch syscall write" ;;
     call) setup="break step" ;;
     write) setup="watch -l counter" ;;
+    page) setup="watch -l big" ;;
   esac
   cat <<GDB
 set pagination off
@@ -93,19 +104,19 @@ continue
 printf "hits %d\\n", \$hits
 GDB
 }
-for mode in syscall call write; do gdb_script "$mode" > "$tmp/$mode.gdb"; done
+for mode in $MODES; do gdb_script "$mode" > "$tmp/$mode.gdb"; done
 gdb_run() { # $1: mode, $2: events
   gdb -batch -nx -x "$tmp/$1.gdb" --args ./events "$1" "$2"
 }
 # gdb sees every event: `catch syscall` stops at each call's entry and exit.
-for mode in syscall call write; do
+for mode in $MODES; do
   hits=$(gdb_run "$mode" 100 2>&1 | sed -n 's/^hits //p')
   want=100; [ "$mode" = syscall ] && want=200
   [ "$hits" = "$want" ] || { echo "gdb counted $hits $mode events, expected $want" >&2; exit 1; }
 done
 printf 'one C program, %d events each, best of 3 runs (rdb: its replay; gdb: a live run, pinned to CPU %s)\n' "$N" "$CPU"
 printf '  %-9s %12s %12s %10s\n' event "rdb us/event" "gdb us/event" "gdb / rdb"
-for mode in syscall call write; do
+for mode in $MODES; do
   plainN=$(best rdb replay -q "$tmp/$mode-N")
   plain1=$(best rdb replay -q "$tmp/$mode-1")
   withN=$(best rdb replay -q "$tmp/$mode-N" --debug ./events)

@@ -429,9 +429,11 @@ pub enum AccessKind {
 ///
 /// The value is watched with the x86 debug registers: 4 exist per process, shared with
 /// `on_write`/`on_read` callbacks (and a gdb attached with `rdb gdb`), each covering an aligned
-/// piece of up to 8 bytes. A value that needs more registers than are free is not watched: rdb
-/// warns on its standard error, saying how many it needs (there is no page-protection fallback
-/// yet). [`WatchError::Refused`] is for memory that is not the program's, or zero-sized.
+/// piece of up to 8 bytes. A value that needs more registers than are free is watched with page
+/// protection (every write to its pages stops the replay and is single-stepped: slower, see the
+/// README); rdb says on its standard error which is used. [`watch_access`] beyond the registers
+/// is refused with a warning. [`WatchError::Refused`] is for memory that is not the program's,
+/// or zero-sized.
 #[track_caller]
 pub fn watch<T: ?Sized>(value: &T) -> Result<(), WatchError> {
     let at = std::panic::Location::caller();

@@ -120,6 +120,8 @@ struct Watch {
     address: u64,
     len: u64,
     reads: bool,
+    /// Watched with page protection (else debug registers).
+    pages: bool,
     /// The bytes as last seen.
     old: Vec<u8>,
 }
@@ -152,6 +154,8 @@ pub(crate) struct Callbacks {
     current_thread: Option<(Pid, Tid)>,
     /// Memory callbacks of statics.
     statics: Vec<StaticAccess>,
+    /// Ranges to watch with page protection, asked for after this call into the observer.
+    page_requests: Vec<(u64, u64)>,
     /// Debug-register changes to make after this call into the observer.
     watch_changes: Vec<(usize, Option<rdb_tracee::Watchpoint>)>,
     /// Every callback: its name and source location, for reports.
@@ -218,23 +222,51 @@ impl Callbacks {
         std::mem::take(&mut self.watch_changes)
     }
 
+    /// Ranges to protect (see `ReplayObserver::take_page_watches`).
+    pub(crate) fn take_page_watches(&mut self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut self.page_requests)
+    }
+
     /// Watches `[address, address+len)` of `process` with debug registers (aligned pieces
-    /// of 1, 2, 4 or 8 bytes, one register each); `Err` says why it cannot.
+    /// of 1, 2, 4 or 8 bytes, one register each), or when the free registers do not cover it,
+    /// write watches with page protection (see `rdb_runtime::replay`'s `pages`); `Err` says
+    /// why it cannot. Says on stderr which is used.
     fn add_watch(&mut self, process: Tid, mut watch: Watch, memory: &dyn Memory) -> Result<(), String> {
         let mut old = vec![0u8; watch.len as usize];
         memory.read_exact(watch.address, &mut old).map_err(|e| format!("its memory cannot be read: {e}"))?;
         watch.old = old;
+        let what = if watch.label.is_empty() { self.callback_name(watch.callback) } else { watch.label.clone() };
         let pieces = pieces(watch.address, watch.len);
         let state = self.processes.entry(process).or_default();
         let free: Vec<usize> = (0..rdb_tracee::debugreg::SLOTS).filter(|&s| state.slots[s].is_none()).collect();
         if pieces.len() > free.len() {
-            return Err(format!(
-                "it needs {} debug register(s) ({} bytes in aligned pieces of at most 8) and {} of the 4 are free; rdb watches memory with the x86 debug registers only (no page-protection fallback yet): watch fewer or smaller values",
+            let needs = format!(
+                "it needs {} debug register(s) ({} bytes in aligned pieces of at most 8) and {} of the 4 are free",
                 pieces.len(),
                 watch.len,
                 free.len()
-            ));
+            );
+            if watch.reads {
+                return Err(format!(
+                    "{needs}; reads are watched with debug registers only (page protection would make the pages unreadable, and a read fault tells where an access starts but not how long it is, so reads of the range could be missed): watch fewer or smaller values"
+                ));
+            }
+            let pages = (watch.address + watch.len.max(1) - 1) / PAGE - watch.address / PAGE + 1;
+            eprintln!(
+                "rdb: watch {what} ({:#x}, {} bytes) uses page protection ({pages} page(s)): {needs}; every write to those pages stops the replay and is single-stepped",
+                watch.address, watch.len
+            );
+            self.page_requests.push((watch.address, watch.len));
+            watch.pages = true;
+            state.watches.push(watch);
+            return Ok(());
         }
+        eprintln!(
+            "rdb: watch {what} ({:#x}, {} bytes) uses debug registers ({})",
+            watch.address,
+            watch.len,
+            pieces.len()
+        );
         let index = state.watches.len();
         let kind = if watch.reads { rdb_tracee::WatchKind::ReadWrite } else { rdb_tracee::WatchKind::Write };
         for (&(addr, len), &slot) in pieces.iter().zip(&free) {
@@ -256,6 +288,7 @@ impl Callbacks {
                 address: r.address,
                 len: r.len,
                 reads: r.reads,
+                pages: false,
                 old: Vec::new(),
             };
             if let Err(why) = self.add_watch(process, watch, memory) {
@@ -278,9 +311,45 @@ impl Callbacks {
         host.invalidate();
     }
 
+    /// A write to a page protected for watches of `stop`'s process, starting at `addr`: the
+    /// watches of that page run when their bytes changed (callbacks also when the write
+    /// started in their range: an unchanged write that starts before the range is not seen).
+    pub(crate) fn on_page_write(&mut self, host: &mut DebugHost, stop: &BreakpointStop<'_>, addr: u64) {
+        self.current_thread = Some((stop.pid, stop.tid));
+        let page = addr / PAGE;
+        let Some(state) = self.processes.get(&stop.image.tid) else { return };
+        let hit: Vec<usize> = (0..state.watches.len())
+            .filter(|&i| {
+                let w = &state.watches[i];
+                w.pages && (addr == 0 || w.address / PAGE <= page && page <= (w.address + w.len.max(1) - 1) / PAGE)
+            })
+            .collect();
+        for index in hit {
+            self.fire_write(host, stop, stop.image.tid, index, None, Some(addr));
+        }
+        host.invalidate();
+    }
+
+    fn callback_name(&self, id: Option<u32>) -> String {
+        id.map_or_else(String::new, |id| format!("of callback {}", self.name(id)))
+    }
+
     /// Runs (or reports) watch `index` of `process` after an access: by an instruction
     /// (`syscall` None; `stop` stands right after it) or by a system call's recorded writes.
     fn fire(&mut self, host: &mut DebugHost, stop: &dyn Target, process: Tid, index: usize, syscall: Option<u64>) {
+        self.fire_write(host, stop, process, index, syscall, None)
+    }
+
+    /// [`Callbacks::fire`]; `page_write`: for a page-protected watch, where the write began.
+    fn fire_write(
+        &mut self,
+        host: &mut DebugHost,
+        stop: &dyn Target,
+        process: Tid,
+        index: usize,
+        syscall: Option<u64>,
+        page_write: Option<u64>,
+    ) {
         let thread = self.thread_of(stop);
         let Some(watch) = self.processes.get_mut(&process).and_then(|p| p.watches.get_mut(index)) else { return };
         let mut new = vec![0u8; watch.len as usize];
@@ -288,6 +357,9 @@ impl Callbacks {
             return;
         }
         let changed = new != watch.old;
+        if page_write.is_some_and(|a| !(watch.address <= a && a < watch.address + watch.len)) && !changed {
+            return; // another part of the page
+        }
         if watch.callback.is_none() && !changed && syscall.is_none() && !watch.reads {
             return; // like gdb's `watch`: only changes are reported
         }
@@ -363,6 +435,7 @@ impl Callbacks {
                 address: image.load_bias.wrapping_add(s.address),
                 len: s.size,
                 reads: s.reads,
+                pages: false,
                 old: Vec::new(),
             };
             if let Err(why) = self.add_watch(image.tid, watch, &image.pid) {
@@ -613,6 +686,7 @@ impl Callbacks {
 }
 
 const MMAP: u64 = 9;
+const PAGE: u64 = 4096;
 const PROT_EXEC: u64 = 4;
 
 impl Callbacks {

@@ -259,6 +259,16 @@ impl ReplayObserver for RegionObserver {
         self.callbacks.take_watchpoints()
     }
 
+    fn take_page_watches(&mut self) -> Vec<(u64, u64)> {
+        self.callbacks.take_page_watches()
+    }
+
+    fn on_page_write(&mut self, stop: &BreakpointStop<'_>, addr: u64) -> Result<(), String> {
+        self.callbacks.on_page_write(self.regions.host_mut(), stop, addr);
+        self.callbacks.collect_watch_requests(self.regions.host_mut(), stop.image.tid, stop);
+        Ok(())
+    }
+
     fn take_breakpoints(&mut self) -> Vec<u64> {
         self.callbacks.take_breakpoints()
     }

@@ -166,6 +166,23 @@ pub trait ReplayObserver {
     fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
         Vec::new()
     }
+    /// Ranges to watch for writes with page protection in the process of the thread the
+    /// observer was just called for (for what does not fit the debug registers): the replayer
+    /// makes their pages read-only in the tracee, single-steps each write that faults there
+    /// and calls [`ReplayObserver::on_page_write`] (see `pages`). Asked with
+    /// [`ReplayObserver::take_watchpoints`].
+    fn take_page_watches(&mut self) -> Vec<(u64, u64)> {
+        Vec::new()
+    }
+    /// A thread stopped right after an instruction that wrote to a page protected for
+    /// [`ReplayObserver::take_page_watches`]: `addr` is where the write began (the fault
+    /// address; its length is unknown), `stop.addr` is `rip`, the instruction after it. The
+    /// write may have missed the watched ranges (another part of the page). `addr` 0: an
+    /// instruction ran with the pages unprotected (a signal's delivery) and may have written
+    /// anywhere in them. An error stops the replay.
+    fn on_page_write(&mut self, _stop: &BreakpointStop<'_>, _addr: u64) -> Result<(), String> {
+        Ok(())
+    }
     /// A process forked: `child` (its image a copy of `parent`'s, `tid` the new process's
     /// recorded id) runs the same code in a copy of the parent's memory, with the parent's
     /// breakpoints and no debug registers; the observer may ask for some
@@ -204,6 +221,12 @@ macro_rules! forward_observer {
             }
             fn take_watchpoints(&mut self) -> Vec<(usize, Option<Watchpoint>)> {
                 (**self).take_watchpoints()
+            }
+            fn take_page_watches(&mut self) -> Vec<(u64, u64)> {
+                (**self).take_page_watches()
+            }
+            fn on_page_write(&mut self, stop: &BreakpointStop<'_>, addr: u64) -> Result<(), String> {
+                (**self).on_page_write(stop, addr)
             }
             fn on_fork(&mut self, parent: &ProcessImage, child: &ProcessImage) {
                 (**self).on_fork(parent, child)

@@ -35,6 +35,7 @@ use crate::Error;
 /// The kernel's code for a call it gave up because a signal came first, and runs again after
 /// the signal (never seen by programs).
 const ERESTARTNOINTR: i64 = -513;
+mod pages;
 
 /// What to replay.
 #[derive(Debug, Clone)]
@@ -355,6 +356,8 @@ pub(crate) struct Replayer<'o> {
     slots: HashMap<(usize, PathBuf), displace::Slots>,
     /// The observer's hardware watchpoints, per process (recorded id of its thread group).
     pub(crate) observer_watch: HashMap<Tid, [Option<debugreg::Watchpoint>; debugreg::SLOTS]>,
+    /// The observer's page-protected watches, per process (see `pages`).
+    pages: HashMap<Tid, pages::Pages>,
     /// Threads whose debug registers must be brought up to date at their next stop (they were
     /// running when a watchpoint changed).
     dr_stale: HashSet<Tid>,
@@ -508,6 +511,7 @@ impl<'o> Replayer<'o> {
             tsc: None,
             slots: HashMap::new(),
             observer_watch: HashMap::new(),
+            pages: HashMap::new(),
             dr_stale: HashSet::new(),
             interrupted: HashSet::new(),
             marks: Marks::default(),
@@ -664,6 +668,9 @@ impl Replayer<'_> {
 
     /// Resume a thread that is ours to resume (`PTRACE_SYSCALL`), noting that it runs.
     fn go(&mut self, pid: Pid, sig: i32, what: &'static str) -> Result<(), Error> {
+        if sig != 0 && self.deliver_past_protection(pid, sig)? {
+            return Ok(()); // see `pages`
+        }
         ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, what))?;
         if let Some(p) = self.by_pid.get(&pid).and_then(|t| self.procs.get_mut(t)) {
             p.running = true;
@@ -990,6 +997,20 @@ impl Replayer<'_> {
             if let Some(tsc) = process::tsc_instruction(pid, regs.rip) {
                 return Ok(Some(Stop::Signal { sig, tsc: Some(tsc) }));
             }
+            // A write to a page protected for a watch: done, and the program goes on.
+            if let Some(fault) = self.protected_write(tid, &info)? {
+                if fault.is_some() || !self.procs.contains_key(&tid) {
+                    return Ok(fault);
+                }
+                if self.dbg.stepping == Some(tid) {
+                    let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                    let slots = self.take_watch_hits(tid)?;
+                    self.step_done(tid, regs, slots)?;
+                } else {
+                    self.go(pid, 0, "resuming")?;
+                }
+                return Ok(None);
+            }
         }
         if synchronous {
             // A fault of a displaced instruction: the program sees its own address (the
@@ -1248,6 +1269,7 @@ impl Replayer<'_> {
         };
         let policy = syscalls::policy(nr);
         let call = Sysno::new(nr as usize);
+        self.check_protected_entry(tid, nr, &args)?;
         if self.observer.wants_syscall(nr, false) {
             let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
             self.observe_syscall(tid, nr, args, &head, false, regs)?;
@@ -1421,6 +1443,7 @@ impl Replayer<'_> {
     }
 
     fn on_exit(&mut self, tid: Tid, real_ret: i64) -> Result<(), Error> {
+        let real_ret = self.finish_swapped(tid, real_ret)?;
         let pid = self.proc(tid).pid;
         let (nr, args, mode) = self.procs.get_mut(&tid).expect("known").entry.take().expect("exit after entry");
         if matches!(mode, Mode::Exec) {
@@ -1532,6 +1555,7 @@ impl Replayer<'_> {
         if self.observer.wants_syscall(nr, true) {
             self.observe_syscall(tid, nr, args, &ev, true, regs)?;
         }
+        self.after_syscall(tid, nr, &args, ret)?;
         let sig = match self.ev.next_of(tid)? {
             Some(Event::Signal { sig, asynchronous: true, .. }) => *sig,
             _ => 0,
@@ -1678,6 +1702,7 @@ impl Replayer<'_> {
         // The kernel cleared the debug registers at the exec.
         let group = self.procs[&tid].group;
         self.observer_watch.remove(&group);
+        self.pages.remove(&group);
         let bps = self.observer.on_exec(&image);
         self.arm_requested(tid)?;
         if bps.is_empty() {
@@ -1883,7 +1908,8 @@ impl Replayer<'_> {
         let stop = BreakpointStop { tid, pid, addr, stretch, regs: *regs, image: &image };
         self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
         self.plant_requested(tid)?;
-        self.arm_requested(tid)
+        self.arm_requested(tid)?;
+        self.protect_pending(tid)
     }
 
     /// A breakpoint stop: run the observer, halt for a debugger, or carry on past the
@@ -1967,15 +1993,21 @@ impl Replayer<'_> {
         self.steps += 1;
         ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "rewinding to the breakpoint"))?;
         mem::write(pid, addr, &[orig]).map_err(Error::ptrace(pid, "lifting a breakpoint"))?;
+        let mut protected_write = None;
         loop {
             ptrace::single_step(pid, 0).map_err(Error::ptrace(pid, "stepping over a breakpoint"))?;
             match ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "stepping over a breakpoint"))? {
                 Wait::Stopped { sig: libc::SIGTRAP, .. } => break,
                 Wait::Stopped { sig, .. } => {
+                    if let Some(at) = self.lift_for_page_write(tid, sig)? {
+                        protected_write = protected_write.or(Some(at)); // a watched page: step again
+                        continue;
+                    }
                     if ptrace::get_siginfo(pid).is_ok_and(|info| is_synchronous(sig, si_code(&info))) {
                         // The instruction faulted (and had no effect): the breakpoint goes
                         // back, and the signal takes its recorded course.
                         mem::write(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
+                        self.reprotect_lifted(tid)?;
                         return Ok(Stepped::Fault(Stop::Signal { sig, tsc: None }));
                     }
                     // A stray signal of the replay world: drop it.
@@ -1987,7 +2019,9 @@ impl Replayer<'_> {
             }
         }
         mem::write(pid, addr, &[0xcc]).map_err(Error::ptrace(pid, "re-planting a breakpoint"))?;
-        if self.observer_watch.contains_key(&self.proc(tid).group) {
+        if let Some(at) = protected_write {
+            self.after_protected_write(tid, at)?;
+        } else if self.observer_watch.contains_key(&self.proc(tid).group) {
             // The stepped instruction may have accessed watched memory.
             let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
             self.observer_watch_hits(tid, &regs)?;
@@ -2042,12 +2076,14 @@ impl Replayer<'_> {
         self.observer.on_watchpoint(&stop, hits & mine).map_err(Error::Observer)?;
         self.plant_requested(tid)?;
         self.arm_requested(tid)?;
+        self.protect_pending(tid)?;
         Ok(true)
     }
 
     /// Arms or disarms the debug registers the observer asked for in every thread of `tid`'s
     /// process (see [`ReplayObserver::take_watchpoints`]).
     fn arm_requested(&mut self, tid: Tid) -> Result<(), Error> {
+        self.take_page_watches(tid);
         let wanted = self.observer.take_watchpoints();
         if wanted.is_empty() {
             return Ok(());
@@ -2081,6 +2117,7 @@ impl Replayer<'_> {
     /// The debug registers the observer asked for in a new process (`child`, its only thread,
     /// `stopped` when it is in a ptrace stop now; otherwise armed at its first stop).
     fn arm_requested_in_new_process(&mut self, child: Tid, stopped: bool) -> Result<(), Error> {
+        self.take_page_watches(child);
         let wanted = self.observer.take_watchpoints();
         if wanted.is_empty() {
             return Ok(());
@@ -2222,6 +2259,7 @@ impl Replayer<'_> {
                 // The observer's per-process state (and its debug registers, which a fork does
                 // not inherit) for the copy of the parent.
                 let image = image.clone();
+                self.pages_forked(self.proc(tid).group, self.proc(child).group);
                 self.observer.on_fork(parent, &image);
                 self.arm_requested_in_new_process(child, started)?;
             }

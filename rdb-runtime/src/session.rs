@@ -626,6 +626,14 @@ impl<'o> Session<'o> {
                 ),
             });
         }
+        if let Some(page) = self.r.first_protected_page(tid) {
+            return Err(Error::Unsupported {
+                pid,
+                what: format!(
+                    "no diversion is possible: page {page:#x} is read-only for a watch that uses page protection, and the copy's writes there would fault"
+                ),
+            });
+        }
         let original = rdb_tracee::ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         let (copy, _) = self.r.fork_thread(tid)?;
         // The copy runs the program's own code: no `int3` of the replayer's.

@@ -235,6 +235,11 @@ pub fn si_code(info: &SigInfo) -> i32 {
     i32::from_le_bytes([info[8], info[9], info[10], info[11]])
 }
 
+/// `si_addr` of a raw siginfo (the faulting address of `SIGSEGV`/`SIGBUS`).
+pub fn si_addr(info: &SigInfo) -> u64 {
+    u64::from_le_bytes(info[16..24].try_into().expect("8 bytes"))
+}
+
 /// Synchronous signals are caused by the instruction the thread executes (a fault, a trap), so
 /// a replay reproduces them by itself.
 pub fn is_synchronous(sig: i32, code: i32) -> bool {

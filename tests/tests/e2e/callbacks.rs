@@ -190,6 +190,15 @@ fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
         "spread.rdb.c",
         "reads.c",
         "reads.rdb.c",
+        "watchbig.c",
+        "watchbig.rdb.c",
+        "watchbig.region.c",
+        "watchmap.c",
+        "watchmap.rdb.c",
+        "watchmap.region.c",
+        "watchstack.c",
+        "watchstack.rdb.c",
+        "watchstack.region.c",
     ] {
         std::fs::copy(program(&format!("support/callbacks/{file}")), dir.join(file)).unwrap();
     }
@@ -275,6 +284,149 @@ pub fn c_on_call_malloc_counts_the_allocations_the_program_reports() {
     assert!(changes.len() >= 7, "{stderr}");
     for change in &changes[..7] {
         assert!(change.ends_with(&format!("at insert ({file}:{}:11)", line_of("*head = push("))), "{change}");
+    }
+}
+
+/// Watches that do not fit the four debug registers use page protection: a region's
+/// `rdb_watch` of a 64-byte record and of a fifth counter (after four that take the registers)
+/// report every change with the line that made it and the old and new bytes, a `read(2)` whose
+/// recorded data the replay writes into the protected record is reported as the system
+/// call's, writes elsewhere in the page and writes that change nothing are not reported, and
+/// the program's output is the recorded one.
+pub fn watches_beyond_the_debug_registers_use_page_protection() {
+    let (tmp, recorded) = record_c("watchbig", &[]);
+    assert_eq!(recorded, "7 600 Ada 2 609; 1 2 3 4 50; noise 6\n");
+    std::fs::copy(tmp.path().join("watchbig.region.c"), tmp.path().join("watchbig.c")).unwrap();
+    let out = replay_c(tmp.path(), "watchbig");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    assert!(stdout.contains("[rdb] read of 4 bytes\n"), "{stdout}");
+    let source = std::fs::read_to_string(tmp.path().join("watchbig.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("watchbig.c").display().to_string();
+    for (watched, mechanism) in [
+        ("rdb_watch(&a,", "uses debug registers (1)"),
+        ("rdb_watch(&d,", "uses debug registers (1)"),
+        ("rdb_watch(&e,", "uses page protection (1 page(s))"),
+        ("rdb_watch(&rec,", "uses page protection (1 page(s))"),
+    ] {
+        let armed = format!("rdb: watch set at watchbig.c:{} (", line_of(watched));
+        assert!(
+            stderr.lines().any(|l| l.starts_with(&armed) && l.contains(mechanism)),
+            "no `{armed}... {mechanism}` in:\n{stderr}"
+        );
+    }
+    // The record's bytes after each change, and where the change comes from.
+    let mut record = [0u8; 64];
+    let mut expected: Vec<(String, String, String)> = Vec::new();
+    let mut change = |record: &mut [u8; 64], offset: usize, bytes: &[u8], place: String| {
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let old = hex(record);
+        record[offset..offset + bytes.len()].copy_from_slice(bytes);
+        expected.push((old, hex(record), place));
+    };
+    let at = |text: &str| format!("at main ({file}:{}:", line_of(text));
+    change(&mut record, 0, &7i64.to_le_bytes(), at("rec.id = 7;"));
+    for balance in [100i64, 300, 600] {
+        change(&mut record, 8, &balance.to_le_bytes(), at("rec.balance += 100 * i;"));
+    }
+    change(&mut record, 16, b"Ada\0", "by system call `read`".to_string());
+    change(&mut record, 48, &2i64.to_le_bytes(), at("rec.count = 2;"));
+    change(&mut record, 56, &609i64.to_le_bytes(), at("rec.checksum = "));
+    let prefix = format!("rdb: watch set at watchbig.c:{}: ", line_of("rdb_watch(&rec,"));
+    let reports: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&prefix)).collect();
+    assert_eq!(reports.len(), expected.len(), "{stderr}");
+    for (report, (old, new, place)) in reports.iter().zip(&expected) {
+        assert!(report.contains(&format!("(64 bytes) changed {old} -> {new}, thread ")), "{report}");
+        assert!(report.contains(place.as_str()), "{report} (expected {place})");
+    }
+    let prefix = format!("rdb: watch set at watchbig.c:{}: ", line_of("rdb_watch(&e,"));
+    let reports: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&prefix)).collect();
+    assert_eq!(reports.len(), 2, "{stderr}");
+    assert!(reports[0].contains("changed 0 -> 5, thread ") && reports[0].contains(&at("e = 5;")), "{}", reports[0]);
+    assert!(
+        reports[1].contains("changed 5 -> 50, thread ") && reports[1].contains(&at("e = e * 10;")),
+        "{}",
+        reports[1]
+    );
+}
+
+/// A page-protected watch follows the program's own changes of its memory: the program makes
+/// the watched page read-only (its write there faults and its handler jumps back: the program
+/// sees its own fault, not rdb's), writable again, unmaps it and maps a new page there; each
+/// change of the record is reported with its line, and the output is the recorded one.
+pub fn page_protection_keeps_the_programs_own_protection_and_faults() {
+    let (tmp, recorded) = record_c("watchmap", &[]);
+    assert_eq!(recorded, "faulted 1, id 0, balance 0, count 9\n");
+    std::fs::copy(tmp.path().join("watchmap.region.c"), tmp.path().join("watchmap.c")).unwrap();
+    let out = replay_c(tmp.path(), "watchmap");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    let source = std::fs::read_to_string(tmp.path().join("watchmap.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("watchmap.c").display().to_string();
+    let prefix = format!("rdb: watch set at watchmap.c:{}", line_of("rdb_watch(r,"));
+    assert!(
+        stderr.contains(&format!("{prefix} (0x")) && stderr.contains("uses page protection (1 page(s))"),
+        "{stderr}"
+    );
+    let word = |v: u64, at: usize| {
+        let mut b = [0u8; 64];
+        b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        b
+    };
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let mut after_balance = word(1, 0);
+    after_balance[8] = 6;
+    let expected = [
+        ([0u8; 64], word(1, 0), "r->id = 1;"),
+        (word(1, 0), after_balance, "r->balance = 6;"),
+        (after_balance, word(9, 48), "r->count = 9;"),
+    ];
+    let reports: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&format!("{prefix}: "))).collect();
+    assert_eq!(reports.len(), expected.len(), "{stderr}");
+    for (report, (old, new, line)) in reports.iter().zip(&expected) {
+        assert!(report.contains(&format!("(64 bytes) changed {} -> {}, thread ", hex(old), hex(new))), "{report}");
+        assert!(report.contains(&format!("at main ({file}:{}:", line_of(line))), "{report} (expected line of {line})");
+    }
+}
+
+/// A page-protected watch of a record on the stack: the kernel still writes the old signal
+/// action and a signal frame on that page (rdb lifts the protection for them), the handler
+/// runs, and both changes of the record are reported with their lines; the output is the
+/// recorded one.
+pub fn page_protection_lets_the_kernel_write_on_a_watched_stack_page() {
+    let (tmp, recorded) = record_c("watchstack", &[]);
+    assert_eq!(recorded, "1 2 10\n");
+    std::fs::copy(tmp.path().join("watchstack.region.c"), tmp.path().join("watchstack.c")).unwrap();
+    let out = replay_c(tmp.path(), "watchstack");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    assert!(stdout.contains("[rdb] rt_sigaction(10) = 0\n"), "{stdout}");
+    let source = std::fs::read_to_string(tmp.path().join("watchstack.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("watchstack.c").display().to_string();
+    let prefix = format!("rdb: watch set at watchstack.c:{}", line_of("rdb_watch(&r,"));
+    assert!(
+        stderr.contains(&format!("{prefix} (0x")) && stderr.contains("uses page protection (1 page(s))"),
+        "{stderr}"
+    );
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let mut first = [0u8; 64];
+    first[0] = 1;
+    let mut second = first;
+    second[56] = 2;
+    let reports: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&format!("{prefix}: "))).collect();
+    // Then the stack is reused after `main` returns (the watch lasts to the end of the replay).
+    assert!(reports.len() >= 2, "{stderr}");
+    for (report, (old, new, line)) in
+        reports.iter().zip([([0u8; 64], first, "r.v[0] = 1;"), (first, second, "r.v[7] = 2;")])
+    {
+        assert!(report.contains(&format!("(64 bytes) changed {} -> {}, thread ", hex(&old), hex(&new))), "{report}");
+        assert!(report.contains(&format!("at main ({file}:{}:", line_of(line))), "{report} (expected line of {line})");
     }
 }
 
