@@ -26,6 +26,7 @@ use rdb_tracee::ptrace::{self, is_synchronous, si_code, si_signo, SigInfo, Sysca
 use rdb_tracee::{mem, procfs, this_process as sys, Memory, Pid};
 
 use crate::clock::Clock;
+use crate::cpuid;
 use crate::effects;
 use crate::location;
 use crate::observer::ProcessImage;
@@ -49,6 +50,9 @@ pub struct RecordOptions {
     /// What the executable tells about its build, for the header (`rdb_locate::build::describe`);
     /// kept only when it describes the file recorded (same hash).
     pub program_build: Option<rdb_descriptors::ProgramBuild>,
+    /// Trap `cpuid` where the host offers CPUID faulting (see `cpuid`); off records the
+    /// program's `cpuid` running natively, as on a host without it.
+    pub trap_cpuid: bool,
 }
 
 /// How the recorder interleaves the threads of a process (see the crate docs).
@@ -236,6 +240,8 @@ struct Recorder {
     root_status: Option<i32>,
     syscalls: u64,
     processes: u64,
+    /// `cpuid` is trapped in every tracee (the header's `cpuid_trapped`).
+    cpuid_trapped: bool,
 }
 
 /// Identity (device, inode) of what our `fd` writes to, to recognise the program's writes that
@@ -304,6 +310,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         })
         .collect();
     let (cpu, cpu_flags) = trace::cpu_identity();
+    let cpuid_trapped = opts.trap_cpuid && cpuid::available();
     let header = Header {
         format: trace::FORMAT_NAME.into(),
         version: trace::FORMAT_VERSION,
@@ -318,6 +325,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         cpu_flags,
         kernel: trace::kernel_release(),
         chaos_seed: schedule.chaos,
+        cpuid_trapped,
         program_build: opts.program_build.clone().filter(|b| b.blake3 == trace::hex(&exe_hash)),
     };
     let w = TraceWriter::create(&opts.trace_dir, &header, &opts.keep_files)?;
@@ -364,6 +372,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         root_status: None,
         syscalls: 0,
         processes: 1,
+        cpuid_trapped,
     };
     rec.procs.insert(root, Proc { tgid: root, ..Proc::default() });
     rec.groups.insert(root, Group { running: Some(root), since: Some(Instant::now()), ..Group::default() });
@@ -719,6 +728,10 @@ impl Recorder {
     /// `path` is the absolute path of the file exec'ed.
     fn after_exec(&mut self, pid: Pid, path: PathBuf) -> Result<(), Error> {
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
+        if self.cpuid_trapped && !cpuid::arm(pid).map_err(Error::ptrace(pid, "arming cpuid trapping"))? {
+            let why = "the host offered CPUID faulting when the recording started and refuses it now";
+            return Err(Error::Ptrace { pid, what: "arming cpuid trapping", source: std::io::Error::other(why) });
+        }
         let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         let mut stack =
             process::read_initial_stack(pid, regs.rsp).map_err(Error::ptrace(pid, "reading the initial stack"))?;
@@ -796,6 +809,12 @@ impl Recorder {
         }
         if call == Sysno::prctl && args[0] == syscalls::PR_SET_TSC {
             return Err(Error::Unsupported { pid, what: "prctl(PR_SET_TSC): rdb traps rdtsc itself".into() });
+        }
+        if self.cpuid_trapped && call == Sysno::arch_prctl && args[0] == sys::ARCH_SET_CPUID {
+            return Err(Error::Unsupported {
+                pid,
+                what: "arch_prctl(ARCH_SET_CPUID): rdb decides itself whether cpuid faults".into(),
+            });
         }
         if call == Sysno::rseq {
             // The kernel would write the current CPU into rseq areas at any time: make the
@@ -1029,6 +1048,16 @@ impl Recorder {
         if sig == libc::SIGSTOP {
             if let Some(sent) = self.procs.get_mut(&pid).and_then(|p| p.probing.take()) {
                 return self.on_probe(pid, sent, regs.rip, regs.rsp);
+            }
+        }
+        if sig == libc::SIGSEGV && self.cpuid_trapped {
+            if let Some((leaf, subleaf)) = cpuid::trapped(pid, &regs, &info) {
+                let result = cpuid::execute(leaf, subleaf);
+                let mut r = regs;
+                cpuid::finish(&mut r, result);
+                ptrace::set_regs(pid, &r).map_err(Error::ptrace(pid, "emulating cpuid"))?;
+                self.w.push(&Event::Cpuid { tid, leaf, subleaf, result })?;
+                return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
             }
         }
         if sig == libc::SIGSEGV {

@@ -59,6 +59,7 @@ fn sample_header() -> Vec<u8> {
         cpu_flags,
         kernel: String::new(),
         chaos_seed: None,
+        cpuid_trapped: true,
         program_build: None,
     })
     .expect("serializes")
@@ -200,6 +201,7 @@ pub fn sample_events() -> Vec<Event> {
         Event::NewProcess { tid: Tid(7), child: Tid(8), flags: 0x11 },
         Event::Signal { tid: Tid(8), sig: 17, asynchronous: true, siginfo: vec![0; 128] },
         Event::Rdtsc { tid: Tid(8), rax: 5, rdx: 6, rcx: Some(7) },
+        Event::Cpuid { tid: Tid(8), leaf: 1, subleaf: 0, result: [0x806f8, 0x800, 0x7ffefbff, 0xbfebfbff] },
         Event::ThreadStart { tid: Tid(9) },
         Event::Exit { tid: Tid(8), status: 0x100 },
     ]
@@ -548,6 +550,11 @@ pub fn mutate_event(rng: &mut Rng, base: &TraceFiles) -> Option<TraceFiles> {
         Event::Exit { tid, status } => match rng.below(2) {
             0 => tid.0 = pick(rng, tid.0 as u64) as u32,
             _ => *status = pick(rng, *status as u64) as i32,
+        },
+        Event::Cpuid { tid, leaf, result, .. } => match rng.below(3) {
+            0 => tid.0 = pick(rng, tid.0 as u64) as u32,
+            1 => *leaf = pick(rng, *leaf as u64) as u32,
+            _ => result[rng.below(4)] = pick(rng, result[0] as u64) as u32,
         },
         Event::Rdtsc { tid, .. } | Event::ThreadStart { tid } | Event::Start { tid, .. } => {
             tid.0 = pick(rng, tid.0 as u64) as u32
