@@ -27,8 +27,10 @@ use crate::trace::{Event, Trace, TraceError};
 const SI_KERNEL: i32 = 0x80;
 
 /// Whether this host offers CPUID faulting (probed without affecting the calling thread).
+/// `RDB_CPUID_FAULTING=0` makes rdb act as on a host without it (so that the native path of a
+/// trapped trace is exercised on hosts that have it: `rdb-runtime/tests/cpuid.rs`).
 pub fn available() -> bool {
-    sys::cpuid_faulting_available()
+    std::env::var_os("RDB_CPUID_FAULTING").is_none_or(|v| v != "0") && sys::cpuid_faulting_available()
 }
 
 /// Make `cpuid` fault in the stopped tracee `pid` (which must be at a stop where a syscall can
@@ -132,10 +134,15 @@ pub struct ReplayPlan {
 /// the recorded `Cpuid` events are passed over, and the warning compares the recorded results
 /// with this CPU's (a pass over the events).
 pub fn plan_replay(trace: &Trace) -> Result<ReplayPlan, TraceError> {
+    plan_replay_where(trace, trace.header().cpuid_trapped && available())
+}
+
+/// [`plan_replay`] on a host that has CPUID faulting (`faulting`) or not.
+pub fn plan_replay_where(trace: &Trace, faulting: bool) -> Result<ReplayPlan, TraceError> {
     if !trace.header().cpuid_trapped {
         return Ok(ReplayPlan { trap: false, warning: None });
     }
-    if available() {
+    if faulting {
         return Ok(ReplayPlan { trap: true, warning: None });
     }
     let mut recorded = Vec::new();
