@@ -68,6 +68,29 @@ pub fn execute(leaf: u32, subleaf: u32) -> [u32; 4] {
     sys::cpuid(leaf, subleaf)
 }
 
+/// Whether a leaf's result depends on the CPU that executes it (see [`execute`]).
+fn per_cpu(leaf: u32) -> bool {
+    matches!(leaf, 1 | 0xb | 0x1f | 0x1a | 0x8000_001e)
+}
+
+/// The recorder's results of leaves that are the same on every CPU, so that a program asking
+/// again (python's start-up asks about 2,600 times) costs no second `cpuid` in the recorder,
+/// which under a hypervisor is an exit to it. Per-CPU leaves are executed every time.
+#[derive(Default)]
+pub struct Cache {
+    known: std::collections::HashMap<(u32, u32), [u32; 4]>,
+}
+
+impl Cache {
+    /// [`execute`], remembered for leaves that are not per CPU.
+    pub fn execute(&mut self, leaf: u32, subleaf: u32) -> [u32; 4] {
+        if per_cpu(leaf) {
+            return execute(leaf, subleaf);
+        }
+        *self.known.entry((leaf, subleaf)).or_insert_with(|| execute(leaf, subleaf))
+    }
+}
+
 /// Give the program the result of its trapped `cpuid` and step past the instruction. (The
 /// instruction writes the 32-bit registers, which zero the upper halves.)
 pub fn finish(regs: &mut Regs, result: [u32; 4]) {

@@ -242,6 +242,7 @@ struct Recorder {
     processes: u64,
     /// `cpuid` is trapped in every tracee (the header's `cpuid_trapped`).
     cpuid_trapped: bool,
+    cpuid_cache: cpuid::Cache,
 }
 
 /// Identity (device, inode) of what our `fd` writes to, to recognise the program's writes that
@@ -373,6 +374,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         syscalls: 0,
         processes: 1,
         cpuid_trapped,
+        cpuid_cache: cpuid::Cache::default(),
     };
     rec.procs.insert(root, Proc { tgid: root, ..Proc::default() });
     rec.groups.insert(root, Group { running: Some(root), since: Some(Instant::now()), ..Group::default() });
@@ -1052,7 +1054,7 @@ impl Recorder {
         }
         if sig == libc::SIGSEGV && self.cpuid_trapped {
             if let Some((leaf, subleaf)) = cpuid::trapped(pid, &regs, &info) {
-                let result = cpuid::execute(leaf, subleaf);
+                let result = self.cpuid_cache.execute(leaf, subleaf);
                 let mut r = regs;
                 cpuid::finish(&mut r, result);
                 ptrace::set_regs(pid, &r).map_err(Error::ptrace(pid, "emulating cpuid"))?;
