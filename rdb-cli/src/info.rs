@@ -60,7 +60,7 @@ pub fn run(a: Args) -> Result<i32> {
     if let Some(seed) = h.chaos_seed {
         println!("schedule:   chaos, seed {seed}");
     }
-    let (mut procs, mut syscalls, mut signals, mut execs) = (BTreeSet::new(), 0u64, 0u64, 0u64);
+    let (mut procs, mut syscalls, mut signals, mut execs, mut cpuids) = (BTreeSet::new(), 0u64, 0u64, 0u64, 0u64);
     let mut threads = BTreeSet::new();
     let (mut snapshots, mut snapshot_bytes) = (0u64, 0u64);
     let mut events = trace.events()?;
@@ -80,6 +80,7 @@ pub fn run(a: Args) -> Result<i32> {
                 }
             }
             Event::Signal { .. } => signals += 1,
+            Event::Cpuid { .. } => cpuids += 1,
             Event::Exec { .. } => execs += 1,
             Event::NewProcess { child, flags, .. } if flags & libc::CLONE_THREAD as u64 != 0 => {
                 threads.insert(child);
@@ -89,6 +90,11 @@ pub fn run(a: Args) -> Result<i32> {
     }
     println!("processes:  {} ({} more threads)", procs.len() - threads.len(), threads.len());
     println!("events:     {} ({} syscalls, {} execs, {} signals)", trace.event_count(), syscalls, execs, signals);
+    if h.cpuid_trapped {
+        println!("cpuid:      trapped (CPUID faulting): {cpuids} cpuid instructions given their recorded results");
+    } else {
+        println!("cpuid:      not trapped: the program's cpuid ran natively (replay needs the same CPU model)");
+    }
     println!("size:       {} bytes in {} chunks", trace.event_bytes(), trace.chunk_count());
     let kept = trace.kept_files();
     let kept_bytes: u64 = kept.iter().map(|(_, s)| s).sum();

@@ -41,6 +41,10 @@ pub struct Args {
     /// threads run one at a time either way).
     #[arg(long)]
     no_pin: bool,
+    /// Let the program's `cpuid` instructions run natively even where the host offers CPUID
+    /// faulting (a replay then needs the same CPU model; `rdb info` says which was done).
+    #[arg(long)]
+    no_cpuid_trap: bool,
     /// Randomise the thread schedule (switch points and which thread runs next) to expose
     /// rare interleavings; the seed is stored in the trace.
     #[arg(long)]
@@ -90,6 +94,7 @@ pub fn run(a: Args) -> Result<i32> {
         pin_cpu: !a.no_pin && std::env::var_os("RDB_NO_PIN").is_none(),
         keep_files: KeepFiles { mode, store: traces::store_for(&dir) },
         program_build,
+        trap_cpuid: !a.no_cpuid_trap,
     };
     let chaos = a.chaos.then(|| {
         a.seed.unwrap_or_else(|| {

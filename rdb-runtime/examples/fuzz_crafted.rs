@@ -36,6 +36,7 @@ fn main() {
             pin_cpu: false,
             keep_files: Default::default(),
             program_build: None,
+            trap_cpuid: true,
         };
         match record(&opts) {
             Ok(_) => corpus.push(TraceFiles::from_dir(&trace).expect("read seed")),

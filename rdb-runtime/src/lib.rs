@@ -87,6 +87,7 @@
 
 pub mod checkpoint;
 pub mod clock;
+pub mod cpuid;
 mod displace;
 pub mod diversion;
 pub mod effects;

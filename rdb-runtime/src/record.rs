@@ -30,6 +30,7 @@ use rdb_tracee::ptrace::{self, is_synchronous, si_code, si_signo, SigInfo, Sysca
 use rdb_tracee::{mem, procfs, this_process as sys, Memory, Pid};
 
 use crate::clock::Clock;
+use crate::cpuid;
 use crate::effects;
 use crate::interrupt::{self, PointKey, Reason, Seek, Verdict};
 use crate::location;
@@ -56,6 +57,9 @@ pub struct RecordOptions {
     /// What the executable tells about its build, for the header (`rdb_locate::build::describe`);
     /// kept only when it describes the file recorded (same hash).
     pub program_build: Option<rdb_descriptors::ProgramBuild>,
+    /// Trap `cpuid` where the host offers CPUID faulting (see `cpuid`); off records the
+    /// program's `cpuid` running natively, as on a host without it.
+    pub trap_cpuid: bool,
 }
 
 /// How the recorder interleaves the threads of a process (see the crate docs).
@@ -349,6 +353,9 @@ struct Recorder {
     scratch: Option<(std::io::PipeReader, std::io::PipeWriter)>,
     /// Interruption points seen (see `interrupt`).
     points: interrupt::Stats,
+    /// `cpuid` is trapped in every tracee (the header's `cpuid_trapped`).
+    cpuid_trapped: bool,
+    cpuid_cache: cpuid::Cache,
 }
 
 /// Identity (device, inode) of what our `fd` writes to, to recognise the program's writes that
@@ -417,6 +424,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         })
         .collect();
     let (cpu, cpu_flags) = trace::cpu_identity();
+    let cpuid_trapped = opts.trap_cpuid && cpuid::available();
     let header = Header {
         format: trace::FORMAT_NAME.into(),
         version: trace::FORMAT_VERSION,
@@ -431,6 +439,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         cpu_flags,
         kernel: trace::kernel_release(),
         chaos_seed: schedule.chaos,
+        cpuid_trapped,
         program_build: opts.program_build.clone().filter(|b| b.blake3 == trace::hex(&exe_hash)),
     };
     let w = TraceWriter::create(&opts.trace_dir, &header, &opts.keep_files)?;
@@ -487,6 +496,8 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         output_turns: Default::default(),
         scratch: None,
         points: interrupt::Stats::default(),
+        cpuid_trapped,
+        cpuid_cache: cpuid::Cache::default(),
     };
     rec.procs.insert(root, Proc { tgid: root, ..Proc::default() });
     rec.groups.insert(Unit::Own(root), Group { running: Some(root), since: Some(Instant::now()), ..Group::default() });
@@ -1002,6 +1013,10 @@ impl Recorder {
             });
         }
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
+        if self.cpuid_trapped && !cpuid::arm(pid).map_err(Error::ptrace(pid, "arming cpuid trapping"))? {
+            let why = "the host offered CPUID faulting when the recording started and refuses it now";
+            return Err(Error::Ptrace { pid, what: "arming cpuid trapping", source: std::io::Error::other(why) });
+        }
         let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         let mut stack =
             process::read_initial_stack(pid, regs.rsp).map_err(Error::ptrace(pid, "reading the initial stack"))?;
@@ -1097,6 +1112,12 @@ impl Recorder {
                      be replayed; redirect the program's output elsewhere",
                     args[4]
                 ),
+            });
+        }
+        if self.cpuid_trapped && call == Sysno::arch_prctl && args[0] == sys::ARCH_SET_CPUID {
+            return Err(Error::Unsupported {
+                pid,
+                what: "arch_prctl(ARCH_SET_CPUID): rdb decides itself whether cpuid faults".into(),
             });
         }
         if call == Sysno::rseq {
@@ -1619,6 +1640,16 @@ impl Recorder {
             }
             if let Some(sent) = self.procs.get_mut(&pid).and_then(|p| p.probing.take()) {
                 return self.on_probe(pid, sent, regs.rip, regs.rsp);
+            }
+        }
+        if sig == libc::SIGSEGV && self.cpuid_trapped {
+            if let Some((leaf, subleaf)) = cpuid::trapped(pid, &regs, &info) {
+                let result = self.cpuid_cache.execute(leaf, subleaf);
+                let mut r = regs;
+                cpuid::finish(&mut r, result);
+                ptrace::set_regs(pid, &r).map_err(Error::ptrace(pid, "emulating cpuid"))?;
+                self.w.push(&Event::Cpuid { tid, leaf, subleaf, result })?;
+                return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
             }
         }
         if sig == libc::SIGSEGV {

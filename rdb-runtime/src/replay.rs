@@ -21,6 +21,7 @@ use std::rc::Rc;
 use rdb_tracee::ptrace::{self, is_synchronous, si_code, SyscallStop, Wait};
 use rdb_tracee::{debugreg, mem, procfs, this_process as sys, Pid};
 
+use crate::cpuid;
 use crate::displace::{self, StepOver};
 use crate::interrupt::{self, PointKey};
 use crate::observer::{BreakpointStop, ProcessImage, ReplayObserver};
@@ -104,15 +105,26 @@ pub(crate) enum Stop {
     Fork {
         child: Pid,
     },
+    /// `tsc`: the signal is the fault of an instruction rdb traps and emulates, not one of the
+    /// program's.
     Signal {
         sig: i32,
-        tsc: Option<(usize, bool)>,
+        tsc: Option<Emulated>,
     },
     Gone {
         status: i32,
     },
     /// At the interruption point its next event names (see `interrupt`).
     Interrupt,
+}
+
+/// A trapped instruction whose fault stands for its emulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Emulated {
+    /// `rdtsc` (length 2) or `rdtscp` (length 3, true).
+    Tsc(usize, bool),
+    /// `cpuid` asking for this leaf and subleaf (see `cpuid`).
+    Cpuid(u32, u32),
 }
 
 /// How the current syscall of a process is being replayed.
@@ -240,6 +252,8 @@ pub(crate) struct Events {
     exhausted: bool,
     /// Each thread's last event consumed (its trace index).
     pub(crate) last: HashMap<Tid, u64>,
+    /// Pass over `Cpuid` events: a trapped trace replayed where `cpuid` runs natively.
+    skip_cpuid: bool,
 }
 
 impl Events {
@@ -254,6 +268,10 @@ impl Events {
     }
     fn head(&mut self) -> Result<Option<&Event>, Error> {
         self.fill(1)?;
+        while self.skip_cpuid && matches!(self.buf.front(), Some(Event::Cpuid { .. })) {
+            self.pop()?;
+            self.fill(1)?;
+        }
         Ok(self.buf.front())
     }
     fn pop(&mut self) -> Result<Event, Error> {
@@ -316,6 +334,7 @@ impl Events {
             self.fill(i + 1)?;
             match self.buf.get(i) {
                 None => return Ok(None),
+                Some(Event::Cpuid { .. }) if self.skip_cpuid => i += 1,
                 Some(e) if e.tid() == tid => return Ok(self.buf.get(i).map(|e| (self.index + i as u64, e))),
                 Some(_) => i += 1,
             }
@@ -373,6 +392,8 @@ pub(crate) struct Replayer<'o> {
     /// its points (one armed at a time); and where each stub's `int3` leaves a thread.
     stub_slots: HashMap<(usize, PathBuf), u64>,
     stub_traps: HashSet<u64>,
+    /// `cpuid` is trapped in every replayed image and served from the trace.
+    cpuid_trap: bool,
 }
 
 /// The high-water mark of a replay that goes back and forth: the recorded output of events
@@ -409,11 +430,16 @@ impl<'o> Replayer<'o> {
         let trace = Trace::open(&opts.trace_dir)?;
         let ends_early = trace.ends_early();
         let differences = trace::machine_differences(trace.header());
+        let cpuid_plan = cpuid::plan_replay(&trace)?;
         if !differences.is_empty() {
             eprintln!(
-                "rdb: warning: this machine differs from the one the trace was recorded on:\n  {}\n  cpuid cannot be trapped here and re-executed calls run on this kernel, so the replay may diverge",
-                differences.join("\n  ")
+                "rdb: warning: this machine differs from the one the trace was recorded on:\n  {}\n  {} and re-executed calls run on this kernel, so the replay may diverge",
+                differences.join("\n  "),
+                cpuid::machine_note(&cpuid_plan)
             );
+        }
+        if let Some(w) = &cpuid_plan.warning {
+            eprintln!("{w}");
         }
         let mut files = ReplayFiles::new(&trace);
         let recorded = match trace.summary() {
@@ -436,6 +462,7 @@ impl<'o> Replayer<'o> {
             index: 0,
             exhausted: false,
             last: HashMap::new(),
+            skip_cpuid: trace.header().cpuid_trapped && !cpuid_plan.trap,
         };
         let Some(Event::Start { tid, exe, argv, envp, .. }) = ev.head()?.cloned() else {
             if ends_early {
@@ -519,6 +546,7 @@ impl<'o> Replayer<'o> {
             stall,
             stub_slots: HashMap::new(),
             stub_traps: HashSet::new(),
+            cpuid_trap: cpuid_plan.trap,
         };
         r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
         r.by_pid.insert(pid, tid);
@@ -993,9 +1021,14 @@ impl Replayer<'_> {
         };
         let synchronous = is_synchronous(sig, si_code(&info));
         let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+        if sig == libc::SIGSEGV && self.cpuid_trap {
+            if let Some((leaf, subleaf)) = cpuid::trapped(pid, &regs, &info) {
+                return Ok(Some(Stop::Signal { sig, tsc: Some(Emulated::Cpuid(leaf, subleaf)) }));
+            }
+        }
         if sig == libc::SIGSEGV {
-            if let Some(tsc) = process::tsc_instruction(pid, regs.rip) {
-                return Ok(Some(Stop::Signal { sig, tsc: Some(tsc) }));
+            if let Some((len, rdtscp)) = process::tsc_instruction(pid, regs.rip) {
+                return Ok(Some(Stop::Signal { sig, tsc: Some(Emulated::Tsc(len, rdtscp)) }));
             }
             // A write to a page protected for a watch: done, and the program goes on.
             if let Some(fault) = self.protected_write(tid, &info)? {
@@ -1673,6 +1706,10 @@ impl Replayer<'_> {
             return Err(self.divergence(tid, format!("exec {}", loaded.display()), format!("exec {}", now.display())));
         }
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
+        if self.cpuid_trap && !cpuid::arm(pid).map_err(Error::ptrace(pid, "arming cpuid trapping"))? {
+            let why = "the host offered CPUID faulting when the replay started and refuses it now";
+            return Err(Error::Ptrace { pid, what: "arming cpuid trapping", source: std::io::Error::other(why) });
+        }
         let top = procfs::stack_top(pid).map_err(Error::ptrace(pid, "finding the stack"))?;
         let end = sp.checked_add(stack.len() as u64).unwrap_or(0);
         if end != top {
@@ -1785,8 +1822,9 @@ impl Replayer<'_> {
                 let exe = p.image.as_ref().map_or(String::new(), |i| format!(" in {}", i.exe.display()));
                 return Err(format!("breakpoint address {addr:#x} is not mapped{exe}"));
             }
-            if code[..2] == [0x0f, 0x05] || code[..2] == [0x0f, 0x31] || code[..3] == [0x0f, 0x01, 0xf9] {
-                return Err(format!("cannot break at {addr:#x}: it is a syscall or rdtsc instruction"));
+            let trapped = code[..2] == [0x0f, 0x31] || code[..3] == [0x0f, 0x01, 0xf9] || code[..2] == [0x0f, 0xa2];
+            if code[..2] == [0x0f, 0x05] || trapped {
+                return Err(format!("cannot break at {addr:#x}: it is a syscall, rdtsc or cpuid instruction"));
             }
             // Another breakpoint inside these bytes reads as 0xcc: put its byte back first.
             for (&at, bp) in table.borrow().range(addr + 1..addr + n as u64) {
@@ -2312,11 +2350,20 @@ impl Replayer<'_> {
         Ok(())
     }
 
-    fn on_signal(&mut self, tid: Tid, sig: i32, tsc: Option<(usize, bool)>) -> Result<(), Error> {
+    fn on_signal(&mut self, tid: Tid, sig: i32, tsc: Option<Emulated>) -> Result<(), Error> {
         let pid = self.proc(tid).pid;
         let Some(ev) = self.ev.head()?.cloned() else { return Ok(()) };
         match (&ev, tsc) {
-            (Event::Rdtsc { rax, rdx, rcx, .. }, Some((len, _))) => {
+            (Event::Cpuid { leaf, subleaf, result, .. }, Some(Emulated::Cpuid(l, s)))
+                if (*leaf, *subleaf) == (l, s) =>
+            {
+                let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
+                cpuid::finish(&mut regs, *result);
+                ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating cpuid"))?;
+                self.ev.pop()?;
+                self.resume_user(tid, 0, "resuming")
+            }
+            (Event::Rdtsc { rax, rdx, rcx, .. }, Some(Emulated::Tsc(len, _))) => {
                 let mut regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
                 process::finish_tsc(&mut regs, len, *rax, *rdx, *rcx);
                 ptrace::set_regs(pid, &regs).map_err(Error::ptrace(pid, "emulating rdtsc"))?;
@@ -2342,10 +2389,10 @@ impl Replayer<'_> {
                 self.resume_user(tid, sig, "delivering a signal")
             }
             _ => {
-                let actual = if tsc.is_some() {
-                    "rdtsc".to_string()
-                } else {
-                    format!("signal {}", trace::event::signal_name(sig))
+                let actual = match tsc {
+                    Some(Emulated::Tsc(..)) => "rdtsc".to_string(),
+                    Some(Emulated::Cpuid(leaf, subleaf)) => format!("cpuid leaf {leaf:#x} subleaf {subleaf:#x}"),
+                    None => format!("signal {}", trace::event::signal_name(sig)),
                 };
                 Err(self.divergence(tid, ev.describe(), actual))
             }

@@ -429,7 +429,12 @@ impl Session<'_> {
                     self.restore(id)?;
                     let starts = matches!(
                         self.r.ev.ahead(event)?,
-                        Some(Event::Syscall { tid: t, .. } | Event::Signal { tid: t, .. } | Event::Rdtsc { tid: t, .. })
+                        Some(
+                            Event::Syscall { tid: t, .. }
+                            | Event::Signal { tid: t, .. }
+                            | Event::Rdtsc { tid: t, .. }
+                            | Event::Cpuid { tid: t, .. }
+                        )
                             if t == tid
                     );
                     Ok(starts.then_some(Position::Before { tid: *tid, event }))

@@ -170,6 +170,34 @@ pub fn rdtscp() -> (u64, u32) {
     (tsc, aux)
 }
 
+/// `arch_prctl` codes of CPUID faulting (`asm/prctl.h`).
+pub const ARCH_GET_CPUID: u64 = 0x1011;
+pub const ARCH_SET_CPUID: u64 = 0x1012;
+
+/// Execute `cpuid` for `leaf` and `subleaf` (eax, ecx) on this thread: eax, ebx, ecx, edx.
+pub fn cpuid(leaf: u32, subleaf: u32) -> [u32; 4] {
+    let r = core::arch::x86_64::__cpuid_count(leaf, subleaf);
+    [r.eax, r.ebx, r.ecx, r.edx]
+}
+
+/// Whether this machine offers CPUID faulting (`arch_prctl(ARCH_SET_CPUID, 0)` works; Intel
+/// CPUs and hypervisors that expose it, never AMD today). The flag is per thread, so the probe
+/// runs in a short-lived thread of its own that turns faulting on and off again without
+/// executing `cpuid` in between: the calling thread is never affected.
+pub fn cpuid_faulting_available() -> bool {
+    std::thread::spawn(|| {
+        // SAFETY: integer arguments only.
+        let on = unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_SET_CPUID, 0u64) } == 0;
+        if on {
+            // SAFETY: integer arguments only; cannot fail once turning it on worked.
+            unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_SET_CPUID, 1u64) };
+        }
+        on
+    })
+    .join()
+    .unwrap_or(false)
+}
+
 // The recorder thread runs with the time-stamp counter disabled, like its tracees.
 //
 // Why: `PR_SET_TSC` is a per-thread flag the kernel applies by toggling CR4.TSD whenever it

@@ -86,6 +86,10 @@ pub enum Event {
     Signal { tid: Tid, sig: i32, asynchronous: bool, siginfo: Vec<u8> },
     /// A trapped `rdtsc` (`rcx` is set for `rdtscp`).
     Rdtsc { tid: Tid, rax: u64, rdx: u64, rcx: Option<u64> },
+    /// A trapped `cpuid` (only in traces whose header says `cpuid_trapped`): the leaf and
+    /// subleaf the program asked for (eax, ecx) and the result it was given (eax, ebx, ecx,
+    /// edx).
+    Cpuid { tid: Tid, leaf: u32, subleaf: u32, result: [u32; 4] },
     /// The thread is gone: raw wait status (exit code << 8, or the killing signal).
     Exit { tid: Tid, status: i32 },
     /// A thread created with `CLONE_THREAD` gets its first turn: from here until its next
@@ -108,6 +112,7 @@ impl Event {
             | Event::NewProcess { tid, .. }
             | Event::Signal { tid, .. }
             | Event::Rdtsc { tid, .. }
+            | Event::Cpuid { tid, .. }
             | Event::Exit { tid, .. }
             | Event::ThreadStart { tid }
             | Event::Interrupt { tid, .. } => *tid,
@@ -141,6 +146,10 @@ impl Event {
                 } else {
                     "rdtsc".into()
                 }
+            }
+            Event::Cpuid { leaf, subleaf, result, .. } => {
+                let [a, b, c, d] = result;
+                format!("cpuid leaf {leaf:#x} subleaf {subleaf:#x} = {a:#x} {b:#x} {c:#x} {d:#x}")
             }
             Event::Exit { status, .. } => describe_status(*status),
         }
@@ -213,6 +222,7 @@ const TAG_NEW_PROCESS: u8 = 4;
 const TAG_SIGNAL: u8 = 5;
 const TAG_RDTSC: u8 = 6;
 const TAG_EXIT: u8 = 7;
+const TAG_CPUID: u8 = 8;
 const TAG_THREAD_START: u8 = 16;
 const TAG_INTERRUPT: u8 = 17;
 
@@ -318,6 +328,13 @@ pub fn encode(ev: &Event, out: &mut Vec<u8>) {
                     put_u64(out, *c);
                 }
             }
+        }
+        Event::Cpuid { tid, leaf, subleaf, result } => {
+            out.push(TAG_CPUID);
+            put_u32(out, tid.0);
+            put_u32(out, *leaf);
+            put_u32(out, *subleaf);
+            result.iter().for_each(|r| put_u32(out, *r));
         }
         Event::Exit { tid, status } => {
             out.push(TAG_EXIT);
@@ -472,6 +489,12 @@ impl<'a> Decoder<'a> {
                 let rcx = if self.flag()? { Some(self.u64()?) } else { None };
                 Event::Rdtsc { tid, rax, rdx, rcx }
             }
+            TAG_CPUID => Event::Cpuid {
+                tid,
+                leaf: self.u32()?,
+                subleaf: self.u32()?,
+                result: [self.u32()?, self.u32()?, self.u32()?, self.u32()?],
+            },
             TAG_EXIT => Event::Exit { tid, status: self.u32()? as i32 },
             TAG_THREAD_START => Event::ThreadStart { tid },
             TAG_INTERRUPT => {
@@ -529,6 +552,7 @@ mod tests {
             Event::NewProcess { tid: Tid(7), child: Tid(8), flags: 0x11 },
             Event::Signal { tid: Tid(8), sig: 17, asynchronous: true, siginfo: vec![0; 128] },
             Event::Rdtsc { tid: Tid(8), rax: 5, rdx: 6, rcx: Some(7) },
+            Event::Cpuid { tid: Tid(8), leaf: 7, subleaf: 0, result: [1, 2, 3, 0xffff_ffff] },
             Event::Exit { tid: Tid(8), status: 0x100 },
             Event::ThreadStart { tid: Tid(9) },
             Event::Interrupt { tid: Tid(9), regs: [3; 27], stack: vec![1; 16], pages: vec![0x5000], digest: [5; 32] },

@@ -59,6 +59,7 @@ fn sample_header() -> Vec<u8> {
         cpu_flags,
         kernel: String::new(),
         chaos_seed: None,
+        cpuid_trapped: true,
         program_build: None,
     })
     .expect("serializes")
@@ -200,6 +201,7 @@ pub fn sample_events() -> Vec<Event> {
         Event::NewProcess { tid: Tid(7), child: Tid(8), flags: 0x11 },
         Event::Signal { tid: Tid(8), sig: 17, asynchronous: true, siginfo: vec![0; 128] },
         Event::Rdtsc { tid: Tid(8), rax: 5, rdx: 6, rcx: Some(7) },
+        Event::Cpuid { tid: Tid(8), leaf: 1, subleaf: 0, result: [0x806f8, 0x800, 0x7ffefbff, 0xbfebfbff] },
         Event::ThreadStart { tid: Tid(9) },
         Event::Interrupt { tid: Tid(9), regs: [3; 27], stack: vec![1; 16], pages: vec![0x5000], digest: [5; 32] },
         Event::Exit { tid: Tid(8), status: 0x100 },
@@ -556,6 +558,11 @@ pub fn mutate_event(rng: &mut Rng, base: &TraceFiles) -> Option<TraceFiles> {
                 let i = rng.below(regs.len());
                 regs[i] = pick(rng, regs[i]);
             }
+        },
+        Event::Cpuid { tid, leaf, result, .. } => match rng.below(3) {
+            0 => tid.0 = pick(rng, tid.0 as u64) as u32,
+            1 => *leaf = pick(rng, *leaf as u64) as u32,
+            _ => result[rng.below(4)] = pick(rng, result[0] as u64) as u32,
         },
         Event::Rdtsc { tid, .. } | Event::ThreadStart { tid } | Event::Start { tid, .. } => {
             tid.0 = pick(rng, tid.0 as u64) as u32

@@ -43,7 +43,7 @@ pub use writer::TraceWriter;
 /// Name stored in the header's `format` field.
 pub const FORMAT_NAME: &str = "rdb-trace";
 /// Version of the directory layout, the framing and the event encoding (see FORMAT.md).
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The header file.
 pub const HEADER_FILE: &str = "rdb-trace.json";
@@ -89,6 +89,11 @@ pub struct Header {
     /// Seed of the randomised thread schedule (`rdb record --chaos`), if one was used.
     #[serde(default)]
     pub chaos_seed: Option<u64>,
+    /// Every `cpuid` of the program was trapped (CPUID faulting) and its result recorded as a
+    /// `Cpuid` event; false when `cpuid` ran natively (hosts without CPUID faulting,
+    /// `rdb record --no-cpuid-trap`).
+    #[serde(default)]
+    pub cpuid_trapped: bool,
     /// What the executable tells about its build (compilers, build directory, debug
     /// information, section digests, Cargo project), so that a rebuilt binary that differs
     /// can be explained; absent when the recorder was not given it or it is not an ELF file.
@@ -227,6 +232,7 @@ mod tests {
             cpu_flags,
             kernel,
             chaos_seed: None,
+            cpuid_trapped: false,
             program_build: None,
         }
     }

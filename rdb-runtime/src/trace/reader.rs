@@ -112,11 +112,15 @@ fn read_summary(dir: &Dir, path: &Path) -> Result<Option<(Summary, Vec<u8>)>, Tr
     Ok(Some((summary, raw)))
 }
 
-/// Decode all `count` events of a raw chunk: they must use up its bytes exactly.
-fn check_events(raw: &[u8], count: u32) -> Result<(), String> {
+/// Decode all `count` events of a raw chunk: they must use up its bytes exactly. `Cpuid`
+/// events belong only in a trace recorded with `cpuid` trapped.
+fn check_events(raw: &[u8], count: u32, cpuid_trapped: bool) -> Result<(), String> {
     let mut d = event::Decoder::new(raw);
     for i in 0..count {
-        d.next_event().map_err(|e| format!("event {i} of the chunk: {e}"))?;
+        let ev = d.next_event().map_err(|e| format!("event {i} of the chunk: {e}"))?;
+        if !cpuid_trapped && matches!(ev, Event::Cpuid { .. }) {
+            return Err(format!("event {i} of the chunk is a cpuid event, but the header says cpuid was not trapped"));
+        }
     }
     if !d.is_empty() {
         return Err(format!(
@@ -163,7 +167,8 @@ impl Trace {
                             let raw =
                                 chunk::decompress(&h, &payload).map_err(|why| corrupt(ep.clone(), offset, why))?;
                             drop(payload);
-                            check_events(&raw, h.events).map_err(|why| corrupt(ep.clone(), offset, why))?;
+                            check_events(&raw, h.events, header.cpuid_trapped)
+                                .map_err(|why| corrupt(ep.clone(), offset, why))?;
                             index.push(ChunkStart {
                                 offset,
                                 digest_before: last_digest,
@@ -447,6 +452,7 @@ mod tests {
             cpu_flags: vec![],
             kernel: String::new(),
             chaos_seed: None,
+            cpuid_trapped: false,
             program_build: None,
         }
     }
@@ -565,13 +571,35 @@ mod tests {
     }
 
     #[test]
+    fn a_cpuid_event_needs_a_header_that_says_cpuid_was_trapped() {
+        let t = tempfile::tempdir().unwrap();
+        for trapped in [false, true] {
+            let dir = t.path().join(format!("trapped-{trapped}"));
+            let h = Header { cpuid_trapped: trapped, ..header("/bin/true") };
+            let mut w = TraceWriter::create(&dir, &h, &Default::default()).unwrap();
+            w.push(&ev(1)).unwrap();
+            w.push(&Event::Cpuid { tid: Tid(1), leaf: 0, subleaf: 0, result: [0x24, 1, 2, 3] }).unwrap();
+            w.finish(Summary::default()).unwrap();
+            match Trace::open(&dir) {
+                Ok(_) => assert!(trapped),
+                Err(TraceError::Corrupt { why, .. }) => {
+                    assert!(!trapped);
+                    assert!(why.contains("cpuid event, but the header says cpuid was not trapped"), "{why}");
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
+    #[test]
     fn foreign_and_future_directories_are_refused() {
         let t = tempfile::tempdir().unwrap();
         assert!(matches!(Trace::open(t.path()), Err(TraceError::NotATrace { .. })));
         let dir = t.path().join("tr");
         write_trace(&dir, 1, 1, true);
         let hp = dir.join(HEADER_FILE);
-        let text = std::fs::read_to_string(&hp).unwrap().replace("\"version\": 2", "\"version\": 99");
+        let text =
+            std::fs::read_to_string(&hp).unwrap().replace(&format!("\"version\": {FORMAT_VERSION}"), "\"version\": 99");
         std::fs::write(&hp, text).unwrap();
         assert!(matches!(Trace::open(&dir), Err(TraceError::Version { found: 99, .. })));
         let file = t.path().join("file");

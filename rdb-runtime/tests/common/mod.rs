@@ -32,6 +32,7 @@ pub fn record_options(trace: &Path, program: impl Into<OsString>, args: &[OsStri
         pin_cpu: false,
         keep_files: Default::default(),
         program_build: None,
+        trap_cpuid: true,
     }
 }
 

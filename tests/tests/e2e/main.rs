@@ -28,6 +28,7 @@ mod build_workspace;
 mod callbacks;
 mod clang_replay;
 mod cli;
+mod cpuid;
 mod crafted;
 mod find;
 mod kept_files;
@@ -200,6 +201,7 @@ fn main() {
         regions_run_on_rdbs_own_gdb_server,
     ));
     trials.extend(scenarios_where_possible!(remote: regions_run_on_an_rr_replay));
+    trials.extend(scenarios_where_possible!(cpuid: cpuid_is_trapped_where_the_host_offers_it));
     trials.extend(scenarios!(sample_apps_replay: sample_apps_replay_exactly, rayon_and_crossbeam_replay_exactly));
     trials.extend(scenarios!(threads:
         racy_recordings_replay_to_their_own_outcome,
