@@ -76,7 +76,9 @@ impl GdbScript {
         let case = crate::cases::parse("programs", &self.program)?;
         let argv = case.program(dir)?;
         let trace = dir.join("trace");
-        let mut record = rdb_timed(self.timeout, &["record", "-o", trace.to_str().unwrap(), "--"]);
+        // `--no-cpuid-trap`: a trapped `cpuid` is an event, and only hosts with CPUID faulting
+        // trap it, so the event numbers `monitor when` prints would depend on the host.
+        let mut record = rdb_timed(self.timeout, &["record", "--no-cpuid-trap", "-o", trace.to_str().unwrap(), "--"]);
         // The dynamic loader searches every directory of LD_LIBRARY_PATH (cargo's test runner sets
         // one, longer under `cargo test --workspace`): each search is a recorded syscall, so the
         // event numbers `monitor when` prints would depend on how the test was started.
