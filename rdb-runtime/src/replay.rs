@@ -1892,13 +1892,7 @@ impl Replayer<'_> {
         let mapped_file = file.map(|f| PathBuf::from(OsStr::from_bytes(&f.path)));
         let p = self.proc(tid);
         let (pid, process) = (p.pid, p.group);
-        let image = p.image.clone().unwrap_or(ProcessImage {
-            tid,
-            pid,
-            exe: PathBuf::new(),
-            file: PathBuf::new(),
-            load_bias: 0,
-        });
+        let image = self.image_of(tid);
         let stop = crate::observer::SyscallStop {
             tid,
             pid,
@@ -1932,16 +1926,23 @@ impl Replayer<'_> {
         self.call_observer(tid, addr, regs)
     }
 
-    /// Call the observer at a breakpoint it asked for.
-    fn call_observer(&mut self, tid: Tid, addr: u64, regs: &ptrace::Regs) -> Result<(), Error> {
-        let pid = self.proc(tid).pid;
-        let image = self.proc(tid).image.clone().unwrap_or(ProcessImage {
+    /// The executable image a stop of `tid` is reported with (an empty one before its exec
+    /// was seen).
+    fn image_of(&self, tid: Tid) -> ProcessImage {
+        let p = self.proc(tid);
+        p.image.clone().unwrap_or(ProcessImage {
             tid,
-            pid,
+            pid: p.pid,
             exe: PathBuf::new(),
             file: PathBuf::new(),
             load_bias: 0,
-        });
+        })
+    }
+
+    /// Call the observer at a breakpoint it asked for.
+    fn call_observer(&mut self, tid: Tid, addr: u64, regs: &ptrace::Regs) -> Result<(), Error> {
+        let pid = self.proc(tid).pid;
+        let image = self.image_of(tid);
         let stretch = self.proc(tid).stretch;
         let stop = BreakpointStop { tid, pid, addr, stretch, regs: *regs, image: &image };
         self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
@@ -2102,13 +2103,7 @@ impl Replayer<'_> {
         if hits & mine == 0 {
             return Ok(false);
         }
-        let image = self.proc(tid).image.clone().unwrap_or(ProcessImage {
-            tid,
-            pid,
-            exe: PathBuf::new(),
-            file: PathBuf::new(),
-            load_bias: 0,
-        });
+        let image = self.image_of(tid);
         let stretch = self.proc(tid).stretch;
         let stop = BreakpointStop { tid, pid, addr: regs.rip, stretch, regs: *regs, image: &image };
         self.observer.on_watchpoint(&stop, hits & mine).map_err(Error::Observer)?;

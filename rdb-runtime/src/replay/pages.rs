@@ -32,14 +32,13 @@
 //! tracked like its parent.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use rdb_tracee::procfs;
 use rdb_tracee::ptrace::{self, SigInfo, Wait};
 
 use super::{Replayer, Stepped, Stop};
 use crate::displace::StepOver;
-use crate::observer::{BreakpointStop, ProcessImage};
+use crate::observer::BreakpointStop;
 use crate::process::inject_syscall;
 use crate::syscalls::{self, Policy, Sysno};
 use crate::trace::{Event, Tid};
@@ -372,13 +371,7 @@ impl Replayer<'_> {
         if self.observer_watch.contains_key(&self.proc(tid).group) {
             self.observer_watch_hits(tid, &regs)?;
         }
-        let image = self.proc(tid).image.clone().unwrap_or(ProcessImage {
-            tid,
-            pid,
-            exe: PathBuf::new(),
-            file: PathBuf::new(),
-            load_bias: 0,
-        });
+        let image = self.image_of(tid);
         let stretch = self.proc(tid).stretch;
         let stop = BreakpointStop { tid, pid, addr: regs.rip, regs, image: &image, stretch };
         self.observer.on_page_write(&stop, addr).map_err(Error::Observer)?;

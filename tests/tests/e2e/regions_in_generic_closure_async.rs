@@ -269,6 +269,47 @@ pub fn a_fresh_program_replays_its_regions_in_a_release_build() {
     assert!(stderr.contains("argument `local` (position 3) is possibly changed already: line"), "{stderr}");
 }
 
+/// A fixture built with cargo's dev or release profile, recorded with `rdb record`, then
+/// replayed with its regions by `cargo rdb replay`; the replay succeeded and the program's
+/// output is the recording's.
+struct FixtureReplay {
+    app: SampleApp,
+    recorded: String,
+    replayed: String,
+    stderr: String,
+}
+
+impl FixtureReplay {
+    /// The regions' lines (`[rdb] ...`).
+    fn debug(&self) -> Vec<&str> {
+        self.replayed.lines().filter(|l| l.starts_with("[rdb] ")).collect()
+    }
+}
+
+fn record_and_replay_fixture(name: &str, tmp: &Path, release: bool) -> FixtureReplay {
+    let app = SampleApp::fixture(name, tmp);
+    let (profile_args, dir): (&[&str], &str) = if release { (&["--release"], "release") } else { (&[], "debug") };
+    let mut build = vec!["build", "-q"];
+    build.extend_from_slice(profile_args);
+    assert_success(&format!("cargo build {name}"), &run_cargo(&app.dir, &build));
+    let binary = app.dir.join("target").join(dir).join(name);
+    let trace = tmp.join("trace");
+    let rdb = tools().join("rdb");
+    let rec = run(&app.dir, &rdb, &["record", "-o", trace.to_str().unwrap(), "--", binary.to_str().unwrap()]);
+    assert_success("rdb record", &rec);
+    let recorded = text(&rec.stdout);
+
+    app.instrument();
+    let mut replay = vec!["rdb", "replay", trace.to_str().unwrap(), "-q"];
+    replay.extend_from_slice(profile_args);
+    let rep = run(&app.dir, &cargo_rdb(), &replay);
+    let (replayed, stderr) = (text(&rep.stdout), text(&rep.stderr));
+    assert_eq!(rep.status.code(), Some(0), "{name}, release {release}:\n{replayed}\n{stderr}");
+    let program: String = replayed.lines().filter(|l| !l.starts_with("[rdb] ")).map(|l| format!("{l}\n")).collect();
+    assert_eq!(program, recorded, "{name}: the program's output differs from the recording");
+    FixtureReplay { app, recorded, replayed, stderr }
+}
+
 /// `tests/fixtures/shared`: a `let` in one region is visible in a later
 /// region of the same call. A recursive function on two threads: each
 /// call's second region sees its own call's first-region values (kept per
@@ -276,27 +317,9 @@ pub fn a_fresh_program_replays_its_regions_in_a_release_build() {
 pub fn debug_only_locals_are_shared_per_call_across_recursion_and_threads() {
     for release in [false, true] {
         let tmp = scratch("shared");
-        let app = SampleApp::fixture("shared", tmp.path());
-        let (profile_args, dir): (&[&str], &str) = if release { (&["--release"], "release") } else { (&[], "debug") };
-        let mut build = vec!["build", "-q"];
-        build.extend_from_slice(profile_args);
-        assert_success("cargo build shared", &run_cargo(&app.dir, &build));
-        let binary = app.dir.join("target").join(dir).join("shared");
-        let trace = tmp.path().join("trace");
-        let rdb = tools().join("rdb");
-        let rec = run(&app.dir, &rdb, &["record", "-o", trace.to_str().unwrap(), "--", binary.to_str().unwrap()]);
-        assert_success("rdb record", &rec);
-        let recorded = text(&rec.stdout);
-
-        app.instrument();
-        let mut replay = vec!["rdb", "replay", trace.to_str().unwrap(), "-q"];
-        replay.extend_from_slice(profile_args);
-        let rep = run(&app.dir, &cargo_rdb(), &replay);
-        let (replayed, stderr) = (text(&rep.stdout), text(&rep.stderr));
-        assert_eq!(rep.status.code(), Some(0), "{replayed}\n{stderr}");
-        let (debug, program): (Vec<&str>, Vec<&str>) = replayed.lines().partition(|l| l.starts_with("[rdb] "));
-        let program: String = program.iter().map(|l| format!("{l}\n")).collect();
-        assert_eq!(program, recorded, "the program's output differs from the recording");
+        let run = record_and_replay_fixture("shared", tmp.path(), release);
+        let (recorded, replayed, stderr) = (&run.recorded, &run.replayed, &run.stderr);
+        let debug = run.debug();
         // `TAG N BELOW` from the program; `[rdb] TAG depth N: entered 10N,
         // below BELOW, checked 10N + BELOW` from the second region of the
         // same call, in the same order.
@@ -321,30 +344,11 @@ pub fn a_parameter_optimized_out_in_release_reads_its_value_on_entry() {
     let mut outputs = Vec::new();
     for release in [false, true] {
         let tmp = scratch("entry");
-        let app = SampleApp::fixture("entry", tmp.path());
-        let (profile_args, dir): (&[&str], &str) = if release { (&["--release"], "release") } else { (&[], "debug") };
-        let mut build = vec!["build", "-q"];
-        build.extend_from_slice(profile_args);
-        assert_success("cargo build entry", &run_cargo(&app.dir, &build));
-        let binary = app.dir.join("target").join(dir).join("entry");
-        let trace = tmp.path().join("trace");
-        let rdb = tools().join("rdb");
-        let rec = run(&app.dir, &rdb, &["record", "-o", trace.to_str().unwrap(), "--", binary.to_str().unwrap()]);
-        assert_success("rdb record", &rec);
-        let recorded = text(&rec.stdout);
-
-        app.instrument();
-        let mut replay = vec!["rdb", "replay", trace.to_str().unwrap(), "-q"];
-        replay.extend_from_slice(profile_args);
-        let rep = run(&app.dir, &cargo_rdb(), &replay);
-        let (replayed, stderr) = (text(&rep.stdout), text(&rep.stderr));
-        assert_eq!(rep.status.code(), Some(0), "release {release}:\n{replayed}\n{stderr}");
-        let (debug, program): (Vec<&str>, Vec<&str>) = replayed.lines().partition(|l| l.starts_with("[rdb] "));
-        let program: String = program.iter().map(|l| format!("{l}\n")).collect();
-        assert_eq!(program, recorded, "the program's output differs from the recording");
+        let run = record_and_replay_fixture("entry", tmp.path(), release);
+        let debug = run.debug();
         if release {
             let arguments =
-                std::fs::read_to_string(app.dir.join("target/rdb/release/entry.rdb-arguments.json")).unwrap();
+                std::fs::read_to_string(run.app.dir.join("target/rdb/release/entry.rdb-arguments.json")).unwrap();
             assert!(arguments.contains("\"class\": \"entry_value\""), "{arguments}");
         }
         outputs.push(debug.join("\n"));
