@@ -46,7 +46,7 @@ pub const RECORD_SLOT: usize = 0;
 /// kernel at an execution breakpoint) and the trap flag.
 const FLAGS_IGNORED: u64 = (1 << 16) | (1 << 8);
 /// Words of `user_regs_struct`.
-pub const REG_WORDS: usize = 27;
+pub const REG_WORDS: usize = ptrace::REG_WORDS;
 
 /// What names a point: the registers, and the digest of the FP registers, the stack window
 /// and the listed pages of memory.
@@ -90,9 +90,7 @@ impl PointKey {
 
 /// `user_regs_struct` as its words, in declaration order (rip is word 16, eflags 18, rsp 19).
 pub fn words(regs: &Regs) -> [u64; REG_WORDS] {
-    const _: () = assert!(std::mem::size_of::<Regs>() == REG_WORDS * 8);
-    // SAFETY: `user_regs_struct` is 27 `c_ulonglong`s without padding (checked above).
-    unsafe { std::mem::transmute_copy::<Regs, [u64; REG_WORDS]>(regs) }
+    ptrace::reg_words(regs)
 }
 
 /// Registers equal but for the flags that depend on how the thread stopped.
@@ -117,9 +115,7 @@ pub fn stack_window(pid: Pid, regs: &Regs) -> Vec<u8> {
 /// [`digest`] with the stack window already read.
 fn digest_with(pid: Pid, stack: &[u8], pages: &[u64]) -> io::Result<[u8; 32]> {
     let fp = ptrace::get_fpregs(pid)?;
-    // SAFETY: `user_fpregs_struct` is plain data of 512 bytes.
-    let fp_bytes =
-        unsafe { std::slice::from_raw_parts(&fp as *const _ as *const u8, std::mem::size_of::<ptrace::FpRegs>()) };
+    let fp_bytes = ptrace::fpregs_bytes(&fp);
     let mut h = blake3::Hasher::new();
     h.update(&fp_bytes[..FP_BYTES]);
     h.update(&(stack.len() as u64).to_le_bytes());

@@ -184,6 +184,23 @@ pub fn robust_list(tid: Pid) -> io::Result<(u64, u64)> {
     Ok((head, len as u64))
 }
 
+/// Words in `user_regs_struct`.
+pub const REG_WORDS: usize = 27;
+
+/// `user_regs_struct` as its words, in declaration order (rip is word 16, eflags 18, rsp 19).
+pub fn reg_words(regs: &Regs) -> [u64; REG_WORDS] {
+    const _: () = assert!(std::mem::size_of::<Regs>() == REG_WORDS * 8);
+    // SAFETY: `user_regs_struct` is 27 `c_ulonglong`s without padding (checked above).
+    unsafe { std::mem::transmute_copy::<Regs, [u64; REG_WORDS]>(regs) }
+}
+
+/// An FP state (`user_fpregs_struct`, the FXSAVE area) as its bytes.
+pub fn fpregs_bytes(fp: &FpRegs) -> &[u8] {
+    // SAFETY: `user_fpregs_struct` is plain data (integers only) of 512 bytes; the slice
+    // borrows `fp`.
+    unsafe { std::slice::from_raw_parts(fp as *const FpRegs as *const u8, std::mem::size_of::<FpRegs>()) }
+}
+
 /// The 16 bytes of `xmm{n}` in an FP state.
 pub fn xmm(fp: &FpRegs, n: u16) -> io::Result<[u8; 16]> {
     if n > 15 {
