@@ -98,6 +98,11 @@ pub fn rdb(args: &[&str]) -> Command {
     rdb_timed(DEFAULT_TIMEOUT, args)
 }
 
+/// `rdb ARGS` in `dir` under the default timeout; its output.
+pub fn rdb_in(dir: &Path, args: &[&str]) -> Output {
+    output(rdb(args).current_dir(dir))
+}
+
 /// Path of `rdb-clang`.
 pub fn rdb_clang() -> PathBuf {
     tools().join("rdb-clang")
@@ -292,6 +297,18 @@ impl SampleApp {
         copy_tree(&source, &dir, &["rdb", "target", "Cargo.lock"]);
         point_at_rdb_macros(&dir);
         SampleApp { name, dir, source }
+    }
+
+    /// The race sample (`sample-apps/race`) copied to `parent`, built (dev profile) and recorded
+    /// at `trace` with 3 threads of 60 operations under the chaos scheduler with seed 1 (so it
+    /// loses updates, the same in every recording); returns the app and the recording's output.
+    pub fn race_recorded_with_chaos(parent: &Path, trace: &Path) -> (SampleApp, Output) {
+        let app = SampleApp::plain("race", parent);
+        assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
+        let trace = trace.to_str().expect("UTF-8 path");
+        let rec =
+            rdb_in(&app.dir, &["record", "--chaos", "--seed", "1", "-o", trace, "--", "target/debug/race", "3", "60"]);
+        (app, rec)
     }
 
     /// Overlays the instrumented files (`rdb/`).

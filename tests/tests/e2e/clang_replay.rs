@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use rdb_tests::{copy_files as copy_dir, output, program, rdb, rdb_clang, repo_root, run_ok, scratch, text, timed};
+use rdb_tests::{copy_files as copy_dir, output, program, rdb_clang, rdb_in, repo_root, run_ok, scratch, text, timed};
 
 /// `program ARGS` in `dir` under a timeout.
 fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
@@ -16,10 +16,6 @@ fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
 fn ok(out: Output, what: &str) -> Output {
     rdb_tests::assert_success(what, &out);
     out
-}
-
-fn rdb_in(dir: &Path, args: &[&str]) -> Output {
-    output(rdb(args).current_dir(dir))
 }
 
 fn rdb_clang_in(dir: &Path, args: &[&str]) {

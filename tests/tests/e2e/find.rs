@@ -4,16 +4,11 @@
 //! a change the scan sees), and the bisection within its probe bound.
 
 use std::path::Path;
-use std::process::Output;
 
 use rdb_tests::{
-    assert_success, copy_files, output, rdb, rdb_clang, repo_root, run_cargo, run_cargo_rdb, run_ok, scratch, text,
-    timed, SampleApp,
+    assert_success, copy_files, rdb_clang, rdb_in, repo_root, run_cargo, run_cargo_rdb, run_ok, scratch, text, timed,
+    SampleApp,
 };
-
-fn rdb_in(dir: &Path, args: &[&str]) -> Output {
-    output(rdb(args).current_dir(dir))
-}
 
 /// Puts `line` after the `nth` (from 0) line of `file` that contains `after`.
 fn insert_after(file: &Path, after: &str, nth: usize, line: &str) {
@@ -209,12 +204,8 @@ pub fn minibc_stack_depth() {
 /// it fails right after one where it held, one of the changes the scan lists, the same every time.
 pub fn race_lost_update() {
     let tmp = scratch("find-race");
-    let app = SampleApp::plain("race", tmp.path());
-    assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
     let trace = tmp.path().join("trace");
-    let mut args = vec!["record", "--chaos", "--seed", "1", "-o", trace.to_str().unwrap(), "--"];
-    args.extend_from_slice(&["target/debug/race", "3", "60"]);
-    let rec = rdb_in(&app.dir, &args);
+    let (app, rec) = SampleApp::race_recorded_with_chaos(tmp.path(), &trace);
     assert!(text(&rec.stderr).contains("rdb: recorded"), "{}", text(&rec.stderr));
     app.instrument();
     let main = app.dir.join("src/main.rs");

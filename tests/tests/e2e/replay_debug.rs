@@ -4,16 +4,11 @@
 //! the recorded one, whatever the debug code does.
 
 use std::path::Path;
-use std::process::Output;
 
 use rdb_tests::{
-    assert_success, lines_where, output, program_stderr, rdb, run_cargo, run_cargo_rdb, scratch, text, tools,
-    SampleApp, EXIT_ERROR, EXIT_REGION_PROBLEMS,
+    assert_success, lines_where, program_stderr, rdb_in, run_cargo, run_cargo_rdb, scratch, text, tools, SampleApp,
+    EXIT_ERROR, EXIT_REGION_PROBLEMS,
 };
-
-fn rdb_in(dir: &Path, args: &[&str]) -> Output {
-    output(rdb(args).current_dir(dir))
-}
 
 /// Records `prog args` and returns (recorded stdout, the program's stderr).
 fn record(dir: &Path, trace: &Path, prog: &[&str]) -> (String, String) {
@@ -145,12 +140,8 @@ pub fn misbehaving_debug_code_is_reported_and_never_changes_the_replay() {
 /// equals the number of updates the recorded run reports lost.
 pub fn a_region_in_threads_finds_every_lost_update() {
     let tmp = scratch("race");
-    let app = SampleApp::plain("race", tmp.path());
-    assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
     let trace = tmp.path().join("trace");
-    let mut args = vec!["record", "--chaos", "--seed", "1", "-o", trace.to_str().unwrap(), "--"];
-    args.extend_from_slice(&["target/debug/race", "3", "60"]);
-    let rec = rdb_in(&app.dir, &args);
+    let (app, rec) = SampleApp::race_recorded_with_chaos(tmp.path(), &trace);
     let rec_out = text(&rec.stdout);
     let lost: u64 = rec_out
         .split_once('(')
