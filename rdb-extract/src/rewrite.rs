@@ -7,14 +7,31 @@ use crate::text::{self, Edit, LineIndex};
 use crate::{ExtractedFile, LineCol, Nested, Region, SourceInput};
 
 /// The text replacing a region's `rdb_begin!();` and `rdb_end!();` in the
-/// debug module: a call of `region::<ID, _, _>` whose argument tuple holds a
-/// shared reference to each program variable and whose closure receives
-/// them by the parameter names the region's uses were rewritten to.
+/// debug module: a call of `region::<ID, _, _>` whose argument types are
+/// those of a tuple holding a shared reference to each program variable and
+/// whose closure receives them by the parameter names the region's uses
+/// were rewritten to.
 pub(crate) fn region_call(id: u32, args: &[Arg]) -> (String, String) {
     let refs: Vec<&str> = args.iter().map(|a| a.reference.as_str()).collect();
     let params: Vec<&str> = args.iter().map(|a| a.param.as_str()).collect();
-    let tuple = |v: &[&str]| if v.is_empty() { "()".to_string() } else { format!("({},)", v.join(", ")) };
-    (format!("::rdb_region::region::<{id}, _, _>({}, move |{}| {{", tuple(&refs), tuple(&params)), "});".into())
+    (
+        format!("::rdb_region::region::<{id}, _, _>({}, move |{}| {{", typed_only(&tuple(&refs)), tuple(&params)),
+        "});".into(),
+    )
+}
+
+fn tuple(v: &[&str]) -> String {
+    if v.is_empty() {
+        "()".to_string()
+    } else {
+        format!("({},)", v.join(", "))
+    }
+}
+
+/// `::rdb_region::types_of!(expr)`: always `None`, typed `Option<T>` where
+/// `T` is `expr`'s type, which is never evaluated (see the macro).
+fn typed_only(expr: &str) -> String {
+    format!("::rdb_region::types_of!({expr})")
 }
 
 /// The texts replacing the markers of a region that shares debug-only
@@ -36,14 +53,13 @@ pub(crate) fn sharing_call(
 ) -> (String, String) {
     let refs: Vec<&str> = args.iter().map(|a| a.reference.as_str()).collect();
     let params: Vec<&str> = args.iter().map(|a| a.param.as_str()).collect();
-    let tuple = |v: &[&str]| if v.is_empty() { "()".to_string() } else { format!("({},)", v.join(", ")) };
     let exported: Vec<&str> = exports.iter().map(String::as_str).collect();
     let sources: Vec<String> = imports.iter().map(|(from, _)| format!("&__rdb_shared_{from}")).collect();
     let patterns: Vec<String> =
         imports.iter().map(|(_, names)| tuple(&names.iter().map(String::as_str).collect::<Vec<_>>())).collect();
     let open = format!(
         "let __rdb_shared_{id} = ::rdb_region::region_shared::<{id}, _, _, _, _>({}, {}, move |{}, {}| {{",
-        tuple(&refs),
+        typed_only(&tuple(&refs)),
         tuple(&as_strs(&sources)),
         tuple(&params),
         tuple(&as_strs(&patterns))

@@ -49,12 +49,12 @@ fn debug_text_calls_region_and_keeps_lines() {
     let d = &x.files[0].debug;
     assert_eq!(d.lines().count(), INSTRUMENTED.lines().count());
     assert!(
-        d.contains("::rdb_region::region::<1, _, _>((&self, &pc, &code,), move |(__rdb_self, pc, code,)| {"),
+        d.contains("::rdb_region::region::<1, _, _>(::rdb_region::types_of!((&self, &pc, &code,)), move |(__rdb_self, pc, code,)| {"),
         "{d}"
     );
     assert!(d.contains("let depth = (*__rdb_self).stack.len();"), "{d}");
     assert!(d.contains("render(&(*__rdb_self).stack), (*code)[(*pc)]"), "{d}");
-    assert!(d.contains("((&self, &crate::COUNTER,), move |(__rdb_self, __rdb_static_COUNTER,)| {"), "{d}");
+    assert!(d.contains("types_of!((&self, &crate::COUNTER,)), move |(__rdb_self, __rdb_static_COUNTER,)| {"), "{d}");
     assert!(d.contains("#[allow(dead_code, unused)]\nfn render"), "{d}");
     assert!(!d.contains("use rdb_macros"), "{d}");
     assert!(!d.contains("rdb_end"), "{d}");

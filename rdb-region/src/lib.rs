@@ -12,14 +12,14 @@
 //! module*, built as a `cdylib` with `-C link-dead-code`):
 //!
 //! ```ignore
-//! ::rdb_region::region::<7, _, _>((&pc, &self), move |(pc, __rdb_self)| {
+//! ::rdb_region::region::<7, _, _>(::rdb_region::types_of!((&pc, &self)), move |(pc, __rdb_self)| {
 //!     println!("pc={pc} top={:?}", (*__rdb_self).stack.last());
 //! });
 //! ```
 //!
 //! The tuple holds a shared reference to every program variable the region
 //! uses: locals of the enclosing function (including `self`) and program
-//! statics. rustc infers the tuple's type `A` from those references, so the
+//! statics. It is never evaluated ([`types_of!`]): rustc infers the tuple's type `A` from those references, so the
 //! debug code sees the program's real types, methods and `Debug` impls. The
 //! enclosing function is never called in the debug module; what matters is
 //! that compiling it instantiates `region::<ID, A, F>`, which emits one entry
@@ -118,6 +118,33 @@ tuple_from_argv!(22; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6, T7 7, T8 8, T9 9,
 tuple_from_argv!(23; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6, T7 7, T8 8, T9 9, T10 10, T11 11, T12 12, T13 13, T14 14, T15 15, T16 16, T17 17, T18 18, T19 19, T20 20, T21 21, T22 22);
 tuple_from_argv!(24; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6, T7 7, T8 8, T9 9, T10 10, T11 11, T12 12, T13 13, T14 14, T15 15, T16 16, T17 17, T18 18, T19 19, T20 20, T21 21, T22 22, T23 23);
 
+/// `types_of!(expr)` is `None: Option<T>` where `T` is the type of `expr`,
+/// which is never evaluated: the generated code gives a region the tuple of
+/// references to its program variables this way, for their types only, so
+/// the tuple borrows nothing the borrow checker could see conflict with the
+/// program's own borrows (a region reading `self.total` while the program
+/// holds `&mut self.counts`, as a `println!` there may). The references are
+/// taken after a call that never returns, in code no path reaches.
+#[macro_export]
+macro_rules! types_of {
+    ($args:expr) => {
+        if true {
+            ::core::option::Option::None
+        } else {
+            $crate::never_evaluated();
+            #[allow(unreachable_code)]
+            let __rdb_args = $args;
+            ::core::option::Option::Some(__rdb_args)
+        }
+    };
+}
+
+/// Never returns; see [`types_of!`].
+#[doc(hidden)]
+pub fn never_evaluated() -> ! {
+    unreachable!("a region's argument expression is never evaluated")
+}
+
 /// Declares debug region `ID`: instantiating this function emits the
 /// region's entry in the `rdb_regions` table, pointing at
 /// [`trampoline::<A, F>`](trampoline). Calling it does nothing: the region's
@@ -126,7 +153,7 @@ tuple_from_argv!(24; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6, T7 7, T8 8, T9 9,
 /// `F` must capture nothing (the generated closure is `move` and receives
 /// every program variable through `A`); this is checked at compile time.
 #[inline(never)]
-pub fn region<const ID: u64, A: FromArgv, F: Fn(A)>(args: A, body: F) {
+pub fn region<const ID: u64, A: FromArgv, F: Fn(A)>(args: Option<A>, body: F) {
     const {
         assert!(core::mem::size_of::<F>() == 0, "an rdb region's closure captured a variable; cargo rdb should have passed it as an argument (please report this)")
     };
@@ -280,7 +307,7 @@ imports_tuple!((I0, R0), (I1, R1), (I2, R2), (I3, R3), (I4, R4), (I5, R5), (I6, 
 /// arguments after it.
 #[inline(never)]
 pub fn region_shared<const ID: u64, A: FromArgv, I: Imports, R: 'static, F: Fn(A, I::Values) -> R>(
-    args: A,
+    args: Option<A>,
     imports: I,
     body: F,
 ) -> Shared<ID, R> {
@@ -445,7 +472,10 @@ mod tests {
 
     #[test]
     fn region_does_not_run_its_body() {
+        // `n` is only named where nothing is evaluated (as in a debug module,
+        // where a variable only a region reads is unused).
+        #[allow(unused_variables)]
         let n = 1u8;
-        region::<99, _, _>((&n,), move |(n,): (&u8,)| panic!("ran with {n}"));
+        region::<99, _, _>(types_of!((&n,)), move |(n,): (&u8,)| panic!("ran with {n}"));
     }
 }

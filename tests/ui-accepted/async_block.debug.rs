@@ -8,7 +8,7 @@ fn main() {
     let base = 10;
     let task = async move {
         let doubled = double(base).await;
-        ::rdb_region::region::<1, _, _>((&doubled, &base,), move |(doubled, base,)| {
+        ::rdb_region::region::<1, _, _>(::rdb_region::types_of!((&doubled, &base,)), move |(doubled, base,)| {
         println!("base {} doubled {doubled}", (*base));
         });
         doubled

@@ -1,7 +1,7 @@
 
 
 async fn fetch(n: u32) -> u32 {
-    ::rdb_region::region::<1, _, _>((&n,), move |(n,)| {
+    ::rdb_region::region::<1, _, _>(::rdb_region::types_of!((&n,)), move |(n,)| {
     println!("{n}");
     });
     n + 1

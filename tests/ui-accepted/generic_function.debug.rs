@@ -1,7 +1,7 @@
 
 
 fn show<T: std::fmt::Debug>(items: &[T]) {
-    ::rdb_region::region::<1, _, _>((&items,), move |(items,)| {
+    ::rdb_region::region::<1, _, _>(::rdb_region::types_of!((&items,)), move |(items,)| {
     println!("{items:?}");
     });
 }
