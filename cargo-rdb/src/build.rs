@@ -102,6 +102,9 @@ pub struct Built {
     /// What the stripped build's warnings say debug code left outside its regions (see
     /// [`why`]).
     pub suspects: Vec<why::Suspect>,
+    /// Some manifest declares `rdb-macros` or `rdb-api`, so the main build with them
+    /// (`--keep-rdb-dependencies`) is another binary than the one without.
+    pub declares_rdb_dependencies: bool,
 }
 
 /// Builds every selected binary.
@@ -211,6 +214,7 @@ pub fn run(args: &BuildArgs) -> Result<Built> {
         extraction.files.iter().map(|f| (f.path.as_path(), f)).collect();
     let mut main_files = BTreeMap::new();
     let mut debug_files = BTreeMap::new();
+    let mut declares_rdb_dependencies = false;
     for rel in shadow::source_files(&ws_root, &target_dir)? {
         let (m, d) = if let Some(f) = extracted.get(rel.as_path()) {
             (f.stripped.clone().into_bytes(), f.debug.clone().into_bytes())
@@ -227,7 +231,9 @@ pub fn run(args: &BuildArgs) -> Result<Built> {
             } else {
                 stripped.clone()
             };
-            (stripped.into_bytes(), debug.into_bytes())
+            declares_rdb_dependencies |= stripped != text;
+            let main = if args.keep_rdb_dependencies { text } else { stripped };
+            (main.into_bytes(), debug.into_bytes())
         } else {
             let bytes = std::fs::read(ws_root.join(&rel)).with_context(|| format!("cannot read {}", rel.display()))?;
             (bytes.clone(), bytes)
@@ -477,7 +483,7 @@ pub fn run(args: &BuildArgs) -> Result<Built> {
         }
         built.push((name, bin));
     }
-    Ok(Built { binaries: built, suspects })
+    Ok(Built { binaries: built, suspects, declares_rdb_dependencies })
 }
 
 fn lock_stamp(shadow: &Path) -> PathBuf {

@@ -111,6 +111,11 @@ pub struct BuildArgs {
     /// Use verbose output.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Build the main binary with the `rdb-macros` / `rdb-api` dependencies the manifests
+    /// declare, as a plain `cargo build` of them does (by default they are left out: the
+    /// program recorded before they were added). `cargo rdb replay` tries both by itself.
+    #[arg(long)]
+    pub keep_rdb_dependencies: bool,
     /// Print the artefact paths on stdout (on by default for `cargo rdb
     /// build`; the other subcommands keep stdout for the program).
     #[arg(skip = true)]

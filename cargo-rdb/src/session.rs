@@ -30,16 +30,16 @@ fn rdb_command() -> Command {
 
 /// Builds and picks the one binary to use: the only one built, or the one
 /// whose name matches `want` (the recorded program's file name).
-fn build_one(args: &BuildArgs, want: Option<&str>) -> Result<(PathBuf, Vec<Suspect>)> {
+fn build_one(args: &BuildArgs, want: Option<&str>) -> Result<(PathBuf, build::Built)> {
     let mut args = args.clone();
     args.print_paths = false;
     let built = build::run(&args)?;
     if let [(_, bin)] = built.binaries.as_slice() {
-        return Ok((bin.clone(), built.suspects));
+        return Ok((bin.clone(), built));
     }
     if let Some(name) = want {
         if let Some((_, bin)) = built.binaries.iter().find(|(n, _)| n == name) {
-            return Ok((bin.clone(), built.suspects));
+            return Ok((bin.clone(), built));
         }
     }
     let names: Vec<&str> = built.binaries.iter().map(|(n, _)| n.as_str()).collect();
@@ -70,10 +70,33 @@ pub fn replay(args: &ReplayArgs) -> Result<i32> {
     let resolved = root::resolve(args.trace.as_deref())?;
     let (header, _) = Trace::peek(&resolved.dir)?;
     let want = Path::new(&header.program).file_name().map(|n| n.to_string_lossy().into_owned());
-    let (bin, suspects) = build_one(&args.build, want.as_deref())?;
-    let hash = rdb_descriptors::hash_file(&bin).with_context(|| format!("cannot read {}", bin.display()))?;
-    if hash != header.program_blake3 {
-        bail!(mismatch(&resolved.dir, &header.program, &bin, &suspects));
+    let (mut bin, built) = build_one(&args.build, want.as_deref())?;
+    let hash_of =
+        |bin: &Path| rdb_descriptors::hash_file(bin).with_context(|| format!("cannot read {}", bin.display()));
+    if hash_of(&bin)? != header.program_blake3 {
+        // A plain `cargo build` of a manifest that declares `rdb-macros` links another
+        // binary than one without it (cargo hashes every dependency into the symbol
+        // names), and the recording may have been made either way: try the other.
+        let mut found = false;
+        if built.declares_rdb_dependencies && !args.build.keep_rdb_dependencies {
+            let mut kept = args.build.clone();
+            kept.keep_rdb_dependencies = true;
+            kept.quiet = true;
+            let (other, _) = build_one(&kept, want.as_deref())?;
+            crate::term::set_quiet(args.build.quiet);
+            if hash_of(&other)? == header.program_blake3 {
+                crate::term::status(
+                    "Matched",
+                    "the recorded program was built with the `rdb-macros` dependency the manifest declares \
+                     (`cargo rdb build --keep-rdb-dependencies` builds it that way)",
+                );
+                bin = other;
+                found = true;
+            }
+        }
+        if !found {
+            bail!(mismatch(&resolved.dir, &header.program, &bin, &built.suspects, built.declares_rdb_dependencies));
+        }
     }
     let mut cmd = rdb_command();
     // The unpacked copy of a packed trace, so that it is not unpacked twice.
@@ -87,13 +110,20 @@ pub fn replay(args: &ReplayArgs) -> Result<i32> {
 }
 
 /// Why the binary built from the current source is not the recorded program.
-fn mismatch(trace_dir: &Path, program: &str, bin: &Path, suspects: &[Suspect]) -> String {
+fn mismatch(trace_dir: &Path, program: &str, bin: &Path, suspects: &[Suspect], both_tried: bool) -> String {
     let mut why: Vec<String> = Vec::new();
     // The source's own evidence first: it names the user's line and the fix. Uncertain
     // findings only when nothing certain was found.
     let certain: Vec<&Suspect> = suspects.iter().filter(|s| s.certain).collect();
     let shown: Vec<&Suspect> = if certain.is_empty() { suspects.iter().collect() } else { certain };
     why.extend(shown.iter().map(|s| s.to_string()));
+    if both_tried {
+        why.push(
+            "built both without and with the `rdb-macros` dependency the manifest declares: neither is the \
+             recorded program (what follows compares the build with it)"
+                .into(),
+        );
+    }
     match Trace::open(trace_dir) {
         Ok(trace) => {
             let h = trace.header();

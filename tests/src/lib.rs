@@ -327,6 +327,13 @@ impl SampleApp {
         std::fs::write(&manifest, doc.to_string()).unwrap();
     }
 
+    /// Gives the project the instrumented variant's manifest only: a plain
+    /// build then declares `rdb-macros` (as a project that keeps it does).
+    pub fn declare_rdb_macros(&self) {
+        std::fs::copy(self.source.join("rdb/Cargo.toml"), self.dir.join("Cargo.toml")).unwrap();
+        point_at_rdb_macros(&self.dir);
+    }
+
     /// Overlays the files of the project's directory `name` (an instrumented variant).
     pub fn overlay(&self, name: &str) {
         copy_tree(&self.source.join(name), &self.dir, &[]);

@@ -272,7 +272,11 @@ impl FixtureReplay {
 }
 
 fn record_and_replay_fixture(name: &str, tmp: &Path, release: bool, exit: i32) -> FixtureReplay {
-    let app = SampleApp::fixture(name, tmp);
+    record_and_replay(SampleApp::fixture(name, tmp), tmp, release, exit)
+}
+
+fn record_and_replay(app: SampleApp, tmp: &Path, release: bool, exit: i32) -> FixtureReplay {
+    let name = app.name.as_str();
     let (profile_args, dir): (&[&str], &str) = if release { (&["--release"], "release") } else { (&[], "debug") };
     let mut build = vec!["build", "-q"];
     build.extend_from_slice(profile_args);
@@ -353,4 +357,16 @@ pub fn a_parameter_optimized_out_in_release_reads_its_value_on_entry() {
                     [rdb] chunk2: 6 values from 13, scale 4, total 372\n\
                     [rdb] chunk3: 2 values from 19, scale 5, total 195";
     assert_eq!(outputs, [expected, expected]);
+}
+
+/// The same fixture recorded from a plain build of a manifest that already declares
+/// `rdb-macros` (a project that keeps it): cargo hashes every dependency into the symbol
+/// names, so that is another binary than the one without it, and `cargo rdb replay` finds
+/// which of the two was recorded.
+pub fn a_program_recorded_with_rdb_macros_declared_replays_its_regions() {
+    let tmp = scratch("entry-declared");
+    let app = SampleApp::fixture("entry", tmp.path());
+    app.declare_rdb_macros();
+    let run = record_and_replay(app, tmp.path(), false, 0);
+    assert_eq!(run.debug().len(), 4, "{}", run.replayed);
 }
