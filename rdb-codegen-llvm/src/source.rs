@@ -311,6 +311,27 @@ pub fn analyse(file: &Path, text: &str) -> Result<Analysis, Vec<Diagnostic>> {
     let mut regions_tok: Vec<(usize, usize)> = Vec::new(); // (begin marker, last token of end marker)
     let mut debug_only = BTreeSet::new();
 
+    // `rdb_begin();` written as if it were a call (as Rust's `rdb_begin!();` is): in C the
+    // markers stand alone, so say that rather than what the `();` would lead to.
+    let markers_as_calls: Vec<Diagnostic> = tokens
+        .windows(3)
+        .filter(|w| {
+            w[0].kind == Kind::Ident && [BEGIN, END].contains(&tok(&w[0])) && tok(&w[1]) == "(" && tok(&w[2]) == ")"
+        })
+        .map(|w| {
+            let marker = tok(&w[0]);
+            diag(
+                file,
+                w[1].pos,
+                &format!("`{marker}` is a marker, not a call: write `{marker}` alone on its line, without `();`"),
+                Some("in C the markers are `rdb_begin` and `rdb_end`, each alone on its own line (see rdb.h)"),
+            )
+        })
+        .collect();
+    if !markers_as_calls.is_empty() {
+        return Err(markers_as_calls);
+    }
+
     // Pass 1: brace depth per token, markers, include line.
     let mut depth = 0i32;
     let mut depths = Vec::with_capacity(tokens.len());
@@ -675,6 +696,14 @@ mod tests {
         assert!(e[0].starts_with("t.c:2:3: error: `rdb_begin` without a matching `rdb_end`"), "{e:?}");
         let e = errs("void f(int a) {\n  if (a) {\n  rdb_begin\n  }\n  rdb_end\n}\n");
         assert!(e[0].starts_with("t.c:5:3: error: `rdb_end` is not in the same block"), "{e:?}");
+    }
+
+    #[test]
+    fn markers_written_as_calls_are_explained() {
+        let e = errs("void f(void) {\n  rdb_begin();\n  rdb_end();\n}\n");
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e[0].starts_with("t.c:2:12: error: `rdb_begin` is a marker, not a call"), "{e:?}");
+        assert!(e[1].starts_with("t.c:3:10: error: `rdb_end` is a marker, not a call"), "{e:?}");
     }
 
     #[test]
