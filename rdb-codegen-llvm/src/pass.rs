@@ -154,6 +154,57 @@ struct Marker {
 
 type MarkersByLine = HashMap<u32, Marker>;
 
+/// What [`Outliner::copied_functions`] found.
+struct Copies {
+    /// Program object -> its slot in the debug module.
+    slots: HashMap<LLVMValueRef, LLVMValueRef>,
+    /// Copied function -> the program objects it uses through slots.
+    uses: HashMap<LLVMValueRef, Vec<LLVMValueRef>>,
+    /// The functions whose own code the debug module runs: copies and debug-only
+    /// functions (a program function the main binary has is called there instead).
+    own: HashSet<LLVMValueRef>,
+}
+
+impl Copies {
+    /// The program objects the copied functions reachable from `code` (through calls and
+    /// function references, across debug-only functions and other copies) use.
+    unsafe fn reached_from(&self, code: &[LLVMValueRef]) -> Vec<LLVMValueRef> {
+        let mut out = Vec::new();
+        if self.uses.is_empty() {
+            return out;
+        }
+        let mut seen = HashSet::new();
+        let mut stack: Vec<LLVMValueRef> = Vec::new();
+        let push_functions = |i: LLVMValueRef, stack: &mut Vec<LLVMValueRef>| {
+            for k in 0..LLVMGetNumOperands(i) as u32 {
+                let o = LLVMGetOperand(i, k);
+                if self.own.contains(&o) {
+                    stack.push(o);
+                }
+            }
+        };
+        for &i in code {
+            push_functions(i, &mut stack);
+        }
+        while let Some(f) = stack.pop() {
+            if !seen.insert(f) {
+                continue;
+            }
+            for &g in self.uses.get(&f).into_iter().flatten() {
+                if !out.contains(&g) {
+                    out.push(g);
+                }
+            }
+            for bb in blocks(f) {
+                for i in instructions(bb) {
+                    push_functions(i, &mut stack);
+                }
+            }
+        }
+        out
+    }
+}
+
 struct Outliner<'a> {
     m: LLVMModuleRef,
     ctx: LLVMContextRef,
@@ -377,13 +428,14 @@ impl<'a> Outliner<'a> {
             plans.push((r.clone(), b.call, e.call, b.function, locals, continues_at(e.call)));
         }
         LLVMStripModuleDebugInfo(self.m);
+        let copies = self.copied_functions()?;
         // Phase 2: outline. Blocks are walked again: outlining an earlier
         // region of the same function splits blocks.
         let mut out = Vec::new();
         for (r, bcall, ecall, f, locals, next) in plans {
             let (b, e) = (Marker { call: bcall, function: f }, Marker { call: ecall, function: f });
             let blocks = self.region_blocks(&r, &b, &e)?;
-            let mut o = self.outline(&r, bcall, ecall, f, &blocks, &locals)?;
+            let mut o = self.outline(&r, bcall, ecall, f, &blocks, &locals, &copies)?;
             o.continues_at = next;
             out.push(o);
         }
@@ -516,6 +568,7 @@ impl<'a> Outliner<'a> {
         f: LLVMValueRef,
         region: &[LLVMBasicBlockRef],
         locals: &HashSet<LLVMValueRef>,
+        copies: &Copies,
     ) -> Result<OutlinedRegion, PassError> {
         let inside = region_instructions(region, bcall, ecall);
         let inside_set: HashSet<LLVMValueRef> = inside.iter().copied().collect();
@@ -526,6 +579,14 @@ impl<'a> Outliner<'a> {
             for k in 0..LLVMGetNumOperands(i) {
                 let v = LLVMGetOperand(i, k as u32);
                 self.collect(v, &inside_set, locals, &mut params, &mut local_allocas, r)?;
+            }
+        }
+        // The program objects the copied functions this region calls use: the region
+        // receives them too and fills their slots on entry.
+        let reached = copies.reached_from(&inside);
+        for &g in &reached {
+            if !params.contains(&g) {
+                params.push(g);
             }
         }
         // The debug function.
@@ -556,6 +617,9 @@ impl<'a> Outliner<'a> {
             let na = LLVMBuildAlloca(self.b, LLVMGetAllocatedType(a), n.as_ptr());
             LLVMSetAlignment(na, LLVMGetAlignment(a));
             map.insert(a, na);
+        }
+        for &g in &reached {
+            LLVMBuildStore(self.b, map[&g], copies.slots[&g]);
         }
         // Split the start block: program code before the begin call stays in
         // the enclosing function (in a fresh block), the rest moves.
@@ -599,7 +663,7 @@ impl<'a> Outliner<'a> {
                     if let Some(&n) = map.get(&v) {
                         LLVMSetOperand(i, k, n);
                     } else if !LLVMIsAConstantExpr(v).is_null() {
-                        if let Some(n) = self.materialize(v, i, &map, r)? {
+                        if let Some(n) = self.materialize(v, i, &map, r.begin_line)? {
                             LLVMSetOperand(i, k, n);
                         }
                     }
@@ -694,7 +758,7 @@ impl<'a> Outliner<'a> {
         c: LLVMValueRef,
         at: LLVMValueRef,
         map: &HashMap<LLVMValueRef, LLVMValueRef>,
-        r: &RegionSpec,
+        line: u32,
     ) -> Result<Option<LLVMValueRef>, PassError> {
         let n = LLVMGetNumOperands(c) as u32;
         let mut ops = Vec::new();
@@ -704,7 +768,7 @@ impl<'a> Outliner<'a> {
             let new = if let Some(&m) = map.get(&o) {
                 Some(m)
             } else if !LLVMIsAConstantExpr(o).is_null() {
-                self.materialize(o, at, map, r)?
+                self.materialize(o, at, map, line)?
             } else {
                 None
             };
@@ -716,7 +780,7 @@ impl<'a> Outliner<'a> {
         }
         if !LLVMIsAPHINode(at).is_null() {
             return Err(self.at(
-                r.begin_line,
+                line,
                 1,
                 "the debug region uses a program global inside a conditional constant",
                 "assign the value to a debug-local variable first",
@@ -758,7 +822,7 @@ impl<'a> Outliner<'a> {
             | LLVMOpcode::LLVMSRem => LLVMBuildBinOp(self.b, op, ops[0], ops[1], c"".as_ptr()),
             _ => {
                 return Err(self.at(
-                    r.begin_line,
+                    line,
                     1,
                     &format!("unsupported constant expression ({op:?}) on a program global in the debug region"),
                     "assign the value to a variable in the region first",
@@ -766,6 +830,93 @@ impl<'a> Outliner<'a> {
             }
         };
         Ok(Some(v))
+    }
+
+    /// Copies of program functions the main binary lacks (inlined everywhere, as `-O2`
+    /// does with small `static` helpers) that debug code may call: each use of a program
+    /// object in them (a global, a function the program has) becomes a load of a slot,
+    /// `__rdb_prog.NAME`, that every region reaching the copy fills with the object's address
+    /// (which it receives as an argument) before its body runs.
+    unsafe fn copied_functions(&self) -> Result<Copies, PassError> {
+        let mut copies = Copies { slots: HashMap::new(), uses: HashMap::new(), own: HashSet::new() };
+        if self.input.program_symbols.is_empty() {
+            return Ok(copies);
+        }
+        for f in functions(self.m) {
+            let n = name(f);
+            if LLVMIsDeclaration(f) != 0 || n.starts_with("llvm.") || self.input.program_symbols.contains(&n) {
+                continue;
+            }
+            if n.starts_with(DEBUG_PREFIX) || self.is_debug_only(&n) {
+                copies.own.insert(f);
+                continue;
+            }
+            copies.own.insert(f);
+            let mut used = Vec::new();
+            for bb in blocks(f) {
+                for i in instructions(bb) {
+                    for k in 0..LLVMGetNumOperands(i) as u32 {
+                        let v = LLVMGetOperand(i, k);
+                        if v.is_null() || LLVMValueIsBasicBlock(v) != 0 {
+                            continue;
+                        }
+                        let mut globals = Vec::new();
+                        self.program_objects_in(v, &mut globals);
+                        if globals.is_empty() {
+                            continue;
+                        }
+                        if !LLVMIsAPHINode(i).is_null() {
+                            return Err(PassError::Region(format!(
+                                "{}: error: `{n}` (copied into the debug module: the main binary has no `{n}`) uses \
+                                 the program's `{}` in a form rdb-clang cannot redirect\n  = help: call a function \
+                                 the program keeps, or read `{}` in the region itself",
+                                self.input.file.display(),
+                                name(globals[0]),
+                                name(globals[0])
+                            )));
+                        }
+                        let mut map = HashMap::new();
+                        for g in globals {
+                            let slot = *copies.slots.entry(g).or_insert_with(|| {
+                                let ty = LLVMTypeOf(g);
+                                let slot = LLVMAddGlobal(self.m, ty, cstr(&format!("__rdb_prog.{}", name(g))).as_ptr());
+                                LLVMSetInitializer(slot, LLVMConstNull(ty));
+                                LLVMSetLinkage(slot, LLVMLinkage::LLVMInternalLinkage);
+                                slot
+                            });
+                            LLVMPositionBuilderBefore(self.b, i);
+                            map.insert(g, LLVMBuildLoad2(self.b, LLVMTypeOf(g), slot, c"".as_ptr()));
+                            if !used.contains(&g) {
+                                used.push(g);
+                            }
+                        }
+                        let new = match map.get(&v) {
+                            Some(&loaded) => Some(loaded),
+                            None => self.materialize(v, i, &map, 0)?,
+                        };
+                        if let Some(new) = new {
+                            LLVMSetOperand(i, k, new);
+                        }
+                    }
+                }
+            }
+            copies.uses.insert(f, used);
+        }
+        Ok(copies)
+    }
+
+    /// The program objects (globals and functions the main binary has) `v` refers to,
+    /// directly or inside constant expressions.
+    unsafe fn program_objects_in(&self, v: LLVMValueRef, out: &mut Vec<LLVMValueRef>) {
+        if !LLVMIsAGlobalValue(v).is_null() {
+            if self.classify_global(v) == Use::Argument && !out.contains(&v) {
+                out.push(v);
+            }
+        } else if !LLVMIsAConstantExpr(v).is_null() {
+            for k in 0..LLVMGetNumOperands(v) as u32 {
+                self.program_objects_in(LLVMGetOperand(v, k), out);
+            }
+        }
     }
 
     /// Drops everything the debug functions and debug-only items do not need.

@@ -93,6 +93,7 @@ mod index;
 pub mod loader;
 mod module;
 mod reader;
+mod stale;
 mod symbolic;
 mod twin;
 mod types;
@@ -952,7 +953,32 @@ fn locate_static(
                         ),
                     }
                 }
-                None => location.clone(),
+                None => match &location {
+                    Location::Symbol { address: global, .. } if size > 0 => {
+                        match stale::pending_store(index.binary, *address, *global, size) {
+                            Some(store) => {
+                                warnings.push(format!(
+                                    "region {} ({}): `{}` is not served in `{}` at {address:#x}: the code after it \
+                                     stores `{}` (at {store:#x}) without reading it first, so the optimizer may keep \
+                                     its current value in a register there and memory may hold an older one",
+                                    site.region,
+                                    show(&site.begin),
+                                    argument.name,
+                                    instance.name,
+                                    argument.name
+                                ));
+                                Location::Unavailable {
+                                    reason: format!(
+                                        "not current in memory here: the program stores it at {store:#x} without \
+                                         reading it first (the optimizer may keep it in a register until then)"
+                                    ),
+                                }
+                            }
+                            None => location.clone(),
+                        }
+                    }
+                    _ => location.clone(),
+                },
             };
             PlacedLocation { address: *address, location, type_name: None, size: None }
         })

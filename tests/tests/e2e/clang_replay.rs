@@ -18,8 +18,8 @@ fn ok(out: Output, what: &str) -> Output {
     out
 }
 
-fn rdb_clang_in(dir: &Path, args: &[&str]) {
-    run_ok("rdb-clang", timed(600, rdb_clang()).args(args).current_dir(dir));
+fn rdb_clang_in(dir: &Path, args: &[&str]) -> Output {
+    run_ok("rdb-clang", timed(600, rdb_clang()).args(args).current_dir(dir))
 }
 
 /// Records `prog args` (built from the plain sources) into `dir/trace`;
@@ -170,4 +170,55 @@ pub fn entry_values_give_the_o0_values_at_o2() {
     let (o2_descriptors, o2) = entry_values_replay("-O2");
     assert!(o2_descriptors.contains("\"class\": \"entry_value\""), "{o2_descriptors}");
     assert_eq!(o2, o0);
+}
+
+/// A region calls a static helper that clang -O2 inlines into its only caller (the main
+/// binary has no `total_weight`): the debug module runs its own copy, whose uses of the
+/// program's list head, global and function are redirected to the program's objects
+/// (slots the region fills on entry). The region prints at -O2 what it prints at -O0.
+pub fn a_region_calls_a_helper_the_optimizer_inlined_everywhere() {
+    let replay = |opt: &str| {
+        let tmp = scratch("c");
+        let dir = tmp.path();
+        std::fs::copy(program("support/inlined_helper.c"), dir.join("ih.c")).unwrap();
+        rdb_clang_in(dir, &[opt, "-g", "ih.c", "-o", "ih"]);
+        let recorded = record(dir, &["./ih", "5"]);
+        let replay = rdb_in(dir, &["replay", "trace", "--debug", "./ih"]);
+        assert_eq!(replay.status.code(), Some(0), "{opt}: {}", text(&replay.stderr));
+        let out = text(&replay.stdout);
+        let program: String = out.lines().filter(|l| !l.starts_with("rdb: ")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(program, text(&recorded.stdout));
+        let symbols = std::process::Command::new("nm").arg(dir.join("ih")).output().unwrap();
+        (text(&symbols.stdout).contains(" total_weight"), out)
+    };
+    let (o0_has_helper, o0) = replay("-O0");
+    assert!(o0_has_helper);
+    assert!(o0.contains("rdb: after 5 nodes, total weight 50\n"), "{o0}");
+    let (o2_has_helper, o2) = replay("-O2");
+    assert!(!o2_has_helper, "clang -O2 kept total_weight: the test no longer exercises a copy");
+    assert_eq!(o2, o0);
+}
+
+/// clang -O2 promotes a global the loop updates to a register and stores it after the loop:
+/// at the region, memory holds an older value. The build says so and the replay reports the
+/// region as not run, never printing the stale value; at -O0 the region prints every value.
+pub fn a_global_the_optimizer_keeps_in_a_register_is_never_read_stale() {
+    let replay = |opt: &str| {
+        let tmp = scratch("c");
+        let dir = tmp.path();
+        std::fs::copy(program("support/promoted_global.c"), dir.join("pg.c")).unwrap();
+        let built = rdb_clang_in(dir, &[opt, "-g", "pg.c", "-o", "pg"]);
+        record(dir, &["./pg", "4"]);
+        let replay = rdb_in(dir, &["replay", "trace", "--debug", "./pg"]);
+        (text(&built.stderr), replay.status.code(), text(&replay.stdout), text(&replay.stderr))
+    };
+    let (_, code, out, err) = replay("-O0");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("rdb: total 1\nrdb: total 5\nrdb: total 14\nrdb: total 30\ntotal 30\n"), "{out}");
+    let (build, code, out, err) = replay("-O2");
+    assert!(build.contains("`total` is not served in `main`"), "{build}");
+    assert_eq!(code, Some(5), "{out}\n{err}");
+    assert!(!out.contains("rdb: total"), "a stale value was printed:\n{out}");
+    assert!(err.contains("argument `total` (position 0) is not current in memory here"), "{err}");
+    assert_eq!(out, "total 30\n");
 }

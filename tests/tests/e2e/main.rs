@@ -153,6 +153,8 @@ fn main() {
     trials.extend(scenarios!(clang_replay:
         every_inlined_and_unrolled_copy_runs_the_region,
         entry_values_give_the_o0_values_at_o2,
+        a_region_calls_a_helper_the_optimizer_inlined_everywhere,
+        a_global_the_optimizer_keeps_in_a_register_is_never_read_stale,
         list_region_shows_the_lost_tail_on_replay,
         minibc_regions_explain_the_recorded_crash,
         lua_region_in_the_hot_loop_runs_on_replay,
