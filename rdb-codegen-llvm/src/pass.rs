@@ -169,23 +169,30 @@ impl Copies {
     /// The program objects the copied functions reachable from `code` (through calls and
     /// function references, across debug-only functions and other copies) use.
     unsafe fn reached_from(&self, code: &[LLVMValueRef]) -> Vec<LLVMValueRef> {
+        let mut roots = Vec::new();
+        for &i in code {
+            self.push_own_functions(i, &mut roots);
+        }
+        self.reached_from_functions(roots)
+    }
+
+    /// The functions of the debug module's own code that `i` names.
+    unsafe fn push_own_functions(&self, i: LLVMValueRef, stack: &mut Vec<LLVMValueRef>) {
+        for k in 0..LLVMGetNumOperands(i) as u32 {
+            let o = LLVMGetOperand(i, k);
+            if self.own.contains(&o) {
+                stack.push(o);
+            }
+        }
+    }
+
+    /// As [`Copies::reached_from`], from functions.
+    unsafe fn reached_from_functions(&self, mut stack: Vec<LLVMValueRef>) -> Vec<LLVMValueRef> {
         let mut out = Vec::new();
         if self.uses.is_empty() {
             return out;
         }
         let mut seen = HashSet::new();
-        let mut stack: Vec<LLVMValueRef> = Vec::new();
-        let push_functions = |i: LLVMValueRef, stack: &mut Vec<LLVMValueRef>| {
-            for k in 0..LLVMGetNumOperands(i) as u32 {
-                let o = LLVMGetOperand(i, k);
-                if self.own.contains(&o) {
-                    stack.push(o);
-                }
-            }
-        };
-        for &i in code {
-            push_functions(i, &mut stack);
-        }
         while let Some(f) = stack.pop() {
             if !seen.insert(f) {
                 continue;
@@ -197,7 +204,7 @@ impl Copies {
             }
             for bb in blocks(f) {
                 for i in instructions(bb) {
-                    push_functions(i, &mut stack);
+                    self.push_own_functions(i, &mut stack);
                 }
             }
         }
@@ -439,6 +446,7 @@ impl<'a> Outliner<'a> {
             o.continues_at = next;
             out.push(o);
         }
+        self.refuse_slots_outside_regions(&copies)?;
         self.sweep()?;
         Ok(out)
     }
@@ -903,6 +911,41 @@ impl<'a> Outliner<'a> {
             copies.uses.insert(f, used);
         }
         Ok(copies)
+    }
+
+    /// Event callbacks (`RDB_ON_*`: kept through `llvm.used`) run without a region to fill
+    /// the slots: one that reaches a copy using them is refused, naming both.
+    unsafe fn refuse_slots_outside_regions(&self, copies: &Copies) -> Result<(), PassError> {
+        let used = LLVMGetNamedGlobal(self.m, c"llvm.used".as_ptr());
+        if used.is_null() || copies.slots.is_empty() {
+            return Ok(());
+        }
+        let list = LLVMGetInitializer(used);
+        if list.is_null() {
+            return Ok(());
+        }
+        for k in 0..LLVMGetNumOperands(list) as u32 {
+            let mut root = LLVMGetOperand(list, k);
+            while !root.is_null() && LLVMIsAFunction(root).is_null() && !LLVMIsAConstantExpr(root).is_null() {
+                root = LLVMGetOperand(root, 0);
+            }
+            if root.is_null() || LLVMIsAFunction(root).is_null() {
+                continue;
+            }
+            if let Some(&g) = copies.reached_from_functions(vec![root]).first() {
+                return Err(PassError::Region(format!(
+                    "{}: error: the event callback `{}` calls a copy of a program function the main binary lacks \
+                     (inlined everywhere) that uses the program's `{}`\n  = help: copies reach program objects only \
+                     when called from a debug region; in a callback, read `{}` directly or call a function the \
+                     program keeps",
+                    self.input.file.display(),
+                    name(root),
+                    name(g),
+                    name(g)
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The program objects (globals and functions the main binary has) `v` refers to,
