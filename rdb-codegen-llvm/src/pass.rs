@@ -568,6 +568,7 @@ impl<'a> Outliner<'a> {
         out
     }
 
+    #[allow(clippy::too_many_arguments)]
     unsafe fn outline(
         &self,
         r: &RegionSpec,
