@@ -107,6 +107,9 @@ pub struct OutlinedArgument {
     pub local: bool,
     /// A program function (called through its address).
     pub function: bool,
+    /// The region uses only the object's address (to watch it: `rdb_watch(&x, ..)`), not
+    /// its value, so a value held in a register does not matter.
+    pub address_only: bool,
 }
 
 /// Why outlining failed.
@@ -617,7 +620,12 @@ impl<'a> Outliner<'a> {
             };
             LLVMSetValueName2(a, shown.as_ptr() as _, shown.len());
             map.insert(p, a);
-            arguments.push(OutlinedArgument { name: shown, local, function: !LLVMIsAFunction(p).is_null() });
+            arguments.push(OutlinedArgument {
+                name: shown,
+                local,
+                function: !LLVMIsAFunction(p).is_null(),
+                address_only: false,
+            });
         }
         let entry = LLVMAppendBasicBlockInContext(self.ctx, nf, c"entry".as_ptr());
         LLVMPositionBuilderAtEnd(self.b, entry);
@@ -678,6 +686,9 @@ impl<'a> Outliner<'a> {
                     }
                 }
             }
+        }
+        for (k, argument) in arguments.iter_mut().enumerate() {
+            argument.address_only = !argument.local && only_watched(LLVMGetParam(nf, k as u32));
         }
         // The entry with the descriptor calling convention.
         let i8p = LLVMPointerType(LLVMInt8TypeInContext(self.ctx), 0);
@@ -1089,6 +1100,21 @@ unsafe fn region_instructions(
 }
 
 /// The name of the alloca an `llvm.dbg.declare` call describes.
+/// Whether every use of `v` (through casts and address arithmetic) is an argument of
+/// `rdb_watch_at`: the code needs its address only.
+unsafe fn only_watched(v: LLVMValueRef) -> bool {
+    uses(v).into_iter().all(|u| {
+        if !LLVMIsACastInst(u).is_null() || !LLVMIsAGetElementPtrInst(u).is_null() {
+            only_watched(u)
+        } else if !LLVMIsACallInst(u).is_null() {
+            callee_name(u).as_deref() == Some("rdb_watch_at")
+                && LLVMGetOperand(u, LLVMGetNumOperands(u) as u32 - 1) != v
+        } else {
+            false
+        }
+    })
+}
+
 unsafe fn declare_target(call: LLVMValueRef) -> Option<String> {
     let md = LLVMGetOperand(call, 0);
     if md.is_null() {

@@ -31,6 +31,7 @@ fn main() -> ExitCode {
                 after_await: None,
                 written_after: Vec::new(),
                 unchanged: false,
+                address_only: false,
             },
             Some(("static", path)) => ArgumentSite {
                 name: path.rsplit("::").next().unwrap_or(path).into(),
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
                 after_await: None,
                 written_after: Vec::new(),
                 unchanged: false,
+                address_only: false,
             },
             _ => {
                 eprintln!("error: `{a}` is not local:NAME or static:PATH");

@@ -194,6 +194,9 @@ pub struct ArgumentSite {
     /// at the entry, descriptor class `entry_value`), unless its type holds
     /// an `UnsafeCell` in its own bytes. Always false for C.
     pub unchanged: bool,
+    /// A static whose address only the region uses (C: `rdb_watch(&x, ..)`): its value may
+    /// be held in a register at the region without harm.
+    pub address_only: bool,
 }
 
 /// The descriptors computed for a set of sites.
@@ -954,7 +957,7 @@ fn locate_static(
                     }
                 }
                 None => match &location {
-                    Location::Symbol { address: global, .. } if size > 0 => {
+                    Location::Symbol { address: global, .. } if size > 0 && !argument.address_only => {
                         match stale::pending_store(index.binary, *address, *global, size) {
                             Some(store) => {
                                 warnings.push(format!(
