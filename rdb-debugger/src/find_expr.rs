@@ -11,10 +11,12 @@
 //!   and, when it differs from the last one seen, the change is reported. The instruction is
 //!   found by decoding its function from its symbol's start up to `rip` (the instruction that
 //!   ends at `rip`); frame 0 of the backtrace is its line.
-//! - **system calls caught at their exits** ([`Session::catch_syscalls`]): the kernel's writes
-//!   (a `read` into the static) fire no debug register, and the replayer writes a call's
-//!   recorded effects itself. The value is compared at each exit: a change there is reported
-//!   as that system call's event.
+//! - **the system calls' recorded writes**: the kernel's writes (a `read` into the static) fire
+//!   no debug register, and the replayer writes a call's recorded effects itself. The search's
+//!   observer looks at every exit of a call of the searched process whose recorded writes
+//!   overlap the static ([`ReplayObserver::on_syscall`], no halt): a change there is reported
+//!   as that system call's event. (Caught syscalls would halt too, and a syscall exit of one
+//!   thread halting while another thread's watchpoint halt is pending would replace it.)
 //!
 //! So every change of the static's bytes made by the searched process is found, in the
 //! replay's order, exactly (a write of the same value is no change). Not seen: writes by
@@ -26,16 +28,20 @@
 //! The cost is one replay, with a halt per write to the static and per system call: the
 //! statement is found without going back (no probe replays an interval again).
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdb_host::ProgramBacktracer;
 use rdb_runtime::trace::{Tid, Trace};
-use rdb_runtime::{ReplayOptions, Resume, Session, SessionStop};
+use rdb_runtime::{
+    BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, Resume, Session, SessionStop, SyscallStop,
+};
 use rdb_tracee::debugreg::{self, WatchKind};
-use rdb_tracee::{Target, Watchpoint};
+use rdb_tracee::{Memory, Target, Watchpoint};
 
 use crate::find::FindError;
 use crate::DebugError;
@@ -178,15 +184,95 @@ pub fn show_value(type_name: &str, bytes: &[u8]) -> String {
     })
 }
 
-/// The search's replay and what it learned so far.
-struct Watch {
-    session: Session<'static>,
+/// What the search and its observer share: the static's last value seen and the changes.
+struct Seen {
     binary: PathBuf,
-    /// Run-time address of the static.
-    addr: u64,
+    /// The searched process, and the static's run-time address there (once known).
+    process: Option<Tid>,
+    addr: Option<u64>,
     size: usize,
     last: Vec<u8>,
+    changes: Vec<Change>,
+    syscalls: u64,
     backtracer: ProgramBacktracer,
+}
+
+impl Seen {
+    /// A change to `now`, seen in `target` (thread `tid`) after `event`: recorded with the
+    /// backtrace there.
+    fn change(&mut self, target: &dyn Target, tid: Tid, event: u64, at: (Option<u64>, Option<u64>), now: Vec<u8>) {
+        let (instruction, syscall) = at;
+        let binary = self.binary.clone();
+        let bt = self.backtracer.backtrace(target, &binary, syscall.is_none());
+        let frames = bt.frames();
+        let function = frames.first().and_then(|f| f.function.clone()).unwrap_or_else(|| "??".into());
+        let statement = frames
+            .iter()
+            .find(|f| f.file.as_deref().is_some_and(|p| !p.starts_with("/rustc/")) && f.line != 0)
+            .or(frames.first());
+        let (file, line) = statement.map_or((String::from("??"), 0), |f| (f.file.clone().unwrap_or_default(), f.line));
+        self.changes.push(Change {
+            number: self.changes.len() + 1,
+            event,
+            thread: tid,
+            instruction,
+            after: target.regs().rip,
+            function,
+            file,
+            line,
+            syscall: syscall.map(rdb_runtime::syscalls::name),
+            old: std::mem::replace(&mut self.last, now.clone()),
+            new: now,
+            backtrace: format!("{bt:#}"),
+        });
+    }
+}
+
+/// The search's observer: no breakpoints; at each system call exit of the searched process
+/// whose recorded writes overlap the static, a change when its value differs.
+struct SyscallWrites {
+    seen: Rc<RefCell<Seen>>,
+}
+
+impl ReplayObserver for SyscallWrites {
+    fn on_exec(&mut self, _image: &ProcessImage) -> Vec<u64> {
+        Vec::new()
+    }
+
+    fn on_breakpoint(&mut self, _stop: &BreakpointStop<'_>) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn wants_syscall(&self, _nr: u64, exit: bool) -> bool {
+        exit
+    }
+
+    fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
+        let mut seen = self.seen.borrow_mut();
+        let Some(addr) = seen.addr else { return Ok(()) };
+        if seen.process != Some(stop.process) {
+            return Ok(());
+        }
+        seen.syscalls += 1;
+        let end = addr + seen.size as u64;
+        if !stop.writes.iter().any(|w| w.addr < end && addr < w.addr.saturating_add(w.bytes.len() as u64)) {
+            return Ok(());
+        }
+        let mut now = vec![0u8; seen.size];
+        stop.read_memory(addr, &mut now).map_err(|e| format!("the watched static at {addr:#x} cannot be read: {e}"))?;
+        if now != seen.last {
+            // The `syscall` instruction is the 2 bytes before `rip`.
+            let at = stop.regs.rip.wrapping_sub(2);
+            seen.change(stop, stop.tid, stop.event, (Some(at), Some(stop.nr)), now);
+        }
+        Ok(())
+    }
+}
+
+/// The search's replay.
+struct Watch {
+    session: Session<'static>,
+    seen: Rc<RefCell<Seen>>,
     /// The main binary's function symbols (link-time start, size), sorted, and its load bias.
     functions: Vec<(u64, u64)>,
     bias: u64,
@@ -207,6 +293,9 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
         .into());
     }
     let w = &opts.watched;
+    if w.size == 0 {
+        return Err(FindError::Usage(format!("`{}` is zero-sized: it has no memory to watch", w.expr)));
+    }
     let pieces = watch_pieces(w.address, w.size, debugreg::SLOTS).ok_or_else(|| {
         FindError::Usage(format!(
             "`{}` ({} bytes at {:#x}) does not fit the {} debug registers (at most {} aligned pieces of 1, 2, 4 or 8 bytes): \
@@ -218,12 +307,19 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
             debugreg::SLOTS
         ))
     })?;
-    if w.size == 0 {
-        return Err(FindError::Usage(format!("`{}` is zero-sized: it has no memory to watch", w.expr)));
-    }
     let mut replay = opts.replay.clone();
     replay.echo_output = false;
-    let mut session = Session::start(&replay, rdb_runtime::NoObserver)?;
+    let seen = Rc::new(RefCell::new(Seen {
+        binary: opts.binary.clone(),
+        process: None,
+        addr: None,
+        size: w.size as usize,
+        last: Vec::new(),
+        changes: Vec::new(),
+        syscalls: 0,
+        backtracer: ProgramBacktracer::default(),
+    }));
+    let mut session = Session::start(&replay, SyscallWrites { seen: seen.clone() })?;
     let process = opts.process.unwrap_or(session.root());
     session.set_focus(Some(process));
     // A checkpoint at the start for `--then gdb` to go back to.
@@ -241,8 +337,7 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
     }
     let image =
         session.image().ok_or_else(|| FindError::Usage(format!("process {process} has no executable image")))?;
-    let image_hash = crate::blake3_file(&image.file)?;
-    if image_hash != actual {
+    if crate::blake3_file(&image.file)? != actual {
         return Err(FindError::Usage(format!(
             "process {process} runs {}, not {}: name the process that runs it with --pid",
             image.exe.display(),
@@ -250,35 +345,32 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
         )));
     }
     let addr = w.address.wrapping_add(image.load_bias);
-    let pieces: Vec<(u64, u8)> = pieces.into_iter().map(|(a, l)| (a.wrapping_add(image.load_bias), l)).collect();
     let mut initial = vec![0u8; w.size as usize];
     session
         .read_memory(addr, &mut initial)
         .map_err(|e| FindError::Usage(format!("`{}` at {addr:#x} cannot be read in process {process}: {e}", w.expr)))?;
     let mut slot = 0;
     let mut slots = Vec::new();
-    for (a, len) in &pieces {
+    for (a, len) in pieces {
         while slot < debugreg::SLOTS && session.watch_slot_held_by_observer(slot) {
             slot += 1;
         }
         if slot == debugreg::SLOTS {
             return Err(FindError::Usage("no debug register is free for the watch".into()));
         }
-        session.set_watchpoint(slot, Watchpoint { addr: *a, len: *len, kind: WatchKind::Write })?;
+        let at = a.wrapping_add(image.load_bias);
+        session.set_watchpoint(slot, Watchpoint { addr: at, len, kind: WatchKind::Write })?;
         slots.push(slot);
         slot += 1;
     }
-    session.catch_syscalls(true);
-    let mut watch = Watch {
-        session,
-        binary: opts.binary.clone(),
-        addr,
-        size: w.size as usize,
-        last: initial.clone(),
-        backtracer: ProgramBacktracer::default(),
-        functions: function_symbols(&opts.binary),
-        bias: image.load_bias,
-    };
+    {
+        let mut s = seen.borrow_mut();
+        s.process = Some(process);
+        s.addr = Some(addr);
+        s.last = initial.clone();
+    }
+    let functions = function_symbols(&opts.binary);
+    let mut watch = Watch { session, seen: seen.clone(), functions, bias: image.load_bias };
     // Ctrl-C halts the replay at its next event.
     let session_interrupt = watch.session.interrupter();
     let user = opts.interrupt;
@@ -311,7 +403,16 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
     for s in slots {
         let _ = watch.session.remove_watchpoint(s);
     }
-    watch.session.catch_syscalls(false);
+    {
+        let mut s = seen.borrow_mut();
+        // Looked at no more: `rdb gdb` may go on from here.
+        s.addr = None;
+        outcome.changes = std::mem::take(&mut s.changes);
+        outcome.syscalls = s.syscalls;
+    }
+    if let Some(n) = opts.stop_at {
+        outcome.changes.truncate(n);
+    }
     outcome.elapsed = started.elapsed();
     outcome.session = Some(watch.session);
     Ok(outcome)
@@ -325,18 +426,16 @@ impl Watch {
         interrupt: &AtomicBool,
     ) -> Result<(), FindError> {
         loop {
-            if stop_at.is_some_and(|n| outcome.changes.len() >= n) {
+            // A change by a system call is seen by the observer while the replay goes on: the
+            // replay is then past it, at the next halt (`--change N` of such a change stops
+            // there); a change by an instruction halts right after it.
+            if stop_at.is_some_and(|n| self.seen.borrow().changes.len() >= n) {
                 return Ok(());
             }
-            let stop = self.session.resume(Resume::Continue)?;
-            match stop {
+            match self.session.resume(Resume::Continue)? {
                 SessionStop::Watchpoint { tid, .. } => {
                     outcome.writes += 1;
-                    self.look(tid, None, outcome)?;
-                }
-                SessionStop::Syscall { tid, nr, exit: true } => {
-                    outcome.syscalls += 1;
-                    self.look(tid, Some(nr), outcome)?;
+                    self.look(tid)?;
                 }
                 SessionStop::ProcessExited { .. } | SessionStop::End => return Ok(()),
                 SessionStop::Interrupted { .. } if interrupt.load(Ordering::Relaxed) => {
@@ -348,47 +447,24 @@ impl Watch {
         }
     }
 
-    /// Halted in `tid` after a write to the static (`syscall`: after that system call's
-    /// exit): a change when the value differs from the last one seen.
-    fn look(&mut self, tid: Tid, syscall: Option<u64>, outcome: &mut ExprOutcome) -> Result<(), FindError> {
-        let mut now = vec![0u8; self.size];
-        self.session.read_memory(self.addr, &mut now)?;
-        if now == self.last {
+    /// Halted in `tid` right after an instruction wrote to the static: a change when the value
+    /// differs from the last one seen.
+    fn look(&mut self, tid: Tid) -> Result<(), FindError> {
+        let (addr, size) = {
+            let s = self.seen.borrow();
+            (s.addr.expect("watching"), s.size)
+        };
+        let mut now = vec![0u8; size];
+        self.session.read_memory(addr, &mut now)?;
+        if now == self.seen.borrow().last {
             return Ok(());
         }
         let view = self.session.thread(tid)?;
-        // The thread's stretch is named by the index of its next event: the one before it
-        // (the system call itself, at a system call's exit) is the last one replayed.
+        // The thread's stretch is named by the index of its next event: the one before it is
+        // the last one replayed.
         let stretch = self.session.threads().iter().find(|t| t.tid == tid).map_or(0, |t| t.stretch);
-        let event = stretch.saturating_sub(1);
-        let after = view.regs().rip;
-        // A system call: the `syscall` instruction is the 2 bytes before `rip`.
-        let instruction = match syscall {
-            Some(_) => Some(after.wrapping_sub(2)),
-            None => self.writer(&view, after),
-        };
-        let bt = self.backtracer.backtrace(&view, &self.binary, syscall.is_none());
-        let frames = bt.frames();
-        let function = frames.first().and_then(|f| f.function.clone()).unwrap_or_else(|| "??".into());
-        let statement = frames
-            .iter()
-            .find(|f| f.file.as_deref().is_some_and(|p| !p.starts_with("/rustc/")) && f.line != 0)
-            .or(frames.first());
-        let (file, line) = statement.map_or((String::from("??"), 0), |f| (f.file.clone().unwrap_or_default(), f.line));
-        outcome.changes.push(Change {
-            number: outcome.changes.len() + 1,
-            event,
-            thread: tid,
-            instruction,
-            after,
-            function,
-            file,
-            line,
-            syscall: syscall.map(rdb_runtime::syscalls::name),
-            old: std::mem::replace(&mut self.last, now.clone()),
-            new: now,
-            backtrace: format!("{bt:#}"),
-        });
+        let instruction = self.writer(&view, view.regs().rip);
+        self.seen.borrow_mut().change(&view, tid, stretch.saturating_sub(1), (instruction, None), now);
         Ok(())
     }
 

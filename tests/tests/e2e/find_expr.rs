@@ -56,6 +56,16 @@ fn find_changes(dir: &Path, args: &[&str], code: i32) -> (Vec<Change>, String) {
     (changes, format!("{stdout}\n{stderr}"))
 }
 
+/// No change is missing: each one starts from the value the one before left (the first from
+/// `initial`).
+fn assert_chained(changes: &[Change], initial: &str, all: &str) {
+    let mut value = initial.to_string();
+    for c in changes {
+        assert_eq!(c.old, value, "a change between these two was not listed:\n{all}");
+        value = c.new.clone();
+    }
+}
+
 /// The file name of a path.
 fn base(path: &str) -> &str {
     path.rsplit('/').next().unwrap()
@@ -100,6 +110,7 @@ pub fn rust_static_changes_are_the_ones_the_write_callback_sees() {
         })
         .collect();
     assert_eq!(found, seen, "rdb find and the write callback differ:\n{all}");
+    assert_chained(&changes, "0", &all);
     for c in &changes {
         assert_eq!(base(&c.file), "bank.rs", "{all}");
         assert!(c.at.contains("in core::sync::atomic::atomic_add"), "the writing instruction: {}\n{all}", c.at);
@@ -149,6 +160,7 @@ pub fn c_global_overrun_and_kernel_write() {
         all_changes.push((name, changes, all));
     }
     assert_eq!(found, expected_changes());
+    assert_chained(&all_changes[0].1, "100", &all_changes[0].2);
     // Each instruction named is a store into the static's memory.
     let dump = text(
         &run_ok("objdump", timed(60, "objdump").args(["-d", "--no-show-raw-insn", "overrun"]).current_dir(dir)).stdout,
@@ -217,4 +229,35 @@ pub fn c_global_overrun_and_kernel_write() {
         assert_eq!(out.status.code(), Some(1), "{expr}: {}", text(&out.stderr));
         assert!(text(&out.stderr).contains(why), "{expr}: {}", text(&out.stderr));
     }
+}
+
+/// The race sample's `COUNTER`, stored by three threads (recorded under the chaos scheduler,
+/// losing updates): the watch follows the threads created after it was set, every change is
+/// the worker's store and starts from the value the one before left, the last one is the
+/// count the program printed, and a second search lists the same changes.
+pub fn racy_counter_changes_in_every_thread() {
+    let tmp = scratch("find-expr-race");
+    let trace = tmp.path().join("trace");
+    let (app, rec) = SampleApp::race_recorded_with_chaos(tmp.path(), &trace);
+    let printed = text(&rec.stdout);
+    let count = printed.strip_prefix("final count ").and_then(|r| r.split_whitespace().next()).unwrap().to_string();
+    let args = [trace.to_str().unwrap(), "--debug", "target/debug/race", "--expr", "COUNTER", "--changes"];
+    let (changes, all) = find_changes(&app.dir, &args, 0);
+    assert_chained(&changes, "0", &all);
+    assert_eq!(changes.last().map(|c| c.new.as_str()), Some(count.as_str()), "{printed}\n{all}");
+    let store = std::fs::read_to_string(app.dir.join("src/main.rs"))
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("COUNTER.store(seen + 1"))
+        .unwrap() as u32
+        + 1;
+    for c in &changes {
+        assert_eq!((base(&c.file), c.line), ("main.rs", store), "{all}");
+        assert!(c.backtrace.iter().any(|f| f.contains("race::worker at")), "{all}");
+    }
+    let threads: std::collections::BTreeSet<&str> =
+        all.lines().filter_map(|l| l.strip_prefix("event ")).filter_map(|l| l.split(", ").nth(1)).collect();
+    assert_eq!(threads.len(), 3, "changes by {threads:?}:\n{all}");
+    let (again, _) = find_changes(&app.dir, &args, 0);
+    assert_eq!(again, changes, "a second search found other changes");
 }

@@ -179,6 +179,7 @@ fn main() {
     trials.extend(scenarios!(find_expr:
         rust_static_changes_are_the_ones_the_write_callback_sees,
         c_global_overrun_and_kernel_write,
+        racy_counter_changes_in_every_thread,
     ));
     trials.extend(scenarios!(replay_debug:
         minibc_regions_show_branch_popping_an_empty_stack,
