@@ -21,9 +21,14 @@
 //! So every change of the static's bytes made by the searched process is found, in the
 //! replay's order, exactly (a write of the same value is no change). Not seen: writes by
 //! another process into memory shared with this one (none of a static's, unless the program
-//! maps over it). A static that does not fit four aligned pieces (more than 32 bytes, or
-//! unaligned) is refused: the replayer's page-protection watch serves observers (event
-//! callbacks), not a session's halts.
+//! maps over it).
+//!
+//! A static that does not fit four aligned pieces (more than 32 bytes) is watched with page
+//! protection instead ([`ReplayObserver::take_page_watches`]): the observer looks at each
+//! write to its pages ([`ReplayObserver::on_page_write`], standing right after the
+//! instruction) and records a change there, without a halt; `stop_at` then halts the replay at
+//! its next event. Going back is refused while the pages are protected (the observer's
+//! protection only follows the replay forwards).
 //!
 //! The cost is one replay, with a halt per write to the static and per system call: the
 //! statement is found without going back (no probe replays an interval again).
@@ -112,6 +117,8 @@ pub struct ExprOutcome {
     pub syscalls: u64,
     /// Debug-register slots used.
     pub slots: usize,
+    /// Watched with page protection (larger than the debug registers hold).
+    pub pages: bool,
     /// Stopped by the user before the end (the changes so far are listed).
     pub interrupted: bool,
     /// The replay went to its end (no `stop_at`).
@@ -195,6 +202,17 @@ struct Seen {
     changes: Vec<Change>,
     syscalls: u64,
     backtracer: ProgramBacktracer,
+    /// The main binary's function symbols (link-time start, size), sorted, and its load bias.
+    functions: Vec<(u64, u64)>,
+    bias: u64,
+    /// Watched with page protection (the static does not fit the debug registers): asked for
+    /// (`Some(false)`), then given to the replayer (`Some(true)`).
+    pages: Option<bool>,
+    /// Writes to the protected pages looked at.
+    page_writes: u64,
+    /// Set when change `stop_at` is seen by the observer: the session halts at its next event.
+    stop_at: Option<usize>,
+    halt: Option<Arc<AtomicBool>>,
 }
 
 impl Seen {
@@ -225,11 +243,17 @@ impl Seen {
             new: now,
             backtrace: format!("{bt:#}"),
         });
+        if self.stop_at.is_some_and(|n| self.changes.len() >= n) {
+            if let Some(h) = &self.halt {
+                h.store(true, Ordering::SeqCst);
+            }
+        }
     }
 }
 
 /// The search's observer: no breakpoints; at each system call exit of the searched process
-/// whose recorded writes overlap the static, a change when its value differs.
+/// whose recorded writes overlap the static, a change when its value differs; for a static
+/// watched with page protection, the same at each write to its pages.
 struct SyscallWrites {
     seen: Rc<RefCell<Seen>>,
 }
@@ -245,6 +269,43 @@ impl ReplayObserver for SyscallWrites {
 
     fn wants_syscall(&self, _nr: u64, exit: bool) -> bool {
         exit
+    }
+
+    fn take_page_watches(&mut self) -> Vec<(u64, u64)> {
+        let mut seen = self.seen.borrow_mut();
+        match (seen.pages, seen.addr) {
+            (Some(false), Some(addr)) => {
+                seen.pages = Some(true);
+                vec![(addr, seen.size as u64)]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn on_page_write(&mut self, stop: &BreakpointStop<'_>, _addr: u64) -> Result<(), String> {
+        let mut seen = self.seen.borrow_mut();
+        let Some(addr) = seen.addr else { return Ok(()) };
+        if seen.process != Some(stop.image.tid) {
+            return Ok(());
+        }
+        seen.page_writes += 1;
+        let mut now = vec![0u8; seen.size];
+        stop.read_memory(addr, &mut now).map_err(|e| format!("the watched static at {addr:#x} cannot be read: {e}"))?;
+        if now != seen.last {
+            let at = writer(&seen.functions, seen.bias, stop, stop.regs.rip);
+            seen.change(stop, stop.tid, stop.stretch.saturating_sub(1), (at, None), now);
+        }
+        Ok(())
+    }
+
+    fn can_go_back(&self) -> Result<(), String> {
+        match self.seen.borrow().pages {
+            Some(true) => {
+                Err("the page protection `rdb find --expr` put on a large static only follows the replay forwards"
+                    .into())
+            }
+            _ => Ok(()),
+        }
     }
 
     fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
@@ -273,9 +334,6 @@ impl ReplayObserver for SyscallWrites {
 struct Watch {
     session: Session<'static>,
     seen: Rc<RefCell<Seen>>,
-    /// The main binary's function symbols (link-time start, size), sorted, and its load bias.
-    functions: Vec<(u64, u64)>,
-    bias: u64,
 }
 
 /// Runs the search (see the module docs).
@@ -296,17 +354,8 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
     if w.size == 0 {
         return Err(FindError::Usage(format!("`{}` is zero-sized: it has no memory to watch", w.expr)));
     }
-    let pieces = watch_pieces(w.address, w.size, debugreg::SLOTS).ok_or_else(|| {
-        FindError::Usage(format!(
-            "`{}` ({} bytes at {:#x}) does not fit the {} debug registers (at most {} aligned pieces of 1, 2, 4 or 8 bytes): \
-             watch a smaller static, or use an event callback (#[on_write(PATH)]), which watches larger ones with page protection",
-            w.expr,
-            w.size,
-            w.address,
-            debugreg::SLOTS,
-            debugreg::SLOTS
-        ))
-    })?;
+    // What does not fit the debug registers is watched with page protection.
+    let pieces = watch_pieces(w.address, w.size, debugreg::SLOTS);
     let mut replay = opts.replay.clone();
     replay.echo_output = false;
     let seen = Rc::new(RefCell::new(Seen {
@@ -318,6 +367,12 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
         changes: Vec::new(),
         syscalls: 0,
         backtracer: ProgramBacktracer::default(),
+        functions: function_symbols(&opts.binary),
+        bias: 0,
+        pages: None,
+        page_writes: 0,
+        stop_at: opts.stop_at,
+        halt: None,
     }));
     let mut session = Session::start(&replay, SyscallWrites { seen: seen.clone() })?;
     let process = opts.process.unwrap_or(session.root());
@@ -351,7 +406,7 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
         .map_err(|e| FindError::Usage(format!("`{}` at {addr:#x} cannot be read in process {process}: {e}", w.expr)))?;
     let mut slot = 0;
     let mut slots = Vec::new();
-    for (a, len) in pieces {
+    for (a, len) in pieces.clone().unwrap_or_default() {
         while slot < debugreg::SLOTS && session.watch_slot_held_by_observer(slot) {
             slot += 1;
         }
@@ -368,9 +423,11 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
         s.process = Some(process);
         s.addr = Some(addr);
         s.last = initial.clone();
+        s.bias = image.load_bias;
+        s.pages = pieces.is_none().then_some(false);
+        s.halt = Some(session.interrupter());
     }
-    let functions = function_symbols(&opts.binary);
-    let mut watch = Watch { session, seen: seen.clone(), functions, bias: image.load_bias };
+    let mut watch = Watch { session, seen: seen.clone() };
     // Ctrl-C halts the replay at its next event.
     let session_interrupt = watch.session.interrupter();
     let user = opts.interrupt;
@@ -392,6 +449,7 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
         writes: 0,
         syscalls: 0,
         slots: slots.len(),
+        pages: false,
         interrupted: false,
         elapsed: Duration::ZERO,
         session: None,
@@ -409,6 +467,8 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
         s.addr = None;
         outcome.changes = std::mem::take(&mut s.changes);
         outcome.syscalls = s.syscalls;
+        outcome.writes += s.page_writes;
+        outcome.pages = s.pages.is_some();
     }
     if let Some(n) = opts.stop_at {
         outcome.changes.truncate(n);
@@ -426,9 +486,9 @@ impl Watch {
         interrupt: &AtomicBool,
     ) -> Result<(), FindError> {
         loop {
-            // A change by a system call is seen by the observer while the replay goes on: the
-            // replay is then past it, at the next halt (`--change N` of such a change stops
-            // there); a change by an instruction halts right after it.
+            // A change seen by the observer (a system call's, or under page protection) sets
+            // the session's interrupter when it is change `stop_at`: the replay halts at its
+            // next event. A change by an instruction under a debug register halts right after it.
             if stop_at.is_some_and(|n| self.seen.borrow().changes.len() >= n) {
                 return Ok(());
             }
@@ -463,38 +523,39 @@ impl Watch {
         // The thread's stretch is named by the index of its next event: the one before it is
         // the last one replayed.
         let stretch = self.session.threads().iter().find(|t| t.tid == tid).map_or(0, |t| t.stretch);
-        let instruction = self.writer(&view, view.regs().rip);
-        self.seen.borrow_mut().change(&view, tid, stretch.saturating_sub(1), (instruction, None), now);
+        let mut seen = self.seen.borrow_mut();
+        let instruction = writer(&seen.functions, seen.bias, &view, view.regs().rip);
+        seen.change(&view, tid, stretch.saturating_sub(1), (instruction, None), now);
         Ok(())
     }
+}
 
-    /// The instruction that ends at `after`, decoded from the start of the main binary's
-    /// function holding it (`None` outside the main binary or where no instruction ends
-    /// there).
-    fn writer(&self, target: &dyn Target, after: u64) -> Option<u64> {
-        let relative = after.wrapping_sub(1).wrapping_sub(self.bias);
-        let i = self.functions.partition_point(|&(start, _)| start <= relative).checked_sub(1)?;
-        let (start, size) = self.functions[i];
-        if relative >= start + size.max(1) || after.wrapping_sub(self.bias) - start > 1 << 20 {
+/// The instruction that ends at `after`, decoded from the start of the main binary's function
+/// holding it (`functions`: link-time start and size, sorted; `bias`: the load bias); `None`
+/// outside the main binary or where no instruction ends there.
+fn writer(functions: &[(u64, u64)], bias: u64, target: &dyn Target, after: u64) -> Option<u64> {
+    let relative = after.wrapping_sub(1).wrapping_sub(bias);
+    let i = functions.partition_point(|&(start, _)| start <= relative).checked_sub(1)?;
+    let (start, size) = functions[i];
+    if relative >= start + size.max(1) || after.wrapping_sub(bias) - start > 1 << 20 {
+        return None;
+    }
+    let from = start.wrapping_add(bias);
+    let mut code = vec![0u8; (after - from) as usize];
+    target.read_exact(from, &mut code).ok()?;
+    let mut decoder = iced_x86::Decoder::with_ip(64, &code, from, iced_x86::DecoderOptions::NONE);
+    let mut ip = from;
+    while decoder.can_decode() {
+        let instr = decoder.decode();
+        if instr.is_invalid() {
             return None;
         }
-        let from = start.wrapping_add(self.bias);
-        let mut code = vec![0u8; (after - from) as usize];
-        target.read_exact(from, &mut code).ok()?;
-        let mut decoder = iced_x86::Decoder::with_ip(64, &code, from, iced_x86::DecoderOptions::NONE);
-        let mut ip = from;
-        while decoder.can_decode() {
-            let instr = decoder.decode();
-            if instr.is_invalid() {
-                return None;
-            }
-            if instr.next_ip() == after {
-                return Some(ip);
-            }
-            ip = instr.next_ip();
+        if instr.next_ip() == after {
+            return Some(ip);
         }
-        None
+        ip = instr.next_ip();
     }
+    None
 }
 
 /// The function symbols of `binary` (link-time start, size), sorted by start.

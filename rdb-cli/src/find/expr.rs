@@ -23,7 +23,7 @@ pub(crate) fn check_expr(expr: &str) -> Result<()> {
     }
     bail!(
         "--expr {expr:?}: rdb find watches a program static named by its path: a Rust static \
-         (`crate::bank::AUDITED`, `bank::AUDITED`, `AUDITED`) or a C global (`counter`), of at most 32 bytes; \
+         (`crate::bank::AUDITED`, `bank::AUDITED`, `AUDITED`) or a C global (`counter`); \
          field access, indexing, dereferences and other expressions are not supported (watch the whole static)"
     )
 }
@@ -103,8 +103,13 @@ fn report(o: &ExprOutcome, stop_at: Option<usize>) -> i32 {
             println!("  {l}");
         }
     }
+    let how = if o.pages {
+        "page protection (larger than the debug registers hold)".to_string()
+    } else {
+        format!("{} debug register{}", o.slots, if o.slots == 1 { "" } else { "s" })
+    };
     let summary = format!(
-        "`{}` ({}, {} bytes): {} change{} from {} ({} writes watched with {} debug register{}, {} system calls looked at), {:.2} s",
+        "`{}` ({}, {} bytes): {} change{} from {} ({} writes watched with {how}, {} system calls looked at), {:.2} s",
         w.expr,
         w.type_name,
         w.size,
@@ -112,8 +117,6 @@ fn report(o: &ExprOutcome, stop_at: Option<usize>) -> i32 {
         if o.changes.len() == 1 { "" } else { "s" },
         show_value(&w.type_name, &o.initial),
         o.writes,
-        o.slots,
-        if o.slots == 1 { "" } else { "s" },
         o.syscalls,
         o.elapsed.as_secs_f64()
     );
@@ -127,7 +130,8 @@ fn report(o: &ExprOutcome, stop_at: Option<usize>) -> i32 {
             EXIT_NOT_FOUND
         }
         Some(n) => {
-            eprintln!("rdb: change {n} of `{}`, {:.2} s (the replay stopped there)", w.expr, o.elapsed.as_secs_f64());
+            let at = if o.pages { "at the next event after it" } else { "right after it" };
+            eprintln!("rdb: change {n} of `{}`, {:.2} s (the replay stopped {at})", w.expr, o.elapsed.as_secs_f64());
             0
         }
         None => {

@@ -142,8 +142,9 @@ fn expected_changes() -> Vec<(String, String, String, String)> {
 /// A C global corrupted by an out-of-bounds store (`table[4]` is `limit`) and a global the
 /// kernel writes (`read` into `header`): the changes are the expected ones, each writing
 /// instruction is a store to memory in `objdump`, the kernel's write is the `read` system
-/// call's event, `--then gdb` stops right after the overrun, and what cannot be watched is
-/// refused saying why.
+/// call's event, `--then gdb` stops right after the overrun, a static larger than the debug
+/// registers hold is watched with page protection, and what cannot be watched is refused
+/// saying why.
 pub fn c_global_overrun_and_kernel_write() {
     let tmp = scratch("find-expr-c");
     let dir = tmp.path();
@@ -218,11 +219,27 @@ pub fn c_global_overrun_and_kernel_write() {
     assert_eq!(out.status.code(), Some(6), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("no change 4"), "{}", text(&out.stderr));
 
-    // Refused, saying why: an expression, a static too large for the debug registers, a name
-    // the DWARF does not have.
+    // 64 bytes, more than the debug registers hold: watched with page protection, the
+    // strcpy's stores (as many as the C library's copy makes) at its line, the last one
+    // leaving "written".
+    let (journal, all) = find_changes(dir, &["trace", "--debug", "./overrun", "--expr", "journal"], 0);
+    assert!(all.contains("watched with page protection"), "{all}");
+    assert!(!journal.is_empty(), "{all}");
+    let initial: String = "too large for the debug registers"
+        .bytes()
+        .chain(std::iter::repeat_n(0, 31))
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_chained(&journal, &format!("0x{initial} (bytes)"), &all);
+    for c in &journal {
+        assert_eq!(format!("{}:{}", base(&c.file), c.line), "overrun.c:37", "{all}");
+    }
+    let written: String = "written\0".bytes().map(|b| format!("{b:02x}")).collect();
+    assert!(journal.last().unwrap().new.starts_with(&format!("0x{written}")), "{all}");
+
+    // Refused, saying why: an expression, a name the DWARF does not have.
     for (expr, why) in [
         ("table[4]", "field access, indexing, dereferences and other expressions are not supported"),
-        ("journal", "does not fit the 4 debug registers"),
         ("nosuch", "no static `nosuch`"),
     ] {
         let out = output(rdb_tests::rdb(&["find", "trace", "--debug", "./overrun", "--expr", expr]).current_dir(dir));
