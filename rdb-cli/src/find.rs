@@ -14,6 +14,8 @@ use rdb_runtime::ReplayOptions;
 
 use crate::traces;
 
+mod expr;
+
 /// Find when it went wrong: the first hit of a region where its check fails
 ///
 /// The region holds a check, `rdb_check!(cond, "fmt", args…)` in Rust or `rdb_check(cond,
@@ -44,6 +46,18 @@ pub struct Args {
     /// The region whose `rdb_begin` is on this line.
     #[arg(long, value_name = "FILE:LINE")]
     at: Option<String>,
+    /// Every change of a program static instead of a region's check: a Rust path
+    /// (`crate::bank::AUDITED`, `AUDITED`) or a C global (`counter`), found in the binary's
+    /// DWARF; each change names its statement (`event E, thread T, FILE:LINE (0xADDR in FUNC):
+    /// OLD -> NEW`) and backtrace.
+    #[arg(long, value_name = "STATIC", conflicts_with_all = ["region", "at", "first_false", "last_true", "scan", "between"])]
+    expr: Option<String>,
+    /// With --expr: stop at the first change.
+    #[arg(long, requires = "expr", conflicts_with = "change")]
+    first_change: bool,
+    /// With --expr: stop at change N (from 1), e.g. for --then gdb.
+    #[arg(long, value_name = "N", requires = "expr")]
+    change: Option<usize>,
     /// Find the first hit where the check fails (the default).
     #[arg(long, conflicts_with_all = ["last_true", "changes"])]
     first_false: bool,
@@ -85,6 +99,9 @@ extern "C" fn on_sigint(_: libc::c_int) {
 }
 
 pub fn run(a: Args) -> Result<i32> {
+    if a.expr.is_some() {
+        return expr::run(a);
+    }
     let resolved = traces::resolve(a.trace.clone())?;
     let total_events = Trace::peek(&resolved.dir).ok().and_then(|(_, s)| s).map(|s| s.events);
     let region = match (a.region, &a.at) {

@@ -32,6 +32,7 @@ mod callbacks;
 
 mod attach;
 pub mod find;
+pub mod find_expr;
 mod regions;
 
 pub use attach::{run_on_target, AttachOptions, AttachOutcome};

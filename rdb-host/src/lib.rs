@@ -140,5 +140,6 @@ pub use args::ArgValue;
 pub use client::{Check, DebugHost, FaultHandling, HostOptions, MemoryAccess, WatchRequest, WritePolicy};
 pub use error::{HostError, Invocation, InvokeOutcome, Loc};
 pub use host::module::PANIC_HOOK_SYMBOL;
+pub use host::services::ProgramBacktracer;
 pub use host::{host_main, run_if_host};
 pub use rdb_tracee::{Mapping, Target};

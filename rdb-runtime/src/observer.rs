@@ -95,6 +95,8 @@ pub struct SyscallStop<'a> {
     pub process: Tid,
     pub nr: u64,
     pub args: [u64; 6],
+    /// The trace index of the call's recorded event (`rdb info --events` numbering).
+    pub event: u64,
     /// At the exit: the call completed, its recorded result is in `rax` and its recorded
     /// memory effects are in place. At the entry: it has not run yet.
     pub exit: bool,

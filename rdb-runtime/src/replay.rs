@@ -1305,7 +1305,7 @@ impl Replayer<'_> {
         self.check_protected_entry(tid, nr, &args)?;
         if self.observer.wants_syscall(nr, false) {
             let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
-            self.observe_syscall(tid, nr, args, &head, false, regs)?;
+            self.observe_syscall(tid, nr, args, (index, &head), false, regs)?;
         }
         let mode = match &head {
             Event::Syscall { nr: rnr, args: rargs, ret, file, .. } => {
@@ -1586,7 +1586,8 @@ impl Replayer<'_> {
             self.notify_exec(tid)?;
         }
         if self.observer.wants_syscall(nr, true) {
-            self.observe_syscall(tid, nr, args, &ev, true, regs)?;
+            // Popped: the event was the one before the next.
+            self.observe_syscall(tid, nr, args, (self.ev.index - 1, &ev), true, regs)?;
         }
         self.after_syscall(tid, nr, &args, ret)?;
         let sig = match self.ev.next_of(tid)? {
@@ -1866,13 +1867,13 @@ impl Replayer<'_> {
     }
 
     /// Call the observer at a syscall stop it asked for, when the stop is the recorded `event`'s
-    /// (anything else is a divergence, reported by the caller).
+    /// (at trace index `index`; anything else is a divergence, reported by the caller).
     fn observe_syscall(
         &mut self,
         tid: Tid,
         nr: u64,
         args: [u64; 6],
-        event: &Event,
+        (index, event): (u64, &Event),
         exit: bool,
         regs: ptrace::Regs,
     ) -> Result<(), Error> {
@@ -1899,6 +1900,7 @@ impl Replayer<'_> {
             process,
             nr,
             args,
+            event: index,
             exit,
             result,
             writes,

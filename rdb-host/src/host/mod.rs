@@ -3,7 +3,7 @@
 
 mod mirror;
 pub(crate) mod module;
-mod services;
+pub(crate) mod services;
 
 use crate::channel::{Channel, Mailbox, Received, Side};
 use crate::protocol::{self, Reader, Writer};

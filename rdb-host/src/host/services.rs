@@ -225,22 +225,24 @@ fn read_u64(address: u64) -> Option<u64> {
     readable(address, 8).then(|| unsafe { (address as *const u64).read_unaligned() })
 }
 
-/// A NUL-terminated string of program memory (at most 4 KiB).
-fn read_cstring(address: u64) -> Option<String> {
+/// A NUL-terminated string of program memory (at most 4 KiB), read 8 bytes at a time.
+fn read_cstring(read: Reader<'_>, address: u64) -> Option<String> {
     let mut out = Vec::new();
-    for i in 0..4096 {
-        if !readable(address + i, 1) {
-            return None;
+    for i in 0..512 {
+        let word = read(address + 8 * i)?.to_le_bytes();
+        for b in word {
+            if b == 0 {
+                return Some(String::from_utf8_lossy(&out).into_owned());
+            }
+            out.push(b);
         }
-        // SAFETY: checked readable in the mirror.
-        let b = unsafe { ((address + i) as *const u8).read() };
-        if b == 0 {
-            return Some(String::from_utf8_lossy(&out).into_owned());
-        }
-        out.push(b);
     }
     None
 }
+
+/// Reads 8 bytes of the program's memory (the mirror's in the host, the tracee's for
+/// [`program_backtrace`]).
+type Reader<'a> = &'a dyn Fn(u64) -> Option<u64>;
 
 /// An object of the program, loaded for unwinding and naming.
 struct Object {
@@ -280,7 +282,12 @@ impl Object {
 }
 
 /// The program's objects: (path, load bias), the executable first.
-fn program_objects(objects: &mut HashMap<PathBuf, Object>, binary: &Path, bias: u64) -> Vec<(PathBuf, u64)> {
+fn program_objects(
+    objects: &mut HashMap<PathBuf, Object>,
+    read: Reader<'_>,
+    binary: &Path,
+    bias: u64,
+) -> Vec<(PathBuf, u64)> {
     let mut out = vec![(binary.to_path_buf(), bias)];
     let Some(exe) = loaded(objects, binary) else { return out };
     let Some(dynamic) = exe.dynamic else { return out };
@@ -288,7 +295,7 @@ fn program_objects(objects: &mut HashMap<PathBuf, Object>, binary: &Path, bias: 
     let mut at = bias.wrapping_add(dynamic);
     let mut r_debug = 0;
     for _ in 0..512 {
-        let (Some(tag), Some(value)) = (read_u64(at), read_u64(at + 8)) else { break };
+        let (Some(tag), Some(value)) = (read(at), read(at + 8)) else { break };
         if tag == 0 {
             break;
         }
@@ -298,15 +305,15 @@ fn program_objects(objects: &mut HashMap<PathBuf, Object>, binary: &Path, bias: 
         }
         at += 16;
     }
-    let mut map = if r_debug != 0 { read_u64(r_debug + 8).unwrap_or(0) } else { 0 };
+    let mut map = if r_debug != 0 { read(r_debug + 8).unwrap_or(0) } else { 0 };
     for _ in 0..1024 {
         if map == 0 {
             break;
         }
-        let (Some(l_addr), Some(l_name), Some(next)) = (read_u64(map), read_u64(map + 8), read_u64(map + 24)) else {
+        let (Some(l_addr), Some(l_name), Some(next)) = (read(map), read(map + 8), read(map + 24)) else {
             break;
         };
-        if let Some(name) = read_cstring(l_name).filter(|n| n.starts_with('/')) {
+        if let Some(name) = read_cstring(read, l_name).filter(|n| n.starts_with('/')) {
             out.push((PathBuf::from(name), l_addr));
         }
         map = next;
@@ -331,11 +338,44 @@ fn backtrace_text() -> Vec<u8> {
     };
     // SAFETY: the caller is debug code, the only user of the state during its call.
     let bias = unsafe { mirror::state() }.bias;
-    OBJECTS.with(|cell| backtrace_in(&mut cell.borrow_mut(), stop, &binary, bias))
+    OBJECTS.with(|cell| backtrace_in(&mut cell.borrow_mut(), &read_u64, stop, &binary, bias))
 }
 
-fn backtrace_in(objects: &mut HashMap<PathBuf, Object>, stop: StopRegs, binary: &Path, bias: u64) -> Vec<u8> {
-    let list = program_objects(objects, binary, bias);
+/// The objects a [`ProgramBacktracer`] loaded (their unwind tables and DWARF), kept between
+/// backtraces.
+#[derive(Default)]
+pub struct ProgramBacktracer {
+    objects: HashMap<PathBuf, Object>,
+}
+
+impl ProgramBacktracer {
+    /// The backtrace of the thread stopped as `target` has it, unwound as a check's is (the
+    /// executable `binary` with its DWARF, the shared libraries the program loaded), read
+    /// from the tracee itself: for the replayer's own reports, without a debug host.
+    /// `after_access`: `rip` is right after an instruction that wrote watched memory (frame
+    /// 0 names that instruction's line).
+    pub fn backtrace(&mut self, target: &dyn rdb_tracee::Target, binary: &Path, after_access: bool) -> rdb::Backtrace {
+        let read = |address: u64| -> Option<u64> {
+            let mut b = [0u8; 8];
+            target.read_exact(address, &mut b).ok().map(|()| u64::from_le_bytes(b))
+        };
+        let stop = StopRegs { regs: rdb_tracee::ptrace::reg_words(target.regs()), after_access };
+        let raw = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            backtrace_in(&mut self.objects, &read, stop, binary, target.load_bias())
+        }))
+        .unwrap_or_else(|_| b"note\x1fthe unwinder failed\x1e".to_vec());
+        rdb::parse_backtrace(&raw)
+    }
+}
+
+fn backtrace_in(
+    objects: &mut HashMap<PathBuf, Object>,
+    read: Reader<'_>,
+    stop: StopRegs,
+    binary: &Path,
+    bias: u64,
+) -> Vec<u8> {
+    let list = program_objects(objects, read, binary, bias);
     let mut out = Vec::new();
     let mut regs = stop.regs;
     let mut note = None;
@@ -395,7 +435,7 @@ fn backtrace_in(objects: &mut HashMap<PathBuf, Object>, stop: StopRegs, binary: 
         if !named {
             out.extend(record(pc, Some(&path), None, None, in_program));
         }
-        match unwind(object, pc.wrapping_sub(obj_bias), depth == 0 && !stop.after_access, &regs) {
+        match unwind(object, read, pc.wrapping_sub(obj_bias), depth == 0 && !stop.after_access, &regs) {
             Ok(Some(next)) => regs = next,
             Ok(None) => break,
             Err(why) => {
@@ -454,7 +494,13 @@ fn record(
 /// The caller's registers, from the CFI row for `relative` (the object's link-time address of
 /// the frame's pc; `top`: the innermost frame, whose pc is not a return address). `None` at
 /// the end of the stack.
-fn unwind(object: &Object, relative: u64, top: bool, regs: &[u64; 27]) -> Result<Option<[u64; 27]>, String> {
+fn unwind(
+    object: &Object,
+    read: Reader<'_>,
+    relative: u64,
+    top: bool,
+    regs: &[u64; 27],
+) -> Result<Option<[u64; 27]>, String> {
     let Some((eh, bases)) = &object.eh_frame else { return Err("no unwind information (.eh_frame)".into()) };
     let lookup = if top { relative } else { relative.wrapping_sub(1) };
     let mut ctx = Box::new(gimli::UnwindContext::new());
@@ -494,7 +540,7 @@ fn unwind(object: &Object, relative: u64, top: bool, regs: &[u64; 27]) -> Result
             gimli::RegisterRule::Undefined => Ok(if reg == gimli::X86_64::RA { 0 } else { current }),
             gimli::RegisterRule::SameValue => Ok(current),
             gimli::RegisterRule::Offset(o) => {
-                read_u64(cfa.wrapping_add(o as u64)).ok_or_else(|| format!("the stack at {cfa:#x} cannot be read"))
+                read(cfa.wrapping_add(o as u64)).ok_or_else(|| format!("the stack at {cfa:#x} cannot be read"))
             }
             gimli::RegisterRule::ValOffset(o) => Ok(cfa.wrapping_add(o as u64)),
             gimli::RegisterRule::Register(r) => dwarf_reg(r).ok_or_else(|| "an unusual register rule".to_string()),

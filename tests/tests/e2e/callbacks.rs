@@ -32,7 +32,7 @@ fn record_plain(fixture: &str, args: &[&str]) -> Recorded {
 }
 
 /// `cargo rdb replay TRACE` in `dir` with rdb's tools on `PATH`.
-fn cargo_rdb_replay(dir: &Path, trace: &Path) -> Output {
+pub(crate) fn cargo_rdb_replay(dir: &Path, trace: &Path) -> Output {
     let path = format!("{}:{}", tools().display(), std::env::var("PATH").unwrap_or_default());
     output(
         timed(600, tools().join("cargo-rdb"))

@@ -31,6 +31,7 @@ mod cli;
 mod cpuid;
 mod crafted;
 mod find;
+mod find_expr;
 mod kept_files;
 mod record_replay;
 mod regions_in_generic_closure_async;
@@ -177,6 +178,11 @@ fn main() {
         output_sent_to_a_socket_is_re_emitted,
     ));
     trials.extend(scenarios!(find: c_list_losing_nodes, jobq_losing_a_job, minibc_stack_depth, race_lost_update));
+    trials.extend(scenarios!(find_expr:
+        rust_static_changes_are_the_ones_the_write_callback_sees,
+        c_global_overrun_and_kernel_write,
+        racy_counter_changes_in_every_thread,
+    ));
     trials.extend(scenarios!(replay_debug:
         minibc_regions_show_branch_popping_an_empty_stack,
         a_trace_from_another_binary_is_refused,

@@ -1,0 +1,22 @@
+/* rdb find --expr: one long stretch of user code (no system call) between two events, inside
+ * which the static `audited` changes once, at iteration AT of ITERS (about 7 instructions per
+ * iteration at -O1: see bench/find_expr.sh). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+unsigned long audited = 1;
+
+int main(int argc, char **argv) {
+    long iters = argc > 1 ? atol(argv[1]) : 1000000;
+    long at = argc > 2 ? atol(argv[2]) : iters / 2;
+    unsigned long x = (unsigned long)getpid(); /* the event before the stretch */
+    for (long i = 0; i < iters; i++) {
+        x = x * 6364136223846793005UL + 1442695040888963407UL;
+        if (i == at) {
+            audited = x | 1; /* the statement rdb find --expr audited must name */
+        }
+    }
+    printf("%lu %lu\n", x, audited); /* the event after it */
+    return 0;
+}

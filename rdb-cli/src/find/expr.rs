@@ -1,0 +1,162 @@
+//! `rdb find --expr STATIC`: every change of a program static (see `rdb_debugger::find_expr`).
+
+use std::sync::atomic::Ordering;
+
+use anyhow::{bail, Result};
+use rdb_debugger::find_expr::{find_changes, show_value, Change, ExprOptions, ExprOutcome, Watched};
+use rdb_runtime::trace::Tid;
+use rdb_runtime::ReplayOptions;
+
+use super::{on_sigint, Args, EXIT_INTERRUPTED, EXIT_NOT_FOUND, INTERRUPTED};
+use crate::traces;
+
+/// What `--expr` accepts: a path of identifiers (`crate::bank::AUDITED`, `AUDITED`, `counter`).
+pub(crate) fn check_expr(expr: &str) -> Result<()> {
+    let ident = |s: &str| {
+        let mut c = s.chars();
+        c.next().is_some_and(|f| f == '_' || f.is_ascii_alphabetic())
+            && c.all(|x| x == '_' || x.is_ascii_alphanumeric())
+    };
+    let path = expr.trim().strip_prefix("::").unwrap_or(expr.trim());
+    if path.split("::").all(ident) {
+        return Ok(());
+    }
+    bail!(
+        "--expr {expr:?}: rdb find watches a program static named by its path: a Rust static \
+         (`crate::bank::AUDITED`, `bank::AUDITED`, `AUDITED`) or a C global (`counter`); \
+         field access, indexing, dereferences and other expressions are not supported (watch the whole static)"
+    )
+}
+
+pub(super) fn run(a: Args) -> Result<i32> {
+    let expr = a.expr.clone().expect("--expr given");
+    check_expr(&expr)?;
+    if a.changes && (a.first_change || a.change.is_some()) {
+        bail!("--changes lists every change: leave it out with --first-change or --change N");
+    }
+    let stop_at = match (a.first_change, a.change) {
+        (true, _) => Some(1),
+        (false, Some(0)) => bail!("--change N counts changes from 1"),
+        (false, Some(n)) => Some(n),
+        // `--then gdb` stops at the first change unless --change says which.
+        (false, None) if a.then.is_some() => Some(1),
+        (false, None) => None,
+    };
+    let resolved = traces::resolve(a.trace.clone())?;
+    let found = rdb_locate::locate_statics(&a.debug, std::slice::from_ref(&expr))?.remove(0);
+    let found = match found {
+        Ok(f) => f,
+        Err(why) => bail!("--expr {expr}: {why} (in the DWARF of {})", a.debug.display()),
+    };
+    let watched = Watched { expr: expr.clone(), address: found.address, size: found.size, type_name: found.type_name };
+    // SAFETY: the handler only stores to an atomic.
+    unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
+    let opts = ExprOptions {
+        replay: ReplayOptions {
+            trace_dir: resolved.dir.clone(),
+            pin_cpu: !a.no_pin && std::env::var_os("RDB_NO_PIN").is_none(),
+            echo_output: false,
+        },
+        binary: a.debug.clone(),
+        watched,
+        process: a.pid.map(Tid),
+        stop_at,
+        interrupt: &INTERRUPTED,
+    };
+    let mut outcome = find_changes(opts)?;
+    let code = report(&outcome, stop_at);
+    if code == 0 && a.then.is_some() {
+        let Some(mut session) = outcome.session.take() else { return Ok(code) };
+        session.enable_history(Some(rdb_gdb::DEFAULT_CHECKPOINT_INTERVAL))?;
+        session.stop_at_faults(true);
+        // SAFETY: sets the disposition of one signal back to the default.
+        unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
+        return crate::gdb::run_gdb(session, &a.gdb_args);
+    }
+    Ok(code)
+}
+
+/// `change N, event E, thread T, FILE:LINE (0xADDR in FUNC): OLD -> NEW`.
+pub(crate) fn line(c: &Change, type_name: &str) -> String {
+    let at = match (&c.syscall, c.instruction) {
+        (Some(name), Some(a)) => format!("{name} system call at {a:#x} in {}", c.function),
+        (Some(name), None) => format!("{name} system call in {}", c.function),
+        (None, Some(a)) => format!("{a:#x} in {}", c.function),
+        (None, None) => format!("the instruction before {:#x} in {}", c.after, c.function),
+    };
+    format!(
+        "event {}, thread {}, {}:{} ({at}): {} -> {}",
+        c.event,
+        c.thread,
+        c.file,
+        c.line,
+        show_value(type_name, &c.old),
+        show_value(type_name, &c.new)
+    )
+}
+
+fn report(o: &ExprOutcome, stop_at: Option<usize>) -> i32 {
+    let w = &o.watched;
+    for c in &o.changes {
+        println!("{}", line(c, &w.type_name));
+        for l in c.backtrace.lines() {
+            println!("  {l}");
+        }
+    }
+    let how = if o.pages {
+        "page protection (larger than the debug registers hold)".to_string()
+    } else {
+        format!("{} debug register{}", o.slots, if o.slots == 1 { "" } else { "s" })
+    };
+    let summary = format!(
+        "`{}` ({}, {} bytes): {} change{} from {} ({} writes watched with {how}, {} system calls looked at), {:.2} s",
+        w.expr,
+        w.type_name,
+        w.size,
+        o.changes.len(),
+        if o.changes.len() == 1 { "" } else { "s" },
+        show_value(&w.type_name, &o.initial),
+        o.writes,
+        o.syscalls,
+        o.elapsed.as_secs_f64()
+    );
+    if o.interrupted || INTERRUPTED.load(Ordering::Relaxed) {
+        eprintln!("rdb: interrupted: {summary} before the interruption (the changes after it are not known)");
+        return EXIT_INTERRUPTED;
+    }
+    match stop_at {
+        Some(n) if o.changes.len() < n => {
+            eprintln!("rdb: no change {n}: {summary} in the whole replay");
+            EXIT_NOT_FOUND
+        }
+        Some(n) => {
+            let at = if o.pages { "at the next event after it" } else { "right after it" };
+            eprintln!("rdb: change {n} of `{}`, {:.2} s (the replay stopped {at})", w.expr, o.elapsed.as_secs_f64());
+            0
+        }
+        None => {
+            eprintln!("rdb: {summary}");
+            if o.changes.is_empty() {
+                EXIT_NOT_FOUND
+            } else {
+                0
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_expr;
+
+    #[test]
+    fn expr_takes_a_static_path_only() {
+        for ok in ["crate::bank::AUDITED", "AUDITED", "counter", "::app::X", "bank::_x1"] {
+            assert!(check_expr(ok).is_ok(), "{ok}");
+        }
+        for bad in ["a.b", "arr[3]", "*p", "p->next", "f()", "a::", "1x", ""] {
+            let e = check_expr(bad).unwrap_err().to_string();
+            assert!(e.contains("not supported"), "{bad}: {e}");
+        }
+    }
+}

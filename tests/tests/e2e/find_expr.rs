@@ -1,0 +1,280 @@
+//! `rdb find --expr STATIC` (issue 13, "anywhere"): every change of a program static, each named
+//! by its writing instruction, source line and backtrace. Checked against an independent linear
+//! check (the `on_write` event callback, which sees every write of a replay in order), against
+//! the expectations beside a C program (tests/fixtures/find_expr), against the instructions
+//! `objdump` shows at the addresses named, and by opening gdb at a change.
+
+use std::path::Path;
+
+use rdb_tests::{
+    assert_success, clang, copy_files, output, rdb_in, repo_root, run_cargo, run_ok, scratch, text, timed, SampleApp,
+};
+
+use crate::callbacks::cargo_rdb_replay;
+
+/// One change as `rdb find --expr` prints it: `event E, thread T, FILE:LINE (AT): OLD -> NEW`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Change {
+    event: u64,
+    file: String,
+    line: u32,
+    at: String,
+    old: String,
+    new: String,
+    /// The backtrace's lines.
+    backtrace: Vec<String>,
+}
+
+/// Runs `rdb find ARGS` in `dir`: its changes and its output (the exit status must be `code`).
+fn find_changes(dir: &Path, args: &[&str], code: i32) -> (Vec<Change>, String) {
+    let out = rdb_in(dir, &[&["find"], args].concat());
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(code), "rdb find {args:?}:\n{stdout}\n{stderr}");
+    let mut changes: Vec<Change> = Vec::new();
+    for l in stdout.lines() {
+        if let Some(bt) = l.strip_prefix("  ") {
+            changes.last_mut().expect("a backtrace after a change").backtrace.push(bt.to_string());
+            continue;
+        }
+        let rest = l.strip_prefix("event ").unwrap_or_else(|| panic!("not a change: {l}\n{stdout}"));
+        let (event, rest) = rest.split_once(", thread ").unwrap();
+        let (_, rest) = rest.split_once(", ").unwrap();
+        let (place, rest) = rest.split_once(" (").unwrap();
+        let (at, values) = rest.split_once("): ").unwrap();
+        let (old, new) = values.split_once(" -> ").unwrap();
+        let (file, line) = place.rsplit_once(':').unwrap();
+        changes.push(Change {
+            event: event.parse().unwrap(),
+            file: file.to_string(),
+            line: line.parse().unwrap(),
+            at: at.to_string(),
+            old: old.to_string(),
+            new: new.to_string(),
+            backtrace: Vec::new(),
+        });
+    }
+    (changes, format!("{stdout}\n{stderr}"))
+}
+
+/// No change is missing: each one starts from the value the one before left (the first from
+/// `initial`).
+fn assert_chained(changes: &[Change], initial: &str, all: &str) {
+    let mut value = initial.to_string();
+    for c in changes {
+        assert_eq!(c.old, value, "a change between these two was not listed:\n{all}");
+        value = c.new.clone();
+    }
+}
+
+/// The file name of a path.
+fn base(path: &str) -> &str {
+    path.rsplit('/').next().unwrap()
+}
+
+/// The events fixture's `bank::AUDITED` (an `AtomicU64`) changes twice in `bank::transfer`:
+/// the changes `rdb find --expr` lists (old, new, function and line) are the ones the
+/// `#[on_write]` callback of the same static sees in a replay, where each write is reported;
+/// the same in two searches; `--first-change` stops at the first.
+pub fn rust_static_changes_are_the_ones_the_write_callback_sees() {
+    let tmp = scratch("find-expr-events");
+    let app = SampleApp::fixture("events", tmp.path());
+    assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
+    let trace = tmp.path().join("trace");
+    rdb_tests::record(&app.dir, &trace, &[app.dir.join("target/debug/events").to_str().unwrap()]);
+    let args =
+        [trace.to_str().unwrap(), "--debug", "target/debug/events", "--expr", "crate::bank::AUDITED", "--changes"];
+    let (changes, all) = find_changes(&app.dir, &args, 0);
+    // The linear check: every write the callback sees, the changing ones kept.
+    app.instrument();
+    let out = cargo_rdb_replay(&app.dir, &trace);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let seen: Vec<(String, String, String)> = text(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("[rdb] AUDITED "))
+        .filter(|l| l.contains("(changed: true)"))
+        .map(|l| {
+            let (values, at) = l.split_once(" (changed: true) at ").unwrap();
+            let (old, new) = values.split_once(" -> ").unwrap();
+            (old.to_string(), new.to_string(), at.to_string())
+        })
+        .collect();
+    assert_eq!(seen.len(), 2, "{}", text(&out.stdout));
+    let found: Vec<(String, String, String)> = changes
+        .iter()
+        .map(|c| {
+            // The statement's frame in the backtrace names its function.
+            let place = format!("{}:{}:", c.file, c.line);
+            let frame = c.backtrace.iter().find(|f| f.contains(&place)).unwrap_or_else(|| panic!("{all}"));
+            let function = frame.split_whitespace().nth(1).unwrap();
+            (c.old.clone(), c.new.clone(), format!("{function} line {}", c.line))
+        })
+        .collect();
+    assert_eq!(found, seen, "rdb find and the write callback differ:\n{all}");
+    assert_chained(&changes, "0", &all);
+    for c in &changes {
+        assert_eq!(base(&c.file), "bank.rs", "{all}");
+        assert!(c.at.contains("in core::sync::atomic::atomic_add"), "the writing instruction: {}\n{all}", c.at);
+    }
+    // Called from main's two transfers.
+    assert!(changes[0].backtrace.iter().any(|f| f.contains("events::main at") && f.contains("main.rs:32:")), "{all}");
+    assert!(changes[1].backtrace.iter().any(|f| f.contains("events::main at") && f.contains("main.rs:33:")), "{all}");
+    let (again, _) = find_changes(&app.dir, &args, 0);
+    assert_eq!(again, changes, "a second search found other changes");
+    let first = [&args[..5], &["--first-change"]].concat();
+    let (one, _) = find_changes(&app.dir, &first, 0);
+    assert_eq!(one, changes[..1], "--first-change");
+}
+
+/// The expectations beside `overrun.c`: (static, `FILE:LINE`, old, new).
+fn expected_changes() -> Vec<(String, String, String, String)> {
+    let text = std::fs::read_to_string(repo_root().join("tests/fixtures/find_expr/overrun.expected")).unwrap();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (name, rest) = l.split_once(' ').unwrap();
+            let (place, values) = rest.split_once(' ').unwrap();
+            let (old, new) = values.split_once(" -> ").unwrap();
+            (name.to_string(), place.to_string(), old.to_string(), new.to_string())
+        })
+        .collect()
+}
+
+/// A C global corrupted by an out-of-bounds store (`table[4]` is `limit`) and a global the
+/// kernel writes (`read` into `header`): the changes are the expected ones, each writing
+/// instruction is a store to memory in `objdump`, the kernel's write is the `read` system
+/// call's event, `--then gdb` stops right after the overrun, a static larger than the debug
+/// registers hold is watched with page protection, and what cannot be watched is refused
+/// saying why.
+pub fn c_global_overrun_and_kernel_write() {
+    let tmp = scratch("find-expr-c");
+    let dir = tmp.path();
+    copy_files(&repo_root().join("tests/fixtures/find_expr"), dir);
+    clang(&dir.join("overrun.c"), &dir.join("overrun"), &["-O0", "-g"], &[]);
+    rdb_tests::record(dir, Path::new("trace"), &["./overrun"]);
+    let mut found = Vec::new();
+    let mut all_changes = Vec::new();
+    for name in ["limit", "header"] {
+        let (changes, all) = find_changes(dir, &["trace", "--debug", "./overrun", "--expr", name, "--changes"], 0);
+        for c in &changes {
+            found.push((name.to_string(), format!("{}:{}", base(&c.file), c.line), c.old.clone(), c.new.clone()));
+        }
+        all_changes.push((name, changes, all));
+    }
+    assert_eq!(found, expected_changes());
+    assert_chained(&all_changes[0].1, "100", &all_changes[0].2);
+    // Each instruction named is a store into the static's memory.
+    let dump = text(
+        &run_ok("objdump", timed(60, "objdump").args(["-d", "--no-show-raw-insn", "overrun"]).current_dir(dir)).stdout,
+    );
+    let (_, limit, all) = &all_changes[0];
+    for c in limit {
+        let address =
+            u64::from_str_radix(c.at.split_whitespace().next().unwrap().trim_start_matches("0x"), 16).unwrap();
+        // A PIE runs at 0x555555554000 (rdb replays without address randomization).
+        let relative = format!("{:x}:", address - 0x5555_5555_4000);
+        let instruction =
+            dump.lines().find(|l| l.trim_start().starts_with(&relative)).unwrap_or_else(|| panic!("{relative} {all}"));
+        let to_memory = instruction.contains("<limit>") || instruction.trim_end().ends_with(')');
+        assert!(instruction.contains("mov") && to_memory, "not a store: {instruction}\n{all}");
+    }
+    assert!(limit[1].at.ends_with(" in fill"), "{all}");
+    assert!(
+        limit[1].backtrace[1].starts_with("#1 main at") && limit[1].backtrace[1].contains("overrun.c:28:"),
+        "{all}"
+    );
+    // The kernel's write: the read system call's own event.
+    let (_, header, all) = &all_changes[1];
+    assert!(header[0].at.starts_with("read system call at"), "{all}");
+    let info = text(&rdb_in(dir, &["info", "trace", "--events"]).stdout);
+    let event = format!("#{}", header[0].event);
+    let listed = info.lines().find(|l| l.split_whitespace().next() == Some(event.as_str())).unwrap();
+    assert!(listed.contains(" read(0x3, ") && listed.ends_with(") = 8"), "{listed}\n{all}\n{info}");
+
+    // gdb opens right after the out-of-bounds store: i is 4, limit holds it.
+    let out = rdb_in(
+        dir,
+        &[
+            "find",
+            "trace",
+            "--debug",
+            "./overrun",
+            "--expr",
+            "limit",
+            "--change",
+            "2",
+            "--then",
+            "gdb",
+            "--",
+            "-batch",
+            "-ex",
+            "print i",
+            "-ex",
+            "print limit",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("$1 = 4") && stdout.contains("$2 = 40"), "{stdout}\n{}", text(&out.stderr));
+    // No change 4 of limit.
+    let out = rdb_in(dir, &["find", "trace", "--debug", "./overrun", "--expr", "limit", "--change", "4"]);
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no change 4"), "{}", text(&out.stderr));
+
+    // 64 bytes, more than the debug registers hold: watched with page protection, the
+    // strcpy's stores (as many as the C library's copy makes) at its line, the last one
+    // leaving "written".
+    let (journal, all) = find_changes(dir, &["trace", "--debug", "./overrun", "--expr", "journal"], 0);
+    assert!(all.contains("watched with page protection"), "{all}");
+    assert!(!journal.is_empty(), "{all}");
+    let initial: String = "too large for the debug registers"
+        .bytes()
+        .chain(std::iter::repeat_n(0, 31))
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_chained(&journal, &format!("0x{initial} (bytes)"), &all);
+    for c in &journal {
+        assert_eq!(format!("{}:{}", base(&c.file), c.line), "overrun.c:37", "{all}");
+    }
+    let written: String = "written\0".bytes().map(|b| format!("{b:02x}")).collect();
+    assert!(journal.last().unwrap().new.starts_with(&format!("0x{written}")), "{all}");
+
+    // Refused, saying why: an expression, a name the DWARF does not have.
+    for (expr, why) in [
+        ("table[4]", "field access, indexing, dereferences and other expressions are not supported"),
+        ("nosuch", "no static `nosuch`"),
+    ] {
+        let out = output(rdb_tests::rdb(&["find", "trace", "--debug", "./overrun", "--expr", expr]).current_dir(dir));
+        assert_eq!(out.status.code(), Some(1), "{expr}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(why), "{expr}: {}", text(&out.stderr));
+    }
+}
+
+/// The race sample's `COUNTER`, stored by three threads (recorded under the chaos scheduler,
+/// losing updates): the watch follows the threads created after it was set, every change is
+/// the worker's store and starts from the value the one before left, the last one is the
+/// count the program printed, and a second search lists the same changes.
+pub fn racy_counter_changes_in_every_thread() {
+    let tmp = scratch("find-expr-race");
+    let trace = tmp.path().join("trace");
+    let (app, rec) = SampleApp::race_recorded_with_chaos(tmp.path(), &trace);
+    let printed = text(&rec.stdout);
+    let count = printed.strip_prefix("final count ").and_then(|r| r.split_whitespace().next()).unwrap().to_string();
+    let args = [trace.to_str().unwrap(), "--debug", "target/debug/race", "--expr", "COUNTER", "--changes"];
+    let (changes, all) = find_changes(&app.dir, &args, 0);
+    assert_chained(&changes, "0", &all);
+    assert_eq!(changes.last().map(|c| c.new.as_str()), Some(count.as_str()), "{printed}\n{all}");
+    let store = std::fs::read_to_string(app.dir.join("src/main.rs"))
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("COUNTER.store(seen + 1"))
+        .unwrap() as u32
+        + 1;
+    for c in &changes {
+        assert_eq!((base(&c.file), c.line), ("main.rs", store), "{all}");
+        assert!(c.backtrace.iter().any(|f| f.contains("race::worker at")), "{all}");
+    }
+    let threads: std::collections::BTreeSet<&str> =
+        all.lines().filter_map(|l| l.strip_prefix("event ")).filter_map(|l| l.split(", ").nth(1)).collect();
+    assert_eq!(threads.len(), 3, "changes by {threads:?}:\n{all}");
+    let (again, _) = find_changes(&app.dir, &args, 0);
+    assert_eq!(again, changes, "a second search found other changes");
+}
