@@ -152,6 +152,7 @@ fn main() {
     ));
     trials.extend(scenarios!(clang_replay:
         every_inlined_and_unrolled_copy_runs_the_region,
+        a_path_the_optimizer_threads_past_the_anchor_runs_the_region,
         entry_values_give_the_o0_values_at_o2,
         list_region_shows_the_lost_tail_on_replay,
         minibc_regions_explain_the_recorded_crash,
@@ -190,6 +191,7 @@ fn main() {
         a_fresh_program_replays_its_regions_in_a_release_build,
         debug_only_locals_are_shared_per_call_across_recursion_and_threads,
         a_parameter_optimized_out_in_release_reads_its_value_on_entry,
+        a_path_the_optimizer_threads_past_the_anchor_runs_the_region_in_release,
     ));
     trials.extend(scenarios!(remote:
         minibc_regions_under_gdbserver_and_qemu_print_what_the_replay_prints,
