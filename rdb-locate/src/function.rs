@@ -601,6 +601,84 @@ fn branches_into(binary: &crate::loader::Binary, from: u64, to: u64, begin: u64,
     false
 }
 
+/// The paths of `instance`'s code that skip the region placed at
+/// `locations` (its addresses in this copy): from code of lines before the
+/// anchor to the code after the anchor statement's (code of `line`, the
+/// anchor's or the later line standing in for it), passing no location (see
+/// `cfg`). Code of callees inlined into the copy counts as its call's line.
+pub fn bypasses(
+    index: &Index<'_>,
+    instance: &Instance,
+    locations: &[u64],
+    anchor: &SourceLocation,
+    line: u32,
+) -> Result<Vec<crate::cfg::Bypass>, gimli::Error> {
+    let frame = match instance.frame_owner {
+        Some(owner) => index.ranges(owner)?,
+        None => instance.ranges.clone(),
+    };
+    let lines = index.lines(instance.unit)?;
+    let files: Vec<usize> =
+        lines.files.iter().enumerate().filter(|(_, f)| same_file(f, &anchor.file)).map(|(i, _)| i).collect();
+    let calls = inlined_call_lines(index, instance)?;
+    let inlined: Vec<gimli::Range> = calls.iter().map(|(r, _)| *r).collect();
+    let mut own: Vec<(u64, u32)> = lines
+        .rows
+        .iter()
+        .filter(|r| in_ranges(&instance.ranges, r.address) && !in_ranges(&inlined, r.address))
+        .map(|r| (r.address, if files.contains(&r.file) { r.line } else { 0 }))
+        .collect();
+    own.sort_unstable();
+    let line_of = |address: u64| -> Option<u32> {
+        if !in_ranges(&instance.ranges, address) {
+            return None;
+        }
+        if let Some((_, call)) = calls.iter().find(|(r, _)| r.begin <= address && address < r.end) {
+            return Some(*call);
+        }
+        let at = own.partition_point(|(a, _)| *a <= address);
+        Some(if at == 0 { 0 } else { own[at - 1].1 })
+    };
+    let mut code = Vec::new();
+    for range in &frame {
+        let Some(bytes) = index.binary.code(range.begin, range.end) else { return Ok(Vec::new()) };
+        code.extend(crate::cfg::decode(bytes, range.begin, |a| in_ranges(&frame, a), line_of));
+    }
+    code.sort_by_key(|i| i.address);
+    Ok(crate::cfg::Cfg::new(code).bypasses(locations, anchor.line, line))
+}
+
+/// The ranges of the callees inlined directly into `instance` (not inside
+/// another one), each with the line of its call.
+fn inlined_call_lines(index: &Index<'_>, instance: &Instance) -> Result<Vec<(gimli::Range, u32)>, gimli::Error> {
+    let Some(die) = instance.die else { return Ok(Vec::new()) };
+    let dies = index.dies(die.unit)?;
+    let depth = dies[die.die].depth;
+    let mut out = Vec::new();
+    let mut skip_below: Option<u32> = None;
+    for (i, d) in dies.iter().enumerate().skip(die.die + 1) {
+        if d.depth <= depth {
+            break;
+        }
+        if let Some(below) = skip_below {
+            if d.depth > below {
+                continue;
+            }
+            skip_below = None;
+        }
+        if d.tag != gimli::DW_TAG_inlined_subroutine {
+            continue;
+        }
+        skip_below = Some(d.depth);
+        let r = DieRef { unit: die.unit, die: i };
+        let line = index.udata(r, gimli::DW_AT_call_line)?.and_then(|l| u32::try_from(l).ok()).unwrap_or(0);
+        for range in index.ranges(r)? {
+            out.push((range, line));
+        }
+    }
+    Ok(out)
+}
+
 /// Address ranges of the callees inlined into `instance` (at any depth).
 fn nested_inlined_ranges(index: &Index<'_>, instance: &Instance) -> Result<Vec<gimli::Range>, gimli::Error> {
     let Some(die) = instance.die else { return Ok(Vec::new()) };

@@ -86,6 +86,7 @@
 
 pub mod build;
 mod calls;
+mod cfg;
 pub mod eval;
 mod function;
 mod identity;
@@ -492,6 +493,7 @@ fn locate_site(
                 placed.push((instance, code.address));
             }
         }
+        serve_bypasses(index, site, &mut placed, &stand_ins, &mut located.warnings)?;
         if placed.is_empty() && note.is_none() {
             let name = &site.function;
             let what = match site.bodies.last() {
@@ -578,6 +580,56 @@ fn locate_site(
             size,
             locations,
         });
+    }
+    Ok(())
+}
+
+/// Serves the paths of each copy's code that skip its locations (see
+/// `cfg`): a location at the path's jump where the region's values are
+/// those at the anchor and only that path passes; otherwise a warning with
+/// the address: the region does not run on that path.
+fn serve_bypasses(
+    index: &index::Index<'_>,
+    site: &RegionSite,
+    placed: &mut Vec<(function::Instance, u64)>,
+    stand_ins: &HashMap<u64, u32>,
+    warnings: &mut Vec<String>,
+) -> Result<(), gimli::Error> {
+    let mut served = Vec::new();
+    let mut done: Vec<usize> = Vec::new();
+    for (n, (instance, _)) in placed.iter().enumerate() {
+        if done.contains(&n) {
+            continue;
+        }
+        let same = |other: &function::Instance| other.die == instance.die && other.ranges == instance.ranges;
+        let mine: Vec<usize> = (n..placed.len()).filter(|&m| same(&placed[m].0)).collect();
+        done.extend(&mine);
+        let addresses: Vec<u64> = mine.iter().map(|&m| placed[m].1).collect();
+        // Copies placed at a later line standing in for the anchor's share it.
+        let line = stand_ins.get(&addresses[0]).copied().unwrap_or(site.anchor.line);
+        for bypass in function::bypasses(index, instance, &addresses, &site.anchor, line)? {
+            match bypass.servable {
+                Ok(()) => served.push((instance.clone(), bypass.from)),
+                Err(why) => warnings.push(format!(
+                    "region {} ({}): in `{}` the optimizer skips the code of {} on a path: at {:#x} the code of line {} \
+                     jumps straight to line {} at {:#x}; the region cannot run on that path ({why}), so it will not \
+                     run there; anchor the region on a statement that does work on every path",
+                    site.region,
+                    show(&site.begin),
+                    instance.name,
+                    show(&site.anchor),
+                    bypass.from,
+                    bypass.from_line,
+                    bypass.to_line,
+                    bypass.to,
+                )),
+            }
+        }
+    }
+    for (instance, address) in served {
+        if !placed.iter().any(|(_, a)| *a == address) {
+            placed.push((instance, address));
+        }
     }
     Ok(())
 }

@@ -138,6 +138,42 @@ pub fn every_inlined_and_unrolled_copy_runs_the_region() {
     assert_eq!((o2, o2_not_run), (o0, 0));
 }
 
+/// Builds `fork_threaded.c` with rdb-clang at `opt`, records and replays it:
+/// (the region's lines, hits the replay reported as not run, the build's
+/// warnings).
+fn fork_threaded_hits(opt: &str) -> (Vec<String>, usize, String) {
+    let tmp = scratch("c");
+    let dir = tmp.path();
+    std::fs::copy(program("support/fork_threaded.c"), dir.join("ft.c")).unwrap();
+    let build = ok(run(dir, rdb_clang().to_str().unwrap(), &[opt, "-g", "ft.c", "-o", "ft"]), "rdb-clang");
+    let recorded = record(dir, &["./ft", "5"]);
+    assert_eq!(text(&recorded.stdout), "split 30\n");
+    let replay = rdb_in(dir, &["replay", "trace", "--debug", "./ft"]);
+    let out = text(&replay.stdout);
+    let stderr = text(&replay.stderr);
+    assert!(matches!(replay.status.code(), Some(0 | 5)), "{opt}: {out}\n{stderr}");
+    let program: String = out.lines().filter(|l| !l.starts_with("rdb: ")).map(|l| format!("{l}\n")).collect();
+    assert_eq!(program, text(&recorded.stdout));
+    let ran = out.lines().filter(|l| l.starts_with("rdb: ")).map(str::to_string).collect();
+    let not_run = stderr.lines().filter(|l| l.contains("could not run")).count();
+    (ran, not_run, text(&build.stderr))
+}
+
+/// clang -O2 threads the parent's path from after `waitpid` in
+/// `if (child > 0) waitpid(..); /* region */ if (child == 0) _exit(0);`
+/// straight past the second test, whose outcome it knows there: the anchor's
+/// code is only on the child's path. The locator finds the path that skips
+/// it in the function's control-flow graph and places a location at its
+/// jump: the region runs in the parent too, as at -O0, with the same values.
+pub fn a_path_the_optimizer_threads_past_the_anchor_runs_the_region() {
+    let (o0, o0_not_run, _) = fork_threaded_hits("-O0");
+    assert_eq!(o0, ["rdb: tag 5 work 30", "rdb: tag 5 work 30"]);
+    assert_eq!(o0_not_run, 0);
+    let (o2, o2_not_run, warnings) = fork_threaded_hits("-O2");
+    assert_eq!((o2, o2_not_run), (o0, 0), "{warnings}");
+    assert!(!warnings.contains("skips the code"), "{warnings}");
+}
+
 /// Builds `entry_values.c` with rdb-clang at `opt`, records and replays it: (the argument
 /// descriptors' location classes, the replay's output).
 fn entry_values_replay(opt: &str) -> (String, String) {

@@ -153,6 +153,7 @@ fn main() {
     ));
     trials.extend(scenarios!(clang_replay:
         every_inlined_and_unrolled_copy_runs_the_region,
+        a_path_the_optimizer_threads_past_the_anchor_runs_the_region,
         entry_values_give_the_o0_values_at_o2,
         a_region_calls_a_helper_the_optimizer_inlined_everywhere,
         a_global_the_optimizer_keeps_in_a_register_is_never_read_stale,
@@ -199,6 +200,7 @@ fn main() {
         debug_only_locals_are_shared_per_call_across_recursion_and_threads,
         a_parameter_optimized_out_in_release_reads_its_value_on_entry,
         a_program_recorded_with_rdb_macros_declared_replays_its_regions,
+        a_path_the_optimizer_threads_past_the_anchor_runs_the_region_in_release,
     ));
     trials.extend(scenarios!(remote:
         minibc_regions_under_gdbserver_and_qemu_print_what_the_replay_prints,

@@ -335,6 +335,24 @@ pub fn debug_only_locals_are_shared_per_call_across_recursion_and_threads() {
     }
 }
 
+/// `tests/fixtures/threaded`: a release build jumps from after `grow(x)` in
+/// `if x > 0 { r = grow(x); } /* region */ if x == 0 { .. }` straight past the
+/// second test, whose outcome it knows there, so the anchor's code is not on
+/// that path. The locator serves the path (a location at its jump, found in
+/// the function's control-flow graph): release runs the region as often, with
+/// the same values, as dev, and the build says nothing about it.
+pub fn a_path_the_optimizer_threads_past_the_anchor_runs_the_region_in_release() {
+    let mut outputs = Vec::new();
+    for release in [false, true] {
+        let tmp = scratch("threaded");
+        let run = record_and_replay_fixture("threaded", tmp.path(), release, 0);
+        assert!(!run.stderr.contains("skips the code"), "{}", run.stderr);
+        outputs.push(run.debug().join("\n"));
+    }
+    assert_eq!(outputs[0], "[rdb] step -2\n[rdb] step 0\n[rdb] step 5\n[rdb] step 9");
+    assert_eq!(outputs[1], outputs[0]);
+}
+
 /// `tests/fixtures/entry`: at the end of `weigh` a release build keeps `values` (a slice)
 /// nowhere: its location list stops at the loop. `values` is a parameter bound without `mut`,
 /// so its value there is the one it had on entry, which the replay keeps at each call's entry
