@@ -228,6 +228,11 @@ pub fn last_segment(name: &str) -> &str {
     &name[start.min(name.len())..]
 }
 
+/// Whether a DWARF function name is an `async` body's (a coroutine's `poll`).
+fn is_coroutine(name: &str) -> bool {
+    ["{async_block#", "{async_fn#", "{coroutine#"].iter().any(|p| name.starts_with(p))
+}
+
 /// Whether a DWARF function name is a closure's or an `async` body's.
 fn is_body(name: &str) -> bool {
     ["{closure#", "{async_block#", "{async_fn#", "{coroutine#"].iter().any(|p| name.starts_with(p))
@@ -376,6 +381,21 @@ pub fn code_addresses(
         /// Started because its first key came again (not after earlier lines).
         by_repeat: bool,
     }
+    // A coroutine's (an `async` body's `poll`) rows of its own first line
+    // are its state machine: the dispatch that resumes a suspended future
+    // and the return to the executor at each suspension. Code reached from
+    // them is the body going on after an `.await`, not code before the
+    // statement running again (measured: `for t in set { out.push(t.await..) }`
+    // in release, the loop's `next()` after the resumed `.await` looked like
+    // a second copy of the `for` statement, and a region before the loop ran
+    // once per task instead of once).
+    let dispatch_line = match instance.die {
+        Some(die) if is_coroutine(last_segment(&instance.name)) => index
+            .inherited(index.declaration(die)?, gimli::DW_AT_decl_line)?
+            .and_then(|(_, v)| v.udata_value())
+            .and_then(|l| u32::try_from(l).ok()),
+        _ => None,
+    };
     let mut copies: Vec<Copy<'_>> = Vec::new();
     let mut later_line_seen = false;
     let mut restart = true;
@@ -416,7 +436,7 @@ pub fn code_addresses(
         } else if row.line != 0 && files.contains(&row.file) {
             if row.line > line {
                 later_line_seen = true;
-            } else if row.line < line && row.is_stmt {
+            } else if row.line < line && row.is_stmt && Some(row.line) != dispatch_line {
                 restart = true;
             }
         }
@@ -437,7 +457,7 @@ pub fn code_addresses(
         }
     }
     let mut copies: Vec<Vec<&Row>> = merged.into_iter().map(|c| c.rows).collect();
-    if is_body(last_segment(&instance.name)) && !last_segment(&instance.name).starts_with("{closure#") {
+    if is_coroutine(last_segment(&instance.name)) {
         drop_resume_points(&mut copies);
     }
     // Rows of the line only inside inlined callees (call-site rows).

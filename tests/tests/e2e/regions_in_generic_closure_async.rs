@@ -340,6 +340,15 @@ pub fn a_fresh_program_runs_each_region_as_its_code_run_in_place_would() {
         for line in stderr.lines().filter(|l| l.contains("could not run")) {
             assert!(line.contains("optimized out at this location"), "{line}");
         }
+        // Run or reported as often as in dev: the `async fn`'s region once per word (not
+        // also where the future is resumed), the one before `block_on`'s `for` loop once
+        // (not again at the loop's `next()` after each resumed `.await`).
+        let hits = |region: u32, text: &str| {
+            run.debug().iter().filter(|l| l.contains(text)).count()
+                + stderr.lines().filter(|l| l.contains(&format!("region {region} could not run"))).count()
+        };
+        assert_eq!(hits(8, "] task"), 15, "{replayed}\n{stderr}");
+        assert_eq!(hits(10, "] main block_on "), 1, "{replayed}\n{stderr}");
     }
 }
 
