@@ -209,6 +209,30 @@ fn instances_matching(
     Ok(out)
 }
 
+/// The last segment of a qualified DWARF name, generic arguments included:
+/// `{closure#1}<alloc::string::String>` of
+/// `app::{impl#0}::top::{closure#1}<alloc::string::String>` (a `::` inside
+/// angle brackets belongs to the arguments).
+pub fn last_segment(name: &str) -> &str {
+    let mut depth = 0i32;
+    let mut start = 0;
+    let bytes = name.as_bytes();
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            ':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => start = i + 2,
+            _ => {}
+        }
+    }
+    &name[start.min(name.len())..]
+}
+
+/// Whether a DWARF function name is an `async` body's (a coroutine's `poll`).
+fn is_coroutine(name: &str) -> bool {
+    ["{async_block#", "{async_fn#", "{coroutine#"].iter().any(|p| name.starts_with(p))
+}
+
 /// Whether a DWARF function name is a closure's or an `async` body's.
 fn is_body(name: &str) -> bool {
     ["{closure#", "{async_block#", "{async_fn#", "{coroutine#"].iter().any(|p| name.starts_with(p))
@@ -225,7 +249,9 @@ pub fn in_body(
 ) -> Result<Vec<Instance>, gimli::Error> {
     let mut out = Vec::new();
     for instance in instances {
-        let short = instance.name.rsplit("::").next().unwrap_or(&instance.name);
+        // `{closure#1}<alloc::string::String>`: the generic arguments of a
+        // closure in a generic function hold `::` of their own.
+        let short = last_segment(&instance.name);
         let keep = match body {
             None => !is_body(short),
             Some(body) => {
@@ -355,6 +381,21 @@ pub fn code_addresses(
         /// Started because its first key came again (not after earlier lines).
         by_repeat: bool,
     }
+    // A coroutine's (an `async` body's `poll`) rows of its own first line
+    // are its state machine: the dispatch that resumes a suspended future
+    // and the return to the executor at each suspension. Code reached from
+    // them is the body going on after an `.await`, not code before the
+    // statement running again (measured: `for t in set { out.push(t.await..) }`
+    // in release, the loop's `next()` after the resumed `.await` looked like
+    // a second copy of the `for` statement, and a region before the loop ran
+    // once per task instead of once).
+    let dispatch_line = match instance.die {
+        Some(die) if is_coroutine(last_segment(&instance.name)) => index
+            .inherited(index.declaration(die)?, gimli::DW_AT_decl_line)?
+            .and_then(|(_, v)| v.udata_value())
+            .and_then(|l| u32::try_from(l).ok()),
+        _ => None,
+    };
     let mut copies: Vec<Copy<'_>> = Vec::new();
     let mut later_line_seen = false;
     let mut restart = true;
@@ -395,7 +436,7 @@ pub fn code_addresses(
         } else if row.line != 0 && files.contains(&row.file) {
             if row.line > line {
                 later_line_seen = true;
-            } else if row.line < line && row.is_stmt {
+            } else if row.line < line && row.is_stmt && Some(row.line) != dispatch_line {
                 restart = true;
             }
         }
@@ -415,7 +456,10 @@ pub fn code_addresses(
             _ => merged.push(copy),
         }
     }
-    let copies: Vec<Vec<&Row>> = merged.into_iter().map(|c| c.rows).collect();
+    let mut copies: Vec<Vec<&Row>> = merged.into_iter().map(|c| c.rows).collect();
+    if is_coroutine(last_segment(&instance.name)) {
+        drop_resume_points(&mut copies);
+    }
     // Rows of the line only inside inlined callees (call-site rows).
     if copies.is_empty() {
         return Ok(first(&pool).map(|address| vec![CodeAddress { address, fallback_line }]).unwrap_or_default());
@@ -454,6 +498,27 @@ pub fn code_addresses(
         });
     }
     Ok(out)
+}
+
+/// In a coroutine (the `poll` of an `async` body), drops the code of the
+/// anchor's line that a resumed future jumps to: the state machine's
+/// dispatch at the function's entry continues a suspended future at its
+/// `.await`, in the middle of the statement holding it, after code of an
+/// earlier line (the dispatch) and without the statement's first
+/// sub-expressions. That code looks like a copy of the statement to
+/// [`code_addresses`], but running the region there would run it again at
+/// every resumption, with the statement's temporaries and the frame's
+/// unsaved locals not set up (measured on `tokio::task::yield_now().await;`
+/// at opt-level 0: the resume block starts at the `await` keyword's column
+/// and reads stale frame slots). A copy is such a resume point when none of
+/// its rows is at the earliest column the other copies start with: a
+/// statement's copies (unrolled iterations) all have its first column.
+fn drop_resume_points(copies: &mut Vec<Vec<&Row>>) {
+    let earliest = |copy: &Vec<&Row>| copy.iter().map(|r| r.column).min().unwrap_or(0);
+    let Some(first) = copies.iter().map(earliest).min() else { return };
+    if copies.iter().any(|c| earliest(c) > first) {
+        copies.retain(|c| earliest(c) == first);
+    }
 }
 
 /// Where the callees inlined at the anchor's line start, in `instance`'s own
@@ -716,6 +781,18 @@ mod tests {
         assert!(matches_function("main", &p(&[]), "main"));
         assert!(!matches_function("a::b::main", &p(&["b"]), "main"));
         assert!(matches_function("Vm::fmt", &p(&["app", "<impl core::fmt::Display for app::Vm>"]), "fmt"));
+    }
+
+    #[test]
+    fn last_segments_keep_their_generic_arguments() {
+        use super::last_segment;
+        assert_eq!(
+            last_segment("app::{impl#0}::top::{closure#1}<alloc::string::String>"),
+            "{closure#1}<alloc::string::String>"
+        );
+        assert_eq!(last_segment("app::Scorer::score::{closure#0}<app::LenScorer>"), "{closure#0}<app::LenScorer>");
+        assert_eq!(last_segment("show<app::Sq>"), "show<app::Sq>");
+        assert_eq!(last_segment("main"), "main");
     }
 
     #[test]

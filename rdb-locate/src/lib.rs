@@ -416,20 +416,7 @@ impl From<gimli::Error> for SiteError {
 /// `<u8>` of `app::show<u8>` (the generic arguments after the last path
 /// segment's name), empty when there are none.
 pub fn generic_arguments(name: &str) -> String {
-    // `::` may sit inside the arguments (`show<app::Sq>`): the last segment
-    // starts after the last `::` outside angle brackets.
-    let mut depth = 0i32;
-    let mut start = 0;
-    let bytes = name.as_bytes();
-    for (i, c) in name.char_indices() {
-        match c {
-            '<' => depth += 1,
-            '>' => depth -= 1,
-            ':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => start = i + 2,
-            _ => {}
-        }
-    }
-    let segment = &name[start.min(name.len())..];
+    let segment = function::last_segment(name);
     segment.find('<').map(|i| segment[i..].to_string()).unwrap_or_default()
 }
 

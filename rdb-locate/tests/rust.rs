@@ -181,3 +181,66 @@ fn descriptor_files_round_trip() {
     assert_eq!(rdb_descriptors::load_functions(&paths.functions).unwrap().functions, located.functions);
     assert_eq!(rdb_descriptors::load_arguments(&paths.arguments).unwrap().arguments, located.arguments);
 }
+
+/// `bodies.rs`: regions in closures written in generic code, next to a
+/// one-line closure, and before an `.await` in a loop (dev build).
+fn bodies_sites() -> Vec<rdb_locate::RegionSite> {
+    let body = |kind, marker: &str| rdb_locate::Body { kind, line: anchor("bodies.rs", marker).line };
+    use rdb_locate::BodyKind::{AsyncFn, Closure};
+    vec![
+        // In the `sort_by` closure of a method of `impl<K> Tally<K>`.
+        rdb_locate::RegionSite {
+            bodies: vec![body(Closure, "sort-by-body")],
+            ..site(1, "bodies.rs", "sort-by-cmp", "Tally::top", vec![local("a"), local("b")])
+        },
+        // In a default trait method, before a statement holding a closure.
+        site(2, "bodies.rs", "score-sum", "Scorer::score", vec![local("words")]),
+        // In the `fold` closure of a function with an `impl Iterator` argument.
+        rdb_locate::RegionSite {
+            bodies: vec![body(Closure, "fold-body")],
+            ..site(3, "bodies.rs", "fold-step", "checksum", vec![local("acc"), local("x")])
+        },
+        // In an `async fn`, before the `.await` of a loop's body.
+        rdb_locate::RegionSite {
+            bodies: vec![body(AsyncFn, "summarize-body")],
+            ..site(4, "bodies.rs", "summarize-await", "summarize", vec![local("id"), local("sum")])
+        },
+    ]
+}
+
+#[test]
+fn dev_build_closures_in_generic_code_and_async_bodies() {
+    let built = rustc("bodies.rs", &[]);
+    let sites = bodies_sites();
+    let located = rdb_locate::locate(&built.binary, &sites).expect("locate");
+    assert!(located.warnings.is_empty(), "{:#?}", located.warnings);
+    let symbols = |region: usize| -> Vec<&str> {
+        located.functions[region - 1].locations.iter().map(|l| l.symbol.as_str()).collect()
+    };
+    // A closure in a generic function is generic too: one copy per
+    // instantiation (`Tally<String>`, `Tally<usize>`), found although its
+    // DWARF name's generic arguments hold paths
+    // (`{closure#1}<alloc::string::String>`), and not the nested closure
+    // written on the anchor's line (`{closure#0}` of `{closure#1}`).
+    let sort_by = &located.functions[0];
+    assert_eq!(sort_by.locations.len(), 2, "{sort_by:#?}");
+    assert_eq!(located.instantiations[0].len(), 2);
+    assert!(located.instantiations[0].iter().any(|i| i.contains("String")), "{:?}", located.instantiations);
+    // The default method's own code only, not the `|w| self.weight(w)`
+    // closure's code on the same line (whose DWARF name,
+    // `{closure#0}<bodies::LenScorer>`, holds a path too).
+    assert_eq!(symbols(2).len(), 1, "{:#?}", located.functions[1]);
+    assert!(symbols(2)[0].contains("6Scorer5score17h"), "{:?}", symbols(2));
+    // The `fold` closure of both instantiations of `checksum`.
+    assert_eq!(located.functions[2].locations.len(), 2, "{:#?}", located.functions[2]);
+    // The `async fn`: where the statement starts, once per iteration, not
+    // also where the state machine resumes the suspended future (in the
+    // middle of the statement, at the `.await`).
+    assert_eq!(located.functions[3].locations.len(), 1, "{:#?}", located.functions[3]);
+    // (`words` is a slice, which gdb prints as its elements, and the `async
+    // fn`'s variables live in the future, read through its pointer: the
+    // replay checks those, rdb-tests `regions_in_generic_closure_async`.)
+    check_against_gdb(&built.binary, &sites, &located, 1);
+    let checked = check_against_gdb(&built.binary, &sites, &located, 3);
+    assert!(checked.iter().any(|c| c.name == "acc" && c.ours == Some(17)), "{checked:#?}");
+}

@@ -197,6 +197,7 @@ fn main() {
         an_async_variable_not_kept_across_an_await_is_reported_never_read_stale,
         a_fresh_program_replays_its_regions_in_a_dev_build,
         a_fresh_program_replays_its_regions_in_a_release_build,
+        a_fresh_program_runs_each_region_as_its_code_run_in_place_would,
         debug_only_locals_are_shared_per_call_across_recursion_and_threads,
         a_parameter_optimized_out_in_release_reads_its_value_on_entry,
         a_program_recorded_with_rdb_macros_declared_replays_its_regions,

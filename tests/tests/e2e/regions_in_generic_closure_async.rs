@@ -4,7 +4,10 @@
 //! region runs with the values the program itself logged, the program's
 //! output is the recording's, and the main binary is the recorded one.
 
-use rdb_tests::{assert_success, cargo_rdb, output, run_cargo, run_cargo_rdb, scratch, text, timed, tools, SampleApp};
+use rdb_tests::{
+    assert_success, cargo_rdb, output, repo_root, run_cargo, run_cargo_rdb, scratch, text, timed, tools, SampleApp,
+};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
 
@@ -250,6 +253,103 @@ pub fn a_fresh_program_replays_its_regions_in_a_release_build() {
         + stderr.lines().filter(|l| l.contains("could not run: region 4 ")).count();
     assert_eq!(worker_hits, 12, "{replayed}\n{stderr}");
     assert!(stderr.contains("argument `local` (position 3) is possibly changed already: line"), "{stderr}");
+}
+
+/// The lines `[rdb] TAG ...` by TAG (a thread, a task, or `main`): in program order within
+/// each TAG whatever the schedule.
+fn by_tag<'a>(lines: impl IntoIterator<Item = &'a str>) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in lines.into_iter().filter(|l| l.starts_with("[rdb] ")) {
+        let tag = line.split(' ').nth(1).unwrap_or_default().to_string();
+        out.entry(tag).or_default().push(line.to_string());
+    }
+    out
+}
+
+/// What the regions of fixture `name` must print: its instrumented source with each region's
+/// code run in place as plain code (the `rdb_begin!();`/`rdb_end!();` lines and the
+/// `#[debug_only]` marks taken out), built as a plain program and run natively. Returns its
+/// output.
+fn regions_as_plain_code(name: &str, tmp: &Path) -> String {
+    let app = SampleApp::fixture(name, &tmp.join("native"));
+    let source =
+        std::fs::read_to_string(repo_root().join("tests/fixtures").join(name).join("rdb/src/main.rs")).unwrap();
+    let plain: String = source
+        .lines()
+        .filter(|l| {
+            let t = l.trim();
+            !matches!(t, "rdb_begin!();" | "rdb_end!();" | "#[debug_only]") && !t.starts_with("use rdb_macros::")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(app.dir.join("src/main.rs"), plain).unwrap();
+    assert_success(&format!("cargo build {name} (regions as plain code)"), &run_cargo(&app.dir, &["build", "-q"]));
+    let run = output(timed(120, app.dir.join("target/debug").join(name)).current_dir(&app.dir));
+    assert_success(&format!("{name} (regions as plain code)"), &run);
+    text(&run.stdout)
+}
+
+/// `tests/fixtures/wordy`, a fresh program as a new user writes it (issue 10), with a region
+/// in a generic impl's method and in the `sort_by` closure of another, in a default trait
+/// method before a statement holding a one-line closure, in the `fold` closure of an `impl
+/// Iterator` function, in a const-generic function, in closures run on threads, in an `async
+/// fn` run as tokio tasks (before its loop's `.await`) and in the `async` block given to
+/// `block_on`. Recorded from plain builds of cargo's dev and release profiles.
+///
+/// Dev: every region runs exactly where and as often as its code run as plain code does,
+/// with the same values (the same program's native run is the oracle), nothing else runs,
+/// and the program's output is the recording's. Release (optimized-out variables are
+/// recovered elsewhere): the binary is the recorded one, the program's output is the
+/// recording's, what the regions print is what they print in dev (per thread and task, in
+/// order), what cannot run is reported with its reason, and no region crashes.
+pub fn a_fresh_program_runs_each_region_as_its_code_run_in_place_would() {
+    let tmp = scratch("wordy");
+    let native = regions_as_plain_code("wordy", tmp.path());
+    let expected = by_tag(native.lines());
+    assert!(expected.len() >= 9, "threads, tasks and main:\n{native}");
+    for release in [false, true] {
+        let dir = tmp.path().join(if release { "release" } else { "dev" });
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = record_and_replay_fixture("wordy", &dir, release, if release { 5 } else { 0 });
+        let (replayed, stderr) = (&run.replayed, &run.stderr);
+        let program: String = native.lines().filter(|l| !l.starts_with("[rdb] ")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(program, run.recorded, "the regions as plain code change the program's output");
+        let profile = if release { "release" } else { "debug" };
+        assert_eq!(
+            std::fs::read(run.app.dir.join("target/rdb").join(profile).join("wordy")).unwrap(),
+            std::fs::read(&run.binary).unwrap(),
+            "the main binary is not the recorded one"
+        );
+        assert!(!stderr.contains("crashed"), "release {release}:\n{stderr}");
+        let got = by_tag(run.debug());
+        if !release {
+            // Including the `sort_by` and `fold` closures of generic code (found by their
+            // instantiations' names), `score` only in its own code (not also in the closure
+            // on its anchor's line), and the `async fn` only where its statement starts (not
+            // also where a resumed future continues at the `.await`).
+            assert!(!stderr.contains("warning"), "{stderr}");
+            assert_eq!(got, expected, "{replayed}\n{stderr}");
+            continue;
+        }
+        for (tag, lines) in &got {
+            let mut wanted = expected.get(tag).map(|l| l.iter()).into_iter().flatten();
+            for line in lines {
+                assert!(wanted.any(|w| w == line), "release, {tag}: `{line}` is not a dev line in order:\n{replayed}");
+            }
+        }
+        for line in stderr.lines().filter(|l| l.contains("could not run")) {
+            assert!(line.contains("optimized out at this location"), "{line}");
+        }
+        // Run or reported as often as in dev: the `async fn`'s region once per word (not
+        // also where the future is resumed), the one before `block_on`'s `for` loop once
+        // (not again at the loop's `next()` after each resumed `.await`).
+        let hits = |region: u32, text: &str| {
+            run.debug().iter().filter(|l| l.contains(text)).count()
+                + stderr.lines().filter(|l| l.contains(&format!("region {region} could not run"))).count()
+        };
+        assert_eq!(hits(8, "] task"), 15, "{replayed}\n{stderr}");
+        assert_eq!(hits(10, "] main block_on "), 1, "{replayed}\n{stderr}");
+    }
 }
 
 /// A fixture built with cargo's dev or release profile, recorded with `rdb record`, then
