@@ -11,11 +11,14 @@
 # replay of the same traces.
 #   bench/callbacks.sh            # RDB_EVENTS=20000 by default
 #   RDB_BENCH_MODES="page" bench/callbacks.sh   # some of: syscall call write page
+#   RDB_BASELINE=/tmp/old bench/callbacks.sh    # also an older build's rdb (its rdb,
+#     rdb-debug-host, rdb-call-region copied there) replaying the same traces: before/after
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 N=${RDB_EVENTS:-20000}
 CPU=${RDB_BENCH_CPU:-0}
 MODES=${RDB_BENCH_MODES:-syscall call write page}
+BASE=${RDB_BASELINE:-}
 (cd "$root" && cargo build -q --release --workspace --bins)
 export PATH="$root/target/release:$PATH"
 tmp=$(mktemp -d)
@@ -114,16 +117,32 @@ for mode in $MODES; do
   want=100; [ "$mode" = syscall ] && want=200
   [ "$hits" = "$want" ] || { echo "gdb counted $hits $mode events, expected $want" >&2; exit 1; }
 done
-printf 'one C program, %d events each, best of 3 runs (rdb: its replay; gdb: a live run, pinned to CPU %s)\n' "$N" "$CPU"
-printf '  %-9s %12s %12s %10s\n' event "rdb us/event" "gdb us/event" "gdb / rdb"
+printf 'one C program, %d events each, best of 3 runs (rdb: its replay; gdb: a live run, pinned to CPU %s); load average %s\n' \
+  "$N" "$CPU" "$(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "$BASE" ]; then
+  printf '  %-9s %12s %12s %12s %10s %10s\n' event "rdb us/event" "base us/ev" "gdb us/event" "gdb / rdb" "gdb / base"
+else
+  printf '  %-9s %12s %12s %10s\n' event "rdb us/event" "gdb us/event" "gdb / rdb"
+fi
+per_event() { # $1: the rdb executable, $2: mode: its cost per callback, µs
+  local plainN plain1 withN with1
+  plainN=$(best "$1" replay -q "$tmp/$2-N")
+  plain1=$(best "$1" replay -q "$tmp/$2-1")
+  withN=$(best "$1" replay -q "$tmp/$2-N" --debug ./events)
+  with1=$(best "$1" replay -q "$tmp/$2-1" --debug ./events)
+  echo "scale=2; (($withN - $plainN) - ($with1 - $plain1)) * 1000000 / ($N - 1)" | bc
+}
 for mode in $MODES; do
-  plainN=$(best rdb replay -q "$tmp/$mode-N")
-  plain1=$(best rdb replay -q "$tmp/$mode-1")
-  withN=$(best rdb replay -q "$tmp/$mode-N" --debug ./events)
-  with1=$(best rdb replay -q "$tmp/$mode-1" --debug ./events)
-  rdb_us=$(echo "scale=2; (($withN - $plainN) - ($with1 - $plain1)) * 1000000 / ($N - 1)" | bc)
+  rdb_us=$(per_event rdb "$mode")
+  [ -n "$BASE" ] && base_us=$(per_event "$BASE/rdb" "$mode")
   gdbN=$(best taskset -c "$CPU" bash -c "tmp=$tmp; $(declare -f gdb_run); gdb_run $mode $N")
   gdb1=$(best taskset -c "$CPU" bash -c "tmp=$tmp; $(declare -f gdb_run); gdb_run $mode 1")
   gdb_us=$(echo "scale=2; ($gdbN - $gdb1) * 1000000 / ($N - 1)" | bc)
-  printf '  %-9s %12.2f %12.2f %9.1fx\n' "$mode" "$rdb_us" "$gdb_us" "$(echo "$gdb_us / $rdb_us" | bc -l)"
+  if [ -n "$BASE" ]; then
+    printf '  %-9s %12.2f %12.2f %12.2f %9.1fx %9.1fx\n' "$mode" "$rdb_us" "$base_us" "$gdb_us" \
+      "$(echo "$gdb_us / $rdb_us" | bc -l)" "$(echo "$gdb_us / $base_us" | bc -l)"
+  else
+    printf '  %-9s %12.2f %12.2f %9.1fx\n' "$mode" "$rdb_us" "$gdb_us" "$(echo "$gdb_us / $rdb_us" | bc -l)"
+  fi
 done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

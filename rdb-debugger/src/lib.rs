@@ -103,14 +103,8 @@ pub enum DebugError {
     Replay(#[from] rdb_runtime::Error),
 }
 
-/// How long the host (on a CPU of its own) busy-waits for the next hit before sleeping.
+/// How long the host busy-waits (yielding the CPU it shares) for the next hit before sleeping.
 const HOST_SPIN: std::time::Duration = std::time::Duration::from_micros(200);
-
-/// A CPU the process may run on other than `cpu`, if any.
-fn other_allowed_cpu(cpu: usize) -> Option<usize> {
-    let mask = rdb_tracee::this_process::affinity_mask().ok()?;
-    (0..mask.len() * 8).find(|&c| c != cpu && mask[c / 8] & (1 << (c % 8)) != 0)
-}
 
 fn blake3_file(path: &Path) -> Result<String, DebugError> {
     let bytes = std::fs::read(path).map_err(|source| DebugError::Io { path: path.to_path_buf(), source })?;
@@ -187,19 +181,19 @@ impl RegionObserver {
 fn placed_host(replay: &ReplayOptions, host: HostOptions) -> HostOptions {
     let mut host_options = host;
     if replay.pin_cpu && host_options.cpu.is_none() {
-        // One thread of the replay runs at a time (replayer or program): they share one CPU,
-        // where each hand-over is a cheap same-CPU wake-up. The replayer pins itself to the
-        // CPU it runs on; pin first so the host can be placed relative to it. When another
-        // CPU is allowed, the host gets it, else it shares the replay's CPU. Either way both
-        // sides busy-wait for each other (yielding the CPU, so sharing one costs nothing): a
-        // call then needs no wake-up.
+        // One thread of the replay runs at a time (replayer, program or host), so the host
+        // shares the replay's CPU: every hand-over is a same-CPU switch. A host on another
+        // CPU, busy-waiting there, is no faster on a loaded machine but much slower: a side
+        // that spins uses up its share of a CPU other work also wants, and is preempted for
+        // whole time slices while the other side waits for it (the README's callback figures).
+        // The replayer pins itself to the CPU it runs on; pin first so the host can be placed
+        // on it. Both sides wait for each other yielding the CPU: a call needs no wake-up.
         let cpu = rdb_tracee::this_process::current_cpu();
-        let other = other_allowed_cpu(cpu);
         if rdb_tracee::this_process::pin_to_cpu(cpu).is_ok() {
             // Sharing the CPU with the replayer and the program, which run with the TSC
             // disabled, the host does so too (see `HostOptions::tsc_disabled`).
-            host_options.cpu = Some(other.unwrap_or(cpu));
-            host_options.tsc_disabled = other.is_none();
+            host_options.cpu = Some(cpu);
+            host_options.tsc_disabled = true;
             if host_options.spin.is_zero() {
                 host_options.spin = HOST_SPIN;
             }

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use crate::protocol;
 use crate::sys;
-pub(crate) use rdb_tracee::this_process::monotonic_ns;
+pub(crate) use rdb_tracee::this_process::{monotonic_coarse_ns, monotonic_ns};
 
 /// Bytes of one direction's message area.
 const SLOT_BYTES: usize = 128 * 1024;
@@ -174,22 +174,31 @@ impl Channel {
     /// Doorbells are consumed here.
     pub fn recv(&mut self, buf: &mut [u8], deadline: Option<u64>) -> io::Result<Received> {
         loop {
-            // Busy-wait: the mailbox every turn, the socket and the clock every 64th.
+            // Busy-wait: the mailbox every turn; every 64th, a yield then the socket; the
+            // clock every 64th from the second on. A peer sharing our CPU has usually
+            // answered by the first yield: a call then makes no `poll` and reads no clock
+            // here (a system call with the TSC off).
             if self.mailbox.is_some() {
-                let until = monotonic_ns() + self.spin.as_nanos() as u64;
+                let mut until = None;
                 let mut turn = 0u32;
                 loop {
                     if let Some(n) = self.take(buf) {
                         return Ok(Received::Message(n));
                     }
                     if turn.is_multiple_of(64) {
+                        // Free the CPU if something else wants it (the peer, when it
+                        // shares this CPU): nearly free when nothing does.
+                        std::thread::yield_now();
+                        if let Some(n) = self.take(buf) {
+                            return Ok(Received::Message(n));
+                        }
                         if readable(self.fd, 0)? {
                             break;
                         }
-                        // Free the CPU if something else wants it (the peer, when the
-                        // machine put both on one CPU): nearly free when nothing does.
-                        std::thread::yield_now();
+                    }
+                    if turn % 64 == 63 {
                         let now = monotonic_ns();
+                        let until = *until.get_or_insert(now + self.spin.as_nanos() as u64);
                         if now >= until || deadline.is_some_and(|d| now >= d) {
                             break;
                         }

@@ -1,7 +1,7 @@
 //! [`DebugHost`]: the replayer's handle on a host process.
 
 use crate::args::{self, ArgValue, EntryValues};
-use crate::channel::{monotonic_ns, readable_for, Channel, Mailbox, Received, Side};
+use crate::channel::{monotonic_coarse_ns, readable_for, Channel, Mailbox, Received, Side};
 use crate::error::{signal_name, HostError, Invocation, InvokeOutcome, Loc};
 use crate::protocol::{self, reason, Reader, Writer};
 use rdb_descriptors::{
@@ -71,9 +71,9 @@ pub struct HostOptions {
     /// Pin the host to this CPU (put the replayer and tracee on the same one).
     pub cpu: Option<usize>,
     /// Busy-wait this long for the other side's next message before
-    /// sleeping in the kernel, on both sides: cuts the wake-up cost of a call
-    /// when the host has a CPU of its own (never with everything pinned to
-    /// one CPU: the spinning side would steal it). Default: zero.
+    /// sleeping in the kernel, on both sides, yielding the CPU as it spins:
+    /// cuts the wake-up cost of a call (the host sharing the replay's CPU
+    /// then runs as soon as the replayer yields). Default: zero.
     pub spin: Duration,
     /// Run the host with `rdtsc` disabled (`PR_SET_TSC`), as a replayer
     /// sharing its CPU does: switches between them then need no trapped
@@ -570,7 +570,8 @@ impl DebugHost {
         }
         self.stale = false;
         self.maps_dirty = false;
-        let deadline = monotonic_ns() + self.options.timeout.as_nanos() as u64;
+        // The coarse clock (no system call): a deadline up to one tick early.
+        let deadline = monotonic_coarse_ns() + self.options.timeout.as_nanos() as u64;
         loop {
             let received = match self.process.as_mut() {
                 Some(p) => p.channel.recv(&mut self.buf, Some(deadline)),

@@ -76,15 +76,16 @@
 //!   replayer at the stop and passed by value, like register variables
 //!   (their address in debug code is not the program's; what they point to
 //!   is read through the mirror).
-//! - **Calls without system calls.** With [`HostOptions::spin`] (what
-//!   `rdb replay --debug` sets when a second CPU is allowed: the host gets
-//!   it), both sides busy-wait for each other and a call's request and
-//!   answer go through a shared-memory mailbox (`channel.rs`): no system
-//!   call and no wake-up on the call's critical path. A side that waited
-//!   longer than the spin time sleeps on the socket and is rung awake. With
-//!   one CPU the host shares it with the replayer and runs, like it, with the
-//!   TSC disabled ([`HostOptions::tsc_disabled`]: no trapped control-register
-//!   write at each switch; debug code's clock reads are emulated).
+//! - **Calls without wake-ups.** With [`HostOptions::spin`] (what
+//!   `rdb replay --debug` sets, the host pinned to the replay's own CPU),
+//!   both sides busy-wait for each other, yielding the CPU, and a call's
+//!   request and answer go through a shared-memory mailbox (`channel.rs`):
+//!   a call is two same-CPU switches (the yields) and no other system call.
+//!   A side that waited longer than the spin time sleeps on the socket and
+//!   is rung awake. Sharing the CPU, the host runs, like the replayer, with
+//!   the TSC disabled ([`HostOptions::tsc_disabled`]: no trapped
+//!   control-register write at each switch; debug code's clock reads are
+//!   emulated).
 //! - **Protection** (rdB §5.3). A write to a mirrored page is detected (x86
 //!   page-fault error code), reported as
 //!   [`InvokeOutcome::WroteProgramMemory`] and, by default, lands in a
