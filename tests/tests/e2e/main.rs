@@ -190,6 +190,7 @@ fn main() {
         a_fresh_program_replays_its_regions_in_a_release_build,
         debug_only_locals_are_shared_per_call_across_recursion_and_threads,
         a_parameter_optimized_out_in_release_reads_its_value_on_entry,
+        async_locals_kept_across_an_await_are_read_in_the_state_in_release,
     ));
     trials.extend(scenarios!(remote:
         minibc_regions_under_gdbserver_and_qemu_print_what_the_replay_prints,

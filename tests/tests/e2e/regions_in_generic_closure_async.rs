@@ -354,3 +354,29 @@ pub fn a_parameter_optimized_out_in_release_reads_its_value_on_entry() {
                     [rdb] chunk3: 2 values from 19, scale 5, total 195";
     assert_eq!(outputs, [expected, expected]);
 }
+
+/// `tests/fixtures/state`: regions in an `async fn` and in an `async` block run by tokio read
+/// variables held across an `.await`. A release build's DWARF gives them no location, but they
+/// live in the future's state object, at offsets the DWARF's layout of it gives, through the
+/// poll function's first parameter (descriptor class `indirect`, or `stack` where the executor
+/// keeps the future in its own frame): cargo's default release profile prints each hit's values.
+pub fn async_locals_kept_across_an_await_are_read_in_the_state_in_release() {
+    let tmp = scratch("state");
+    let run = record_and_replay_fixture("state", tmp.path(), true, 0);
+    assert!(!run.stderr.contains("could not run"), "{}\n{}", run.replayed, run.stderr);
+    let arguments = std::fs::read_to_string(run.app.dir.join("target/rdb/release/state.rdb-arguments.json")).unwrap();
+    assert!(arguments.contains("\"class\": \"indirect\""), "{arguments}");
+    let mut expected = Vec::new();
+    for id in 1..=3u64 {
+        let mut sum = 0;
+        for (step, x) in (1..=3u64).enumerate() {
+            sum += (x * 10 + id) * id;
+            expected.push(format!("[rdb] task {id}: step {}, sum {sum}", step + 1));
+        }
+    }
+    expected.extend(["[rdb] collected []", "[rdb] collected [63]", "[rdb] collected [63, 132]"].map(String::from));
+    expected.sort();
+    let mut debug: Vec<String> = run.debug().into_iter().map(String::from).collect();
+    debug.sort();
+    assert_eq!(debug, expected, "{}\n{}", run.replayed, run.stderr);
+}
