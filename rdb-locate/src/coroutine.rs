@@ -301,6 +301,7 @@ pub fn no_pending_store(
     let all = bytes_of(field, field.0 as i64, field.1 as i64);
     let mut seen: HashSet<State> = HashSet::new();
     let mut factory = InstructionInfoFactory::new();
+    let slot_loaded = ranges.iter().fold(0, |mask, r| mask | known_slot_registers(binary, r.begin, r.end));
     let mut steps = 0;
     while let Some((mut ip, mut regs, mut rsp, mut slot, mut read)) = work.pop() {
         loop {
@@ -399,6 +400,14 @@ pub fn no_pending_store(
                             Some(name) => return Err(format!("the code calls `{name}` at {ip:#x} first")),
                             None => return Err(format!("the code calls through an unnamed pointer at {ip:#x}")),
                         }
+                    }
+                    if instruction.op0_kind() == OpKind::Register
+                        && gpr_of(instruction.op0_register()).is_some_and(|g| slot_loaded & 1 << g != 0)
+                    {
+                        return Err(format!(
+                            "the code calls at {ip:#x} through a register the function loads from a pointer slot \
+                             of a function the compiler knows"
+                        ));
                     }
                     break;
                 }
@@ -546,6 +555,7 @@ fn opaque_callee(binary: &crate::loader::Binary, target: u64, depth: u32) -> boo
         None => (target, target + 16),
     };
     let Some(bytes) = binary.code(begin, end) else { return false };
+    let slot_loaded = known_slot_registers(binary, begin, end);
     let through_slot = |i: &iced_x86::Instruction| {
         i.op0_kind() == OpKind::Memory && i.memory_base() == R::RIP && i.memory_index() == R::None
     };
@@ -558,6 +568,9 @@ fn opaque_callee(binary: &crate::loader::Binary, target: u64, depth: u32) -> boo
             FlowControl::IndirectCall | FlowControl::IndirectBranch if through_slot(&instruction) => {
                 binary.slot(instruction.memory_displacement64()).is_some_and(|n| !known_to_the_compiler(n))
             }
+            FlowControl::IndirectCall if instruction.op0_kind() == OpKind::Register => {
+                gpr_of(instruction.op0_register()).is_none_or(|g| slot_loaded & 1 << g == 0)
+            }
             FlowControl::IndirectCall => true,
             FlowControl::Call if depth > 0 => opaque_callee(binary, instruction.near_branch_target(), depth - 1),
             _ => false,
@@ -567,6 +580,28 @@ fn opaque_callee(binary: &crate::loader::Binary, target: u64, depth: u32) -> boo
         }
     }
     false
+}
+
+/// The general registers (a bit per DWARF number) that the code in
+/// `[begin, end)` loads from a pointer slot holding a function the compiler
+/// knows the effects of, or one rdb cannot name: a call through them may be
+/// a call LLVM can move a store past (it hoists such loads out of loops).
+fn known_slot_registers(binary: &crate::loader::Binary, begin: u64, end: u64) -> u32 {
+    use iced_x86::{Code, Decoder, DecoderOptions, OpKind, Register as R};
+    let Some(bytes) = binary.code(begin, end) else { return 0 };
+    let mut mask = 0;
+    for instruction in &mut Decoder::with_ip(64, bytes, begin, DecoderOptions::NONE) {
+        if instruction.code() == Code::Mov_r64_rm64
+            && instruction.op1_kind() == OpKind::Memory
+            && instruction.memory_base() == R::RIP
+            && binary.slot(instruction.memory_displacement64()).is_none_or(known_to_the_compiler)
+        {
+            if let Some(g) = gpr_of(instruction.op0_register()) {
+                mask |= 1 << g;
+            }
+        }
+    }
+    mask
 }
 
 /// The index (DWARF x86-64 numbering) of a 64-bit general register.
