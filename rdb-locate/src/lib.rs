@@ -87,6 +87,7 @@
 pub mod build;
 mod calls;
 mod cfg;
+mod coroutine;
 pub mod eval;
 mod function;
 mod identity;
@@ -731,7 +732,17 @@ fn locate_local(
                         }
                     }
                     Ok(l) if matches!(l, Location::OptimizedOut) || incomplete(index, found.die, &l, size)? => {
-                        match entry_value_of_parameter(index, instance, found.die, argument, *address, size)? {
+                        let recovered =
+                            match entry_value_of_parameter(index, instance, found.die, argument, *address, size)? {
+                                Ok(l) => Ok(l),
+                                Err(why) => {
+                                    match coroutine::saved_local(index, instance, found.die, name, *address, size)? {
+                                        Ok(l) => Ok(l),
+                                        Err(more) => Err(format!("{why}{more}")),
+                                    }
+                                }
+                            };
+                        match recovered {
                             Ok(l) => l,
                             Err(why) => {
                                 let partly = if matches!(l, Location::OptimizedOut) { "" } else { "partly " };

@@ -23,6 +23,10 @@ pub struct Binary {
     pub position_independent: bool,
     /// Executable sections: (address, bytes).
     code: Vec<(u64, Vec<u8>)>,
+    /// Pointer slots the dynamic relocations fill (the GOT): slot address and
+    /// the function it will hold (a dynamic symbol's name, or the name of the
+    /// binary's own symbol a relative relocation points to).
+    slots: std::collections::HashMap<u64, String>,
 }
 
 impl Binary {
@@ -63,7 +67,26 @@ impl Binary {
             .filter(|s| s.kind() == object::SectionKind::Text && s.address() != 0)
             .filter_map(|s| Some((s.address(), s.data().ok()?.to_vec())))
             .collect();
-        Ok(Binary { path: path.into(), dwarf, symbols, unwind, position_independent, code })
+        let mut slots = std::collections::HashMap::new();
+        if let Some(relocations) = file.dynamic_relocations() {
+            let names: Vec<(usize, String)> =
+                file.dynamic_symbols().map(|s| (s.index().0, s.name().unwrap_or("").to_string())).collect();
+            for (slot, relocation) in relocations {
+                let name = match relocation.target() {
+                    object::RelocationTarget::Symbol(index) if index.0 != 0 => {
+                        names.iter().find(|(i, _)| *i == index.0).map(|(_, n)| n.clone())
+                    }
+                    object::RelocationTarget::Absolute if relocation.addend() > 0 => {
+                        Some(symbols.lookup(relocation.addend() as u64).0)
+                    }
+                    _ => None,
+                };
+                if let Some(name) = name.filter(|n| !n.is_empty()) {
+                    slots.insert(slot, name);
+                }
+            }
+        }
+        Ok(Binary { path: path.into(), dwarf, symbols, unwind, position_independent, code, slots })
     }
 
     /// The code bytes from `begin` to `end` (within one executable section).
@@ -73,6 +96,12 @@ impl Binary {
             let to = end.checked_sub(*start)? as usize;
             bytes.get(from..to)
         })
+    }
+
+    /// The function a dynamically relocated pointer slot (a GOT entry) will
+    /// hold, by name.
+    pub fn slot(&self, address: u64) -> Option<&str> {
+        self.slots.get(&address).map(String::as_str)
     }
 
     /// The CFA rule in force at `address`, if the unwind tables cover it.

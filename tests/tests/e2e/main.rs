@@ -202,6 +202,7 @@ fn main() {
         a_parameter_optimized_out_in_release_reads_its_value_on_entry,
         a_program_recorded_with_rdb_macros_declared_replays_its_regions,
         a_path_the_optimizer_threads_past_the_anchor_runs_the_region_in_release,
+        async_locals_kept_across_an_await_are_read_in_the_state_in_release,
     ));
     trials.extend(scenarios!(remote:
         minibc_regions_under_gdbserver_and_qemu_print_what_the_replay_prints,
