@@ -191,13 +191,15 @@ fn report(a: &Args, o: &FindOutcome, elapsed: Duration) -> i32 {
     } else {
         format!("{} probes (at most 2 + ⌈log2(N−1)⌉ = {} for N = {})", o.probes, o.probe_bound, o.hits)
     };
+    let part = if o.counted_part { " (counted up to the checkpoint where the counting replay stopped)" } else { "" };
     eprintln!(
-        "rdb: {} — {what}, {} hits; {how} on {} CPU, {:.2} s (counting replay {:.2} s)",
+        "rdb: {} — {what}, {} hits{part}; {how} on {} CPU, {:.2} s (counting replay {:.2} s, {} checks at its checkpoints)",
         o.verdict,
         o.hits,
         o.cpus,
         elapsed.as_secs_f64(),
-        o.counting.as_secs_f64()
+        o.counting.as_secs_f64(),
+        o.checkpoint_checks
     );
     if o.answer.is_some() {
         0
