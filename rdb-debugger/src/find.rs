@@ -624,8 +624,8 @@ impl Search {
                         return Ok(Some(hits));
                     }
                     // A checkpoint is due: at the next hit, where the session halts while its
-                    // breakpoints are there (a halt at an event may be parked before a
-                    // syscall, which a restore does not bring back to run).
+                    // breakpoints are there (a checkpoint at a hit is a place probes start
+                    // from, with its hit count, and where a bisection's check can run).
                     self.arm(true)?;
                     self.shared.borrow_mut().last_checkpoint = monotonic_coarse_ns();
                 }
