@@ -225,13 +225,18 @@ impl Display {
             .name("rdb-progress".into())
             .spawn(move || {
                 let started = Instant::now();
+                // `RDB_PROGRESS_DELAY_MS` shortens the second (as for cargo rdb build).
+                let delay = std::env::var("RDB_PROGRESS_DELAY_MS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .map_or(Duration::from_secs(1), Duration::from_millis);
                 let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden()).with_style(
                     ProgressStyle::with_template("rdb: [{elapsed_precise}] {msg}").expect("valid template"),
                 );
                 let mut shown = false;
                 while !flag.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(100));
-                    if started.elapsed() < Duration::from_secs(1) {
+                    if started.elapsed() < delay {
                         continue;
                     }
                     if !shown {

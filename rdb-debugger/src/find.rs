@@ -705,6 +705,9 @@ impl Search {
         let mut p = shared.check(self.here, tid, address, &view)?;
         if !counted {
             shared.probes -= 1;
+            if let Ok(mut g) = shared.progress.lock() {
+                g.probes = shared.probes;
+            }
         }
         p.event = self.session.threads().iter().find(|t| t.tid == tid).map_or(0, |t| t.stretch);
         Ok(p)

@@ -258,18 +258,20 @@ pub fn ctrl_c_prints_the_interval_and_the_resumed_search_finds_the_same() {
     let dir = tmp.path();
     list_recorded(
         dir,
-        "    for (volatile long spin = 0; spin < 100000000; spin++) {}\n    rdb_check(len == i, \"%ld nodes after %d insertions\", len, i);",
+        "    for (volatile long spin = 0; spin < 300000000; spin++) {}\n    rdb_check(len == i, \"%ld nodes after %d insertions\", len, i);",
     );
     let whole = find(dir, &["trace", "--debug", "./list"]).answer.expect("an answer");
     assert_eq!(hit_of(&whole), 151, "{whole}");
 
-    // Under `script`, rdb's stderr is a terminal (the progress line shows) and a 0x03 written
-    // to it is the terminal's Ctrl-C: SIGINT to rdb's process group.
+    // Under `script`, rdb's stderr is a terminal (the progress line shows, after 100 ms rather
+    // than a second) and a 0x03 written to it is the terminal's Ctrl-C: SIGINT to rdb's
+    // process group.
     let command = format!("{} find trace --debug ./list", tools().join("rdb").display());
     let mut child = Command::new("script")
         .args(["-qefc", &command, "/dev/null"])
         .current_dir(dir)
         .env_remove("RDB_NO_PROGRESS")
+        .env("RDB_PROGRESS_DELAY_MS", "100")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
