@@ -8,7 +8,9 @@
 # bench/find/check.c: ROUNDS rounds of one system call each (one replay event); every STRIDE-th
 # round runs a region whose rdb_check fails from 95% of the rounds on, so the region has
 # ROUNDS/STRIDE hits and the answer is near the end. Goal: at most 2 + ceil(log2(N-1)) probes and
-# the whole search <= 2x one plain replay.
+# the whole search <= 2x one plain replay. `counted` is the hits the counting replay counted
+# before it stopped at a checkpoint whose check failed, `checks` the checks run at its
+# checkpoints (besides the probes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-1000000}
@@ -29,7 +31,7 @@ cp bench/find/check.c "$work/"
 (cd "$work" && "$OLDPWD/$RDB_CLANG" -O0 -g check.c -o check)
 brk=$(( ROUNDS * 95 / 100 ))
 echo "workload: $ROUNDS rounds (one syscall each), check fails from round $brk; load average $(cut -d' ' -f1 /proc/loadavg)"
-printf '%9s %9s %7s %6s %10s %10s %10s %10s %12s %10s\n' hits events probes bound "replay s" "find s" "counting s" "scan s" "find/replay" "find/scan"
+printf '%9s %9s %9s %7s %6s %7s %10s %10s %10s %10s %12s %10s\n' hits events counted probes bound checks "replay s" "find s" "counting s" "scan s" "find/replay" "find/scan"
 for stride in $STRIDES; do
     trace="$work/t$stride"
     "$RDB" record -o "$trace" -- "$work/check" "$ROUNDS" "$stride" "$brk" >/dev/null 2>"$work/rec.err"
@@ -46,8 +48,10 @@ for stride in $STRIDES; do
     summary=$(grep ' probes' "$work/find.err")
     probes=$(echo "$summary" | grep -o '[0-9]* probes' | head -1 | grep -o '[0-9]*')
     bound=$(echo "$summary" | grep -o '= [0-9]* for' | grep -o '[0-9]*')
-    hits=$(echo "$summary" | grep -o '[0-9]* hits;' | grep -o '[0-9]*')
+    counted=$(echo "$summary" | grep -o '[0-9]* hits' | head -1 | grep -o '[0-9]*')
+    hits=$(grep -o '[0-9]* hits' "$work/scan.err" | head -1 | grep -o '[0-9]*')
+    checks=$(echo "$summary" | grep -o '[0-9]* checks at' | grep -o '[0-9]*')
     counting=$(echo "$summary" | grep -o 'counting replay [0-9.]*' | grep -o '[0-9.]*$')
-    printf '%9s %9s %7s %6s %10s %10s %10s %10s %12s %10s\n' "$hits" "$events" "$probes" "$bound" "$(secs "$replay")" \
+    printf '%9s %9s %9s %7s %6s %7s %10s %10s %10s %10s %12s %10s\n' "$hits" "$events" "$counted" "$probes" "$bound" "$checks" "$(secs "$replay")" \
         "$(secs "$find")" "$counting" "$(secs "$scan")" "$(ratio "$find" "$replay")" "$(ratio "$find" "$scan")"
 done

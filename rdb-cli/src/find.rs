@@ -208,13 +208,15 @@ fn report(a: &Args, o: &FindOutcome, elapsed: Duration) -> i32 {
     } else {
         format!("{} probes (at most 2 + ⌈log2(N−1)⌉ = {} for N = {})", o.probes, o.probe_bound, o.hits)
     };
+    let part = if o.counted_part { " (counted up to the checkpoint where the counting replay stopped)" } else { "" };
     eprintln!(
-        "rdb: {} — {what}, {} hits; {how} on {} CPU, {:.2} s (counting replay {:.2} s)",
+        "rdb: {} — {what}, {} hits{part}; {how} on {} CPU, {:.2} s (counting replay {:.2} s, {} checks at its checkpoints)",
         o.verdict,
         o.hits,
         o.cpus,
         elapsed.as_secs_f64(),
-        o.counting.as_secs_f64()
+        o.counting.as_secs_f64(),
+        o.checkpoint_checks
     );
     if o.answer.is_some() {
         0
@@ -240,13 +242,18 @@ impl Display {
             .name("rdb-progress".into())
             .spawn(move || {
                 let started = Instant::now();
+                // `RDB_PROGRESS_DELAY_MS` shortens the second (as for cargo rdb build).
+                let delay = std::env::var("RDB_PROGRESS_DELAY_MS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .map_or(Duration::from_secs(1), Duration::from_millis);
                 let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden()).with_style(
                     ProgressStyle::with_template("rdb: [{elapsed_precise}] {msg}").expect("valid template"),
                 );
                 let mut shown = false;
                 while !flag.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(100));
-                    if started.elapsed() < Duration::from_secs(1) {
+                    if started.elapsed() < delay {
                         continue;
                     }
                     if !shown {

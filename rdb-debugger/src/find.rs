@@ -11,16 +11,20 @@
 //!    [`Position`]), runs the region at hit 1 (a scan: at every hit), and every
 //!    [`CHECKPOINT_SPACING`] of replay asks for a checkpoint, which the search takes at the
 //!    next hit (at most [`MAX_CHECKPOINTS`]: past that, every other one goes and the spacing
-//!    doubles, so they stay evenly spread);
-//! 2. probes hit N (the last);
+//!    doubles, so they stay evenly spread). A bisection runs the check at these checkpoints
+//!    too (while that takes at most a tenth of the replay's time) and stops counting at the
+//!    first whose outcome is past the change: the answer lies between it and the checkpoint
+//!    before, and the rest of the replay is never run;
+//! 2. when the counting went to the end, probes hit N (the last);
 //! 3. bisects between a passing and a failing hit: each probe goes to its hit with
 //!    [`Session::seek`] (the latest checkpoint before it, then a quiet replay counting arrivals
 //!    without halting), runs the region there, and takes a checkpoint: the interval left to
 //!    search always starts at a checkpoint, so later probes replay less and less.
 //!
-//! So a search makes at most `2 + ⌈log2(N−1)⌉` probes. The check is assumed monotonic (it holds,
-//! then fails for good); `scan` runs it at every hit instead, in one replay, and reports every
-//! transition. A check must read the program's state only: debug-only statics are not rewound
+//! So a search makes at most `2 + ⌈log2(N−1)⌉` probes (N: the hits counted), besides the
+//! checks at the counting replay's checkpoints (which replay nothing of their own). The check
+//! is assumed monotonic (it holds, then fails for good); `scan` runs it at every hit instead,
+//! in one replay, and reports every transition. A check must read the program's state only: debug-only statics are not rewound
 //! between probes, and a probe skips the hits between its checkpoint and its hit.
 //!
 //! Probes run one after another on one CPU: a checkpoint's frozen copies are traced by the
@@ -146,6 +150,11 @@ pub struct FindOutcome {
     pub cpus: usize,
     /// Time spent in the counting replay (the rest of the search is probes).
     pub counting: Duration,
+    /// Checks the counting replay ran at its checkpoints (not probes: no replay of their own).
+    pub checkpoint_checks: u64,
+    /// The counting replay stopped at a checkpoint whose check had the sought outcome: `hits`
+    /// counts the hits up to there, not all of them.
+    pub counted_part: bool,
     /// The replay, halted at the answer's hit (for `--then gdb`), its breakpoints removed.
     pub session: Option<Session<'static>>,
 }
@@ -371,6 +380,18 @@ struct Search {
     backtraces: bool,
     /// Time spent in the counting replay.
     counting: Duration,
+    /// The counting replay runs the check at each of its checkpoints and stops at the first
+    /// where the outcome is not the wanted one (a bisection: `Some(mode)`).
+    check_checkpoints: Option<Mode>,
+    /// Checks run at the counting replay's checkpoints.
+    checkpoint_checks: u64,
+    /// The last checkpoint's check with the wanted outcome, and the one without it where the
+    /// counting replay stopped.
+    checkpoint_passed: Option<Probe>,
+    checkpoint_failed: Option<Probe>,
+    /// When the counting replay started, and the time its checkpoints' checks took.
+    count_started: std::time::Instant,
+    checkpoint_check_time: Duration,
 }
 
 /// Runs a search (see the module docs).
@@ -445,6 +466,12 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
         halted: None,
         backtraces: !opts.scan,
         counting: Duration::ZERO,
+        check_checkpoints: None,
+        checkpoint_checks: 0,
+        checkpoint_passed: None,
+        checkpoint_failed: None,
+        count_started: std::time::Instant::now(),
+        checkpoint_check_time: Duration::ZERO,
     };
     // Ctrl-C halts the replay at its next event, wherever it is.
     let session_interrupt = search.session.interrupter();
@@ -474,6 +501,7 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
     outcome.probes = shared.borrow().probes;
     outcome.cpus = 1;
     outcome.counting = search.counting;
+    outcome.checkpoint_checks = search.checkpoint_checks;
     outcome.session = Some(search.session);
     Ok(outcome)
 }
@@ -563,6 +591,7 @@ impl Search {
             };
         }
         let started = std::time::Instant::now();
+        self.count_started = started;
         let result = self.count_inner(upto);
         self.counting += started.elapsed();
         let progress = {
@@ -595,8 +624,8 @@ impl Search {
                         return Ok(Some(hits));
                     }
                     // A checkpoint is due: at the next hit, where the session halts while its
-                    // breakpoints are there (a halt at an event may be parked before a
-                    // syscall, which a restore does not bring back to run).
+                    // breakpoints are there (a checkpoint at a hit is a place probes start
+                    // from, with its hit count, and where a bisection's check can run).
                     self.arm(true)?;
                     self.shared.borrow_mut().last_checkpoint = monotonic_coarse_ns();
                 }
@@ -607,10 +636,46 @@ impl Search {
                         self.halted = Some((tid, address));
                         self.keep_checkpoint()?;
                         self.arm(false)?;
+                        if self.check_at_checkpoint()? {
+                            return Ok(Some(hits));
+                        }
+                        // The spacing is replay time: the check's own time does not count.
+                        self.shared.borrow_mut().last_checkpoint = monotonic_coarse_ns();
                     }
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// At a checkpoint of the counting replay of a bisection (halted at hit `self.here`), runs
+    /// the check; returns whether its outcome is not the wanted one (the counting stops there:
+    /// the answer lies between the last checkpoint whose check had it and this one).
+    fn check_at_checkpoint(&mut self) -> Result<bool, FindError> {
+        let Some(mode) = self.check_checkpoints else { return Ok(false) };
+        let first_ok = match self.shared.borrow().seen.first() {
+            Some(p) if self.here > 1 => p.ok,
+            _ => return Ok(false),
+        };
+        // A slow check is run at fewer checkpoints: at most a tenth of the counting replay's
+        // time goes to these checks (the answer does not depend on where they ran).
+        if self.checkpoint_check_time > self.count_started.elapsed() / 10 {
+            return Ok(false);
+        }
+        let started = std::time::Instant::now();
+        let p = self.probe(false)?;
+        self.checkpoint_check_time += started.elapsed();
+        self.checkpoint_checks += 1;
+        let wanted = match mode {
+            Mode::FirstFalse | Mode::LastTrue => p.ok,
+            Mode::Changes => p.ok == first_ok,
+        };
+        if wanted {
+            self.checkpoint_passed = Some(p);
+            Ok(false)
+        } else {
+            self.checkpoint_failed = Some(p);
+            Ok(true)
         }
     }
 
@@ -640,6 +705,9 @@ impl Search {
         let mut p = shared.check(self.here, tid, address, &view)?;
         if !counted {
             shared.probes -= 1;
+            if let Ok(mut g) = shared.progress.lock() {
+                g.probes = shared.probes;
+            }
         }
         p.event = self.session.threads().iter().find(|t| t.tid == tid).map_or(0, |t| t.stretch);
         Ok(p)
@@ -754,7 +822,13 @@ impl Search {
                 first_ok = mode != Mode::Changes || self.probe_hit(1, true)?.ok_or_else(|| lost(1))?.ok;
             }
             None => {
-                let Some(hits) = self.count(Run::First, None)? else {
+                // The checkpoints' checks need no backtrace (the answer is probed again).
+                self.check_checkpoints = Some(mode);
+                self.shared.borrow_mut().host.set_check_backtraces(false);
+                let counted = self.count(Run::First, None);
+                self.check_checkpoints = None;
+                self.shared.borrow_mut().host.set_check_backtraces(self.backtraces);
+                let Some(hits) = counted? else {
                     outcome.interrupted = Some(None);
                     outcome.hits = self.here;
                     return Ok(outcome);
@@ -781,16 +855,25 @@ impl Search {
                     }
                     return Ok(outcome);
                 }
-                if hits == 1 {
-                    outcome.verdict = "the region has one hit: the check holds there".into();
-                    if mode == Mode::LastTrue {
-                        outcome.answer = Some(self.answer_at(first, true)?);
+                if let Some(failed) = self.checkpoint_failed.take() {
+                    // The counting stopped at a checkpoint past the change: the answer lies
+                    // between the last checkpoint that had hit 1's outcome (or hit 1) and it.
+                    outcome.counted_part = true;
+                    let passed = self.checkpoint_passed.take().unwrap_or(first);
+                    (lo, hi) = (passed.hit, failed.hit);
+                    best.insert(lo, passed);
+                    best.insert(hi, failed);
+                } else {
+                    if hits == 1 {
+                        outcome.verdict = "the region has one hit: the check holds there".into();
+                        if mode == Mode::LastTrue {
+                            outcome.answer = Some(self.answer_at(first, true)?);
+                        }
+                        return Ok(outcome);
                     }
-                    return Ok(outcome);
-                }
-                let last = self.probe_hit(hits, true)?.ok_or_else(|| lost(hits))?;
-                if wanted(&last, first_ok) {
-                    outcome.verdict = match mode {
+                    let last = self.probe_hit(hits, true)?.ok_or_else(|| lost(hits))?;
+                    if wanted(&last, first_ok) {
+                        outcome.verdict = match mode {
                         Mode::FirstFalse => format!(
                             "the check holds at hit 1 and at the last hit ({hits}): no failure a bisection can see (it assumes the check fails for good once it fails; --scan checks every hit)"
                         ),
@@ -800,14 +883,15 @@ impl Search {
                             if first_ok { "holds" } else { "fails" }
                         ),
                     };
-                    if mode == Mode::LastTrue {
-                        outcome.answer = Some(last);
+                        if mode == Mode::LastTrue {
+                            outcome.answer = Some(last);
+                        }
+                        return Ok(outcome);
                     }
-                    return Ok(outcome);
+                    best.insert(1, first);
+                    best.insert(hits, last);
+                    (lo, hi) = (1, hits);
                 }
-                best.insert(1, first);
-                best.insert(hits, last);
-                (lo, hi) = (1, hits);
             }
         }
         self.forget_outside(lo, hi);
@@ -920,6 +1004,8 @@ fn empty_outcome() -> FindOutcome {
         transitions: Vec::new(),
         cpus: 1,
         counting: Duration::ZERO,
+        checkpoint_checks: 0,
+        counted_part: false,
         session: None,
     }
 }

@@ -15,7 +15,7 @@
 //! gets its registers and runs the syscalls that restore its kernel state. Every thread then
 //! stands where the replayer expects it: a thread that was stopped for a signal is brought to
 //! a signal-delivery stop again with the saved siginfo; a thread that was stopped at a syscall
-//! entry stands just before its `syscall` instruction (it stops there again when run); a thread
+//! entry comes back just before its `syscall` instruction and is run to that entry again; a thread
 //! that was running user code in another process (stopped with `SIGSTOP` for the checkpoint)
 //! runs on.
 //!
@@ -255,9 +255,9 @@ impl Replayer<'_> {
             }
             tables.insert(group, self.procs[&first].breakpoints.borrow().clone());
         }
-        let mut parked = self.parked.clone();
-        // Threads stopped at a syscall entry come back before their syscall instruction.
-        parked.retain(|_, s| !matches!(s, Stop::Entry { .. }));
+        // Threads stopped at a syscall entry come back before their syscall instruction, and
+        // are run to that entry again by `restore`.
+        let parked = self.parked.clone();
         let procs = self
             .procs
             .iter()
@@ -335,6 +335,30 @@ impl Replayer<'_> {
             self.procs.insert(*tid, p);
         }
         self.parked = s.parked.clone();
+        // A thread parked at a syscall entry stands just before its `syscall` instruction: run,
+        // it stops at the same entry at once, and is parked there as it was (left standing, it
+        // was neither parked nor running, and the replay waited for it forever).
+        let entries: Vec<Tid> =
+            self.parked.iter().filter(|(_, stop)| matches!(stop, Stop::Entry { .. })).map(|(t, _)| *t).collect();
+        for tid in entries {
+            let saved = self.parked.remove(&tid).expect("parked");
+            let pid = self.procs[&tid].pid;
+            self.go_raw(tid, 0)?;
+            let w = ptrace::wait_pid(pid).map_err(Error::ptrace(pid, "running a thread to its syscall entry"))?;
+            let again = self.classify(pid, w)?;
+            match (&again, &saved) {
+                (Some(Stop::Entry { nr, args, pc }), Stop::Entry { nr: n, args: a, pc: p })
+                    if (nr, args, pc) == (n, a, p) =>
+                {
+                    self.parked.insert(tid, saved);
+                }
+                _ => {
+                    return Err(Error::Observer(format!(
+                        "restoring a checkpoint: thread {tid} was to stop at its syscall entry ({saved:?}) again, and stopped with {again:?}"
+                    )))
+                }
+            }
+        }
         self.ev.reset_to(s.index, s.last_events.clone())?;
         self.restore_counters(s.root_status, s.hits, s.steps);
         self.dbg.halted = s.halted;

@@ -3,11 +3,13 @@
 //! trace: the answers must be the same hit (for the racy counter, whose check is not monotonic,
 //! a change the scan sees), and the bisection within its probe bound.
 
+use std::io::{Read, Write};
 use std::path::Path;
+use std::process::{Command, Stdio};
 
 use rdb_tests::{
     assert_success, copy_files, rdb_clang, rdb_in, repo_root, run_cargo, run_cargo_rdb, run_ok, scratch, text, timed,
-    SampleApp,
+    tools, SampleApp,
 };
 
 /// Puts `line` after the `nth` (from 0) line of `file` that contains `after`.
@@ -81,15 +83,13 @@ fn bisect_equals_scan(dir: &Path, args: &[&str]) -> Found {
     bisect
 }
 
-/// The C linked list loses every node after an insertion in the middle: `rdb_check(len == i)`
-/// after each insertion fails from that insertion on. `--then gdb` stops there.
-pub fn c_list_losing_nodes() {
-    let tmp = scratch("find-list");
-    let dir = tmp.path();
+/// The C linked list of the sample app, recorded in `dir` (`trace`) inserting 150 numbers in
+/// order, then 151 (in the middle: every node after it is lost), then 50 more; rebuilt as
+/// `./list` with `lines` after the region's `long len = list_len(head);`.
+fn list_recorded(dir: &Path, lines: &str) {
     let app = repo_root().join("sample-apps/c/list");
     copy_files(&app.join("plain"), dir);
     run_ok("clang-14", timed(600, "clang-14").args(["-O0", "-g", "list.c", "-o", "list"]).current_dir(dir));
-    // 150 numbers in order, then 151 (inserted in the middle), then 50 more.
     let mut args: Vec<String> = (1..=150).map(|i| (2 * i).to_string()).collect();
     args.push("151".into());
     args.extend((151..=200).map(|i| (2 * i).to_string()));
@@ -97,16 +97,19 @@ pub fn c_list_losing_nodes() {
     prog.extend(args.iter().map(String::as_str));
     rdb_tests::record(dir, Path::new("trace"), &prog);
     copy_files(&app.join("instrumented"), dir);
-    insert_after(
-        &dir.join("list.c"),
-        "long len = list_len(head);",
-        0,
-        "    rdb_check(len == i, \"%ld nodes after %d insertions\", len, i);",
-    );
+    insert_after(&dir.join("list.c"), "long len = list_len(head);", 0, lines);
     run_ok(
         "rdb-clang",
         timed(600, rdb_clang()).args(["-O0", "-g", "list.c", "dump.rdb.c", "-o", "list"]).current_dir(dir),
     );
+}
+
+/// The C linked list loses every node after an insertion in the middle: `rdb_check(len == i)`
+/// after each insertion fails from that insertion on. `--then gdb` stops there.
+pub fn c_list_losing_nodes() {
+    let tmp = scratch("find-list");
+    let dir = tmp.path();
+    list_recorded(dir, "    rdb_check(len == i, \"%ld nodes after %d insertions\", len, i);");
     let found = bisect_equals_scan(dir, &["trace", "--debug", "./list"]);
     let answer = found.answer.unwrap();
     assert_eq!(hit_of(&answer), 151, "{answer}");
@@ -244,4 +247,72 @@ pub fn race_lost_update() {
     let line = scan.stdout.lines().find(|l| l.trim_start().starts_with(&format!("hit {hit}: fails"))).unwrap();
     assert!(line.ends_with(&format!("({answer})")), "{line}\n{answer}");
     assert_eq!(find(&app.dir, &between).answer, bisect.answer, "the same search found another hit");
+}
+
+/// Ctrl-C on the terminal while the bisection probes: `rdb find` prints the interval known so
+/// far and the command that resumes it, and exits 130; the resumed search finds what an
+/// uninterrupted one finds. (The list's check spins a while in the debug code, so that the
+/// bisection lasts long enough to be interrupted.)
+pub fn ctrl_c_prints_the_interval_and_the_resumed_search_finds_the_same() {
+    let tmp = scratch("find-ctrl-c");
+    let dir = tmp.path();
+    list_recorded(
+        dir,
+        "    for (volatile long spin = 0; spin < 300000000; spin++) {}\n    rdb_check(len == i, \"%ld nodes after %d insertions\", len, i);",
+    );
+    let whole = find(dir, &["trace", "--debug", "./list"]).answer.expect("an answer");
+    assert_eq!(hit_of(&whole), 151, "{whole}");
+
+    // Under `script`, rdb's stderr is a terminal (the progress line shows, after 100 ms rather
+    // than a second) and a 0x03 written to it is the terminal's Ctrl-C: SIGINT to rdb's
+    // process group.
+    let command = format!("{} find trace --debug ./list", tools().join("rdb").display());
+    let mut child = Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .current_dir(dir)
+        .env_remove("RDB_NO_PROGRESS")
+        .env("RDB_PROGRESS_DELAY_MS", "100")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut screen = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = screen.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&buf[..n]);
+            let _ = tx.send(String::from_utf8_lossy(&all).into_owned());
+        }
+        String::from_utf8_lossy(&all).into_owned()
+    });
+    // The progress line of the bisection ("probes: N done of at most M"), then Ctrl-C.
+    let mut stdin = child.stdin.take().unwrap();
+    let mut seen = String::new();
+    while !seen.contains("probes: ") {
+        match rx.recv() {
+            Ok(s) => seen = s,
+            Err(_) => panic!("rdb find ended before its progress line showed the probes:\n{seen}"),
+        }
+    }
+    stdin.write_all(b"\x03").unwrap();
+    stdin.flush().unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    let screen = reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{screen}");
+    assert!(screen.contains("rdb: interrupted after "), "{screen}");
+    let resume = screen.lines().find_map(|l| l.split_once("rdb: resume with: rdb find ")).map(|(_, r)| r.trim());
+    let resume = resume.unwrap_or_else(|| panic!("no command to resume:\n{screen}"));
+    let args: Vec<&str> = resume.split_whitespace().collect();
+    let between = args.iter().position(|&a| a == "--between").expect("--between");
+    let (lo, hi): (u64, u64) = (args[between + 1].parse().unwrap(), args[between + 2].parse().unwrap());
+    assert!(lo < 151 && 151 <= hi, "the interval {lo}..{hi} does not hold the answer:\n{screen}");
+    let resumed = find(dir, &args);
+    assert_eq!(resumed.answer.as_deref(), Some(whole.as_str()), "{}", resumed.stdout);
 }

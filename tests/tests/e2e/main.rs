@@ -178,7 +178,13 @@ fn main() {
         a_trace_root_that_is_a_file_is_said_to_be_one,
         output_sent_to_a_socket_is_re_emitted,
     ));
-    trials.extend(scenarios!(find: c_list_losing_nodes, jobq_losing_a_job, minibc_stack_depth, race_lost_update));
+    trials.extend(scenarios!(find:
+        c_list_losing_nodes,
+        jobq_losing_a_job,
+        minibc_stack_depth,
+        race_lost_update,
+        ctrl_c_prints_the_interval_and_the_resumed_search_finds_the_same,
+    ));
     trials.extend(scenarios!(find_expr:
         rust_static_changes_are_the_ones_the_write_callback_sees,
         c_global_overrun_and_kernel_write,
