@@ -147,15 +147,20 @@ pub fn run(a: Args) -> Result<i32> {
     let elapsed = started.elapsed();
     let code = report(&a, &outcome, elapsed);
     if code == 0 && a.then.is_some() {
-        let Some(mut session) = outcome.session.take() else { return Ok(code) };
-        // Going back and forth from here: automatic checkpoints as `rdb gdb` takes them.
-        session.enable_history(Some(rdb_gdb::DEFAULT_CHECKPOINT_INTERVAL))?;
-        session.stop_at_faults(true);
-        // SAFETY: sets the disposition of one signal back to the default.
-        unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
-        return crate::gdb::run_gdb(session, &a.gdb_args);
+        let Some(session) = outcome.session.take() else { return Ok(code) };
+        return then_gdb(session, &a.gdb_args);
     }
     Ok(code)
+}
+
+/// `--then gdb`: `rdb gdb` from where the search left the replay, forwards and backwards.
+fn then_gdb(mut session: rdb_runtime::Session<'_>, gdb_args: &[String]) -> Result<i32> {
+    // Going back and forth from here: automatic checkpoints as `rdb gdb` takes them.
+    session.enable_history(Some(rdb_gdb::DEFAULT_CHECKPOINT_INTERVAL))?;
+    session.stop_at_faults(true);
+    // SAFETY: sets the disposition of one signal back to the default.
+    unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
+    crate::gdb::run_gdb(session, gdb_args)
 }
 
 fn line(p: &Probe) -> String {

@@ -474,22 +474,9 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
         checkpoint_check_time: Duration::ZERO,
     };
     // Ctrl-C halts the replay at its next event, wherever it is.
-    let session_interrupt = search.session.interrupter();
-    let user = opts.interrupt;
-    let done = Arc::new(AtomicBool::new(false));
-    let done_watch = done.clone();
-    let watcher = std::thread::spawn(move || {
-        while !done_watch.load(Ordering::Relaxed) {
-            if user.load(Ordering::Relaxed) {
-                session_interrupt.store(true, Ordering::SeqCst);
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    });
+    let forward = ForwardInterrupt::start(opts.interrupt, search.session.interrupter());
     let result = if opts.scan { search.scan(opts.mode) } else { search.bisect(opts.mode, opts.between) };
-    done.store(true, Ordering::Relaxed);
-    let _ = watcher.join();
+    drop(forward);
     let mut outcome = result?;
     if search.armed {
         for a in search.addresses.clone() {
@@ -1036,5 +1023,38 @@ mod tests {
     fn at_takes_file_and_line() {
         assert_eq!(parse_at("src/vm.rs:41"), Some(RegionChoice::At { file: "src/vm.rs".into(), line: 41 }));
         assert_eq!(parse_at("src/vm.rs"), None);
+    }
+}
+
+/// A thread that turns the user's Ctrl-C (`user`, set by the command's signal handler) into
+/// a halt of the replay at its next event, until dropped.
+pub(crate) struct ForwardInterrupt {
+    done: Arc<AtomicBool>,
+    watcher: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ForwardInterrupt {
+    pub(crate) fn start(user: &'static AtomicBool, session_interrupt: Arc<AtomicBool>) -> ForwardInterrupt {
+        let done = Arc::new(AtomicBool::new(false));
+        let done_watch = done.clone();
+        let watcher = std::thread::spawn(move || {
+            while !done_watch.load(Ordering::Relaxed) {
+                if user.load(Ordering::Relaxed) {
+                    session_interrupt.store(true, Ordering::SeqCst);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        ForwardInterrupt { done, watcher: Some(watcher) }
+    }
+}
+
+impl Drop for ForwardInterrupt {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(w) = self.watcher.take() {
+            let _ = w.join();
+        }
     }
 }

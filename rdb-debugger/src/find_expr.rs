@@ -429,19 +429,7 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
     }
     let mut watch = Watch { session, seen: seen.clone() };
     // Ctrl-C halts the replay at its next event.
-    let session_interrupt = watch.session.interrupter();
-    let user = opts.interrupt;
-    let done = Arc::new(AtomicBool::new(false));
-    let done_watch = done.clone();
-    let watcher = std::thread::spawn(move || {
-        while !done_watch.load(Ordering::Relaxed) {
-            if user.load(Ordering::Relaxed) {
-                session_interrupt.store(true, Ordering::SeqCst);
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    });
+    let forward = crate::find::ForwardInterrupt::start(opts.interrupt, watch.session.interrupter());
     let mut outcome = ExprOutcome {
         watched: w.clone(),
         initial,
@@ -455,8 +443,7 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
         session: None,
     };
     let result = watch.run(&mut outcome, opts.stop_at, opts.interrupt);
-    done.store(true, Ordering::Relaxed);
-    let _ = watcher.join();
+    drop(forward);
     result?;
     for s in slots {
         let _ = watch.session.remove_watchpoint(s);

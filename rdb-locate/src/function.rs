@@ -528,27 +528,8 @@ fn drop_resume_points(copies: &mut Vec<Vec<&Row>>) {
 fn inlined_calls_at(index: &Index<'_>, instance: &Instance, anchor: &SourceLocation) -> Result<Vec<u64>, gimli::Error> {
     let Some(die) = instance.die else { return Ok(Vec::new()) };
     let files = index.files(die.unit)?;
-    let dies = index.dies(die.unit)?;
-    let depth = dies[die.die].depth;
     let mut found: Vec<(u64, u64)> = Vec::new();
-    // Inlined subroutines nested in another inlined subroutine are skipped
-    // with it (index of the DIE that ends the skipped subtree's depth).
-    let mut skip_below: Option<u32> = None;
-    for (i, d) in dies.iter().enumerate().skip(die.die + 1) {
-        if d.depth <= depth {
-            break;
-        }
-        if let Some(below) = skip_below {
-            if d.depth > below {
-                continue;
-            }
-            skip_below = None;
-        }
-        if d.tag != gimli::DW_TAG_inlined_subroutine {
-            continue;
-        }
-        skip_below = Some(d.depth);
-        let r = DieRef { unit: die.unit, die: i };
+    for r in directly_inlined(index, die)? {
         let line = index.udata(r, gimli::DW_AT_call_line)?;
         let column = index.udata(r, gimli::DW_AT_call_column)?.unwrap_or(0);
         let file = match index.attr(r, gimli::DW_AT_call_file)? {
@@ -666,6 +647,44 @@ fn branches_into(binary: &crate::loader::Binary, from: u64, to: u64, begin: u64,
     false
 }
 
+/// The source line of an address of `instance`'s code, in `file`: a callee inlined directly into
+/// the copy counts as the line of its call; code of other files is line 0.
+pub struct LineLookup {
+    ranges: Vec<gimli::Range>,
+    calls: Vec<(gimli::Range, u32)>,
+    own: Vec<(u64, u32)>,
+}
+
+impl LineLookup {
+    pub fn new(index: &Index<'_>, instance: &Instance, file: &std::path::Path) -> Result<LineLookup, gimli::Error> {
+        let lines = index.lines(instance.unit)?;
+        let files: Vec<usize> =
+            lines.files.iter().enumerate().filter(|(_, f)| same_file(f, file)).map(|(i, _)| i).collect();
+        let calls = inlined_call_lines(index, instance)?;
+        let inlined: Vec<gimli::Range> = calls.iter().map(|(r, _)| *r).collect();
+        let mut own: Vec<(u64, u32)> = lines
+            .rows
+            .iter()
+            .filter(|r| in_ranges(&instance.ranges, r.address) && !in_ranges(&inlined, r.address))
+            .map(|r| (r.address, if files.contains(&r.file) { r.line } else { 0 }))
+            .collect();
+        own.sort_unstable();
+        Ok(LineLookup { ranges: instance.ranges.clone(), calls, own })
+    }
+
+    /// `None` outside the copy's code.
+    pub fn line(&self, address: u64) -> Option<u32> {
+        if !in_ranges(&self.ranges, address) {
+            return None;
+        }
+        if let Some((_, call)) = self.calls.iter().find(|(r, _)| r.begin <= address && address < r.end) {
+            return Some(*call);
+        }
+        let at = self.own.partition_point(|(a, _)| *a <= address);
+        Some(if at == 0 { 0 } else { self.own[at - 1].1 })
+    }
+}
+
 /// The paths of `instance`'s code that skip the region placed at
 /// `locations` (its addresses in this copy): from code of lines before the
 /// anchor to the code after the anchor statement's (code of `line`, the
@@ -682,28 +701,8 @@ pub fn bypasses(
         Some(owner) => index.ranges(owner)?,
         None => instance.ranges.clone(),
     };
-    let lines = index.lines(instance.unit)?;
-    let files: Vec<usize> =
-        lines.files.iter().enumerate().filter(|(_, f)| same_file(f, &anchor.file)).map(|(i, _)| i).collect();
-    let calls = inlined_call_lines(index, instance)?;
-    let inlined: Vec<gimli::Range> = calls.iter().map(|(r, _)| *r).collect();
-    let mut own: Vec<(u64, u32)> = lines
-        .rows
-        .iter()
-        .filter(|r| in_ranges(&instance.ranges, r.address) && !in_ranges(&inlined, r.address))
-        .map(|r| (r.address, if files.contains(&r.file) { r.line } else { 0 }))
-        .collect();
-    own.sort_unstable();
-    let line_of = |address: u64| -> Option<u32> {
-        if !in_ranges(&instance.ranges, address) {
-            return None;
-        }
-        if let Some((_, call)) = calls.iter().find(|(r, _)| r.begin <= address && address < r.end) {
-            return Some(*call);
-        }
-        let at = own.partition_point(|(a, _)| *a <= address);
-        Some(if at == 0 { 0 } else { own[at - 1].1 })
-    };
+    let lookup = LineLookup::new(index, instance, &anchor.file)?;
+    let line_of = |address: u64| lookup.line(address);
     let mut code = Vec::new();
     for range in &frame {
         let Some(bytes) = index.binary.code(range.begin, range.end) else { return Ok(Vec::new()) };
@@ -717,9 +716,23 @@ pub fn bypasses(
 /// another one), each with the line of its call.
 fn inlined_call_lines(index: &Index<'_>, instance: &Instance) -> Result<Vec<(gimli::Range, u32)>, gimli::Error> {
     let Some(die) = instance.die else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for r in directly_inlined(index, die)? {
+        let line = index.udata(r, gimli::DW_AT_call_line)?.and_then(|l| u32::try_from(l).ok()).unwrap_or(0);
+        for range in index.ranges(r)? {
+            out.push((range, line));
+        }
+    }
+    Ok(out)
+}
+
+/// The `DW_TAG_inlined_subroutine`s directly inside `die` (not inside another one).
+fn directly_inlined(index: &Index<'_>, die: DieRef) -> Result<Vec<DieRef>, gimli::Error> {
     let dies = index.dies(die.unit)?;
     let depth = dies[die.die].depth;
     let mut out = Vec::new();
+    // Inlined subroutines nested in another inlined subroutine are skipped
+    // with it (the depth of the DIE whose subtree is skipped).
     let mut skip_below: Option<u32> = None;
     for (i, d) in dies.iter().enumerate().skip(die.die + 1) {
         if d.depth <= depth {
@@ -731,14 +744,9 @@ fn inlined_call_lines(index: &Index<'_>, instance: &Instance) -> Result<Vec<(gim
             }
             skip_below = None;
         }
-        if d.tag != gimli::DW_TAG_inlined_subroutine {
-            continue;
-        }
-        skip_below = Some(d.depth);
-        let r = DieRef { unit: die.unit, die: i };
-        let line = index.udata(r, gimli::DW_AT_call_line)?.and_then(|l| u32::try_from(l).ok()).unwrap_or(0);
-        for range in index.ranges(r)? {
-            out.push((range, line));
+        if d.tag == gimli::DW_TAG_inlined_subroutine {
+            skip_below = Some(d.depth);
+            out.push(DieRef { unit: die.unit, die: i });
         }
     }
     Ok(out)

@@ -1008,7 +1008,15 @@ fn locate_static(
                 }
                 None => match &location {
                     Location::Symbol { address: global, .. } if size > 0 && !argument.address_only => {
-                        match stale::pending_store(index.binary, *address, *global, size) {
+                        // A store of the anchor's statement or a later one is the program's next
+                        // change (its value may be computed before the region): memory is current.
+                        let earlier = |store: u64| {
+                            function::LineLookup::new(index, instance, &site.anchor.file)
+                                .ok()
+                                .and_then(|l| l.line(store))
+                                .is_none_or(|line| line < site.anchor.line)
+                        };
+                        match stale::pending_store(index.binary, *address, *global, size).filter(|&s| earlier(s)) {
                             Some(store) => {
                                 warnings.push(format!(
                                     "region {} ({}): `{}` is not served in `{}` at {address:#x}: the code after it \

@@ -5,43 +5,115 @@
 //! loop and stores it once after it (clang -O2 on `total += i * i;` in a
 //! loop), and a store may be scheduled after the place a region runs. The
 //! DWARF describes a static only by its address, so a region reading memory
-//! there would see an older value. The machine code tells: if a path from
-//! the region's address reaches a store to the static without reading it
-//! first, the value it stores may have been computed earlier and be held in
-//! a register now. Such a path is reported (conservatively: a plain `x = 5;`
-//! after the region looks the same), and the region is not given a value
-//! that may be stale.
+//! there would see an older value. The machine code tells: a store to the
+//! static, reached from the region's address without reading the static on
+//! the way, of a register that may hold the same value it held at the
+//! region's address (not written in between on some path) means the value
+//! may have been in that register, not in memory, at the region. A store of
+//! a value computed after the region's address (unoptimized code loads it
+//! from the frame first) or of a constant is the program's next change, and
+//! memory is current until then.
 
 use crate::loader::Binary;
-use iced_x86::{Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, OpAccess};
+use iced_x86::{
+    Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
+};
 use std::collections::{HashMap, VecDeque};
 
-/// The address of a store to `[global, global + size)` that the code of the
-/// function holding `at` reaches from `at` without reading that memory on
-/// the way; `None` when every path from `at` reads it before storing it, or
-/// none stores it. Calls are stepped over (they see memory, so the program
-/// stores what they may read before calling them); indirect jumps end a path.
+/// Registers a call may change (System V x86-64: the caller-saved ones).
+const CALL_CLOBBERED: [Register; 25] = [
+    Register::RAX,
+    Register::RCX,
+    Register::RDX,
+    Register::RSI,
+    Register::RDI,
+    Register::R8,
+    Register::R9,
+    Register::R10,
+    Register::R11,
+    Register::ZMM0,
+    Register::ZMM1,
+    Register::ZMM2,
+    Register::ZMM3,
+    Register::ZMM4,
+    Register::ZMM5,
+    Register::ZMM6,
+    Register::ZMM7,
+    Register::ZMM8,
+    Register::ZMM9,
+    Register::ZMM10,
+    Register::ZMM11,
+    Register::ZMM12,
+    Register::ZMM13,
+    Register::ZMM14,
+    Register::ZMM15,
+];
+
+/// A set of full registers (bit = `Register::full_register` as an index).
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+struct Regs(u128, u128, u128);
+
+impl Regs {
+    fn all() -> Regs {
+        Regs(u128::MAX, u128::MAX, u128::MAX)
+    }
+    fn bit(r: Register) -> Option<(usize, u128)> {
+        let i = r.full_register() as usize;
+        (i < 384).then(|| (i / 128, 1u128 << (i % 128)))
+    }
+    fn has(&self, r: Register) -> bool {
+        match Regs::bit(r) {
+            Some((0, b)) => self.0 & b != 0,
+            Some((1, b)) => self.1 & b != 0,
+            Some((_, b)) => self.2 & b != 0,
+            None => false,
+        }
+    }
+    fn remove(&mut self, r: Register) {
+        match Regs::bit(r) {
+            Some((0, b)) => self.0 &= !b,
+            Some((1, b)) => self.1 &= !b,
+            Some((_, b)) => self.2 &= !b,
+            None => {}
+        }
+    }
+    /// Adds what `other` has; whether that changed anything.
+    fn absorb(&mut self, other: Regs) -> bool {
+        let before = *self;
+        self.0 |= other.0;
+        self.1 |= other.1;
+        self.2 |= other.2;
+        *self != before
+    }
+}
+
+/// The address of a store to `[global, global + size)` in the function
+/// holding `at`, reached from `at` without reading that memory on the way,
+/// whose value comes from a register that path may not have written since
+/// `at`; `None` when there is none. Calls are stepped over (they see memory,
+/// and change only the caller-saved registers); indirect jumps end a path.
 pub fn pending_store(binary: &Binary, at: u64, global: u64, size: u64) -> Option<u64> {
     let (_, start, len) = binary.symbols.functions().find(|&(_, start, len)| start <= at && at < start + len)?;
     let bytes = binary.code(start, start + len)?;
-    let instructions: Vec<_> = Decoder::with_ip(64, bytes, start, DecoderOptions::NONE).into_iter().collect();
+    let instructions: Vec<Instruction> = Decoder::with_ip(64, bytes, start, DecoderOptions::NONE).into_iter().collect();
     let by_ip: HashMap<u64, usize> = instructions.iter().enumerate().map(|(k, i)| (i.ip(), k)).collect();
     let first = *by_ip.get(&at)?;
     let end = global + size.max(1);
     let mut info = InstructionInfoFactory::new();
-    let mut seen = vec![false; instructions.len()];
+    // Per instruction: the registers that may still hold what they held at `at` when it runs,
+    // on some path from `at` that has not read the static.
+    let mut unwritten: Vec<Option<Regs>> = vec![None; instructions.len()];
+    unwritten[first] = Some(Regs::all());
     let mut queue = VecDeque::from([first]);
     while let Some(k) = queue.pop_front() {
-        if std::mem::replace(&mut seen[k], true) {
-            continue;
-        }
+        let Some(mut regs) = unwritten[k] else { continue };
         let instruction = &instructions[k];
+        let used = info.info(instruction);
         let mut reads = false;
         let mut writes = false;
-        for m in info.info(instruction).used_memory() {
+        for m in used.used_memory() {
             // RIP-relative (the displacement is then the absolute address) or absolute.
-            let fixed = m.base() == iced_x86::Register::RIP
-                || (m.base() == iced_x86::Register::None && m.index() == iced_x86::Register::None);
+            let fixed = m.base() == Register::RIP || (m.base() == Register::None && m.index() == Register::None);
             if !fixed {
                 continue;
             }
@@ -56,17 +128,40 @@ pub fn pending_store(binary: &Binary, at: u64, global: u64, size: u64) -> Option
             }
         }
         if reads {
-            continue; // this path reads memory first: what it holds is current here
+            continue; // this path reads memory first: what it holds is current at `at`
         }
-        if writes {
+        if writes && stored_register(instruction).is_some_and(|r| regs.has(r)) {
             return Some(instruction.ip());
+        }
+        for r in used.used_registers() {
+            if matches!(
+                r.access(),
+                OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+            ) {
+                regs.remove(r.register());
+            }
+        }
+        let flow = instruction.flow_control();
+        if matches!(flow, FlowControl::Call | FlowControl::IndirectCall) {
+            for r in CALL_CLOBBERED {
+                regs.remove(r);
+            }
         }
         let mut next = |ip: u64| {
             if let Some(&n) = by_ip.get(&ip) {
-                queue.push_back(n);
+                let changed = match &mut unwritten[n] {
+                    Some(existing) => existing.absorb(regs),
+                    slot @ None => {
+                        *slot = Some(regs);
+                        true
+                    }
+                };
+                if changed {
+                    queue.push_back(n);
+                }
             }
         };
-        match instruction.flow_control() {
+        match flow {
             FlowControl::Next | FlowControl::Call | FlowControl::IndirectCall => next(instruction.next_ip()),
             FlowControl::ConditionalBranch => {
                 next(instruction.next_ip());
@@ -77,4 +172,36 @@ pub fn pending_store(binary: &Binary, at: u64, global: u64, size: u64) -> Option
         }
     }
     None
+}
+
+/// The register a plain store (`mov` and its vector forms) writes to memory.
+fn stored_register(instruction: &Instruction) -> Option<Register> {
+    let plain = matches!(
+        instruction.mnemonic(),
+        Mnemonic::Mov
+            | Mnemonic::Movd
+            | Mnemonic::Movq
+            | Mnemonic::Movss
+            | Mnemonic::Movsd
+            | Mnemonic::Movaps
+            | Mnemonic::Movups
+            | Mnemonic::Movapd
+            | Mnemonic::Movupd
+            | Mnemonic::Movdqa
+            | Mnemonic::Movdqu
+            | Mnemonic::Vmovd
+            | Mnemonic::Vmovq
+            | Mnemonic::Vmovss
+            | Mnemonic::Vmovsd
+            | Mnemonic::Vmovaps
+            | Mnemonic::Vmovups
+            | Mnemonic::Vmovdqa
+            | Mnemonic::Vmovdqu
+            | Mnemonic::Movnti
+    );
+    (plain
+        && instruction.op_count() == 2
+        && instruction.op0_kind() == OpKind::Memory
+        && instruction.op1_kind() == OpKind::Register)
+        .then(|| instruction.op1_register())
 }

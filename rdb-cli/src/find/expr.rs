@@ -66,12 +66,8 @@ pub(super) fn run(a: Args) -> Result<i32> {
     let mut outcome = find_changes(opts)?;
     let code = report(&outcome, stop_at);
     if code == 0 && a.then.is_some() {
-        let Some(mut session) = outcome.session.take() else { return Ok(code) };
-        session.enable_history(Some(rdb_gdb::DEFAULT_CHECKPOINT_INTERVAL))?;
-        session.stop_at_faults(true);
-        // SAFETY: sets the disposition of one signal back to the default.
-        unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
-        return crate::gdb::run_gdb(session, &a.gdb_args);
+        let Some(session) = outcome.session.take() else { return Ok(code) };
+        return super::then_gdb(session, &a.gdb_args);
     }
     Ok(code)
 }
