@@ -1003,29 +1003,6 @@ pub fn parse_at(text: &str) -> Option<RegionChoice> {
     Some(RegionChoice::At { file: Path::new(file).to_path_buf(), line: line.parse().ok()? })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_probe_bound_is_two_plus_the_bisection() {
-        assert_eq!(ceil_log2(1), 0);
-        assert_eq!(ceil_log2(2), 1);
-        assert_eq!(ceil_log2(9_999), 14);
-        assert_eq!(probe_bound(1), 1);
-        assert_eq!(probe_bound(2), 2);
-        assert_eq!(probe_bound(10_000), 16);
-        assert_eq!(probe_bound(100_000), 19);
-        assert_eq!(probe_bound(1_000_000), 22);
-    }
-
-    #[test]
-    fn at_takes_file_and_line() {
-        assert_eq!(parse_at("src/vm.rs:41"), Some(RegionChoice::At { file: "src/vm.rs".into(), line: 41 }));
-        assert_eq!(parse_at("src/vm.rs"), None);
-    }
-}
-
 /// A thread that turns the user's Ctrl-C (`user`, set by the command's signal handler) into
 /// a halt of the replay at its next event, until dropped.
 pub(crate) struct ForwardInterrupt {
@@ -1056,5 +1033,28 @@ impl Drop for ForwardInterrupt {
         if let Some(w) = self.watcher.take() {
             let _ = w.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_bound_is_two_plus_the_bisection() {
+        assert_eq!(ceil_log2(1), 0);
+        assert_eq!(ceil_log2(2), 1);
+        assert_eq!(ceil_log2(9_999), 14);
+        assert_eq!(probe_bound(1), 1);
+        assert_eq!(probe_bound(2), 2);
+        assert_eq!(probe_bound(10_000), 16);
+        assert_eq!(probe_bound(100_000), 19);
+        assert_eq!(probe_bound(1_000_000), 22);
+    }
+
+    #[test]
+    fn at_takes_file_and_line() {
+        assert_eq!(parse_at("src/vm.rs:41"), Some(RegionChoice::At { file: "src/vm.rs".into(), line: 41 }));
+        assert_eq!(parse_at("src/vm.rs"), None);
     }
 }
