@@ -177,6 +177,12 @@ impl RegionObserver {
     }
 }
 
+/// Another CPU this process may run on than `cpu`.
+fn other_allowed_cpu(cpu: usize) -> Option<usize> {
+    let mask = rdb_tracee::this_process::affinity_mask().ok()?;
+    (0..mask.len() * 8).find(|&c| c != cpu && mask[c / 8] & (1 << (c % 8)) != 0)
+}
+
 /// Where the debug host runs next to a replay pinned to a CPU.
 fn placed_host(replay: &ReplayOptions, host: HostOptions) -> HostOptions {
     let mut host_options = host;
@@ -188,12 +194,15 @@ fn placed_host(replay: &ReplayOptions, host: HostOptions) -> HostOptions {
         // whole time slices while the other side waits for it (the README's callback figures).
         // The replayer pins itself to the CPU it runs on; pin first so the host can be placed
         // on it. Both sides wait for each other yielding the CPU: a call needs no wake-up.
+        // `RDB_HOST_OWN_CPU=1` gives the host another allowed CPU instead, where it spins
+        // (faster on an idle machine; `bench/replay_regions.sh` measures both).
         let cpu = rdb_tracee::this_process::current_cpu();
+        let other = std::env::var_os("RDB_HOST_OWN_CPU").and_then(|_| other_allowed_cpu(cpu));
         if rdb_tracee::this_process::pin_to_cpu(cpu).is_ok() {
             // Sharing the CPU with the replayer and the program, which run with the TSC
             // disabled, the host does so too (see `HostOptions::tsc_disabled`).
-            host_options.cpu = Some(cpu);
-            host_options.tsc_disabled = true;
+            host_options.cpu = Some(other.unwrap_or(cpu));
+            host_options.tsc_disabled = other.is_none();
             if host_options.spin.is_zero() {
                 host_options.spin = HOST_SPIN;
             }
