@@ -110,8 +110,10 @@ pub fn saved_local(
         _ => return not_kept("the DWARF gives no register or `rsp`-based frame slot holding the pointer to it here"),
     };
     let Ok(pointer) = described else { return not_kept("the pointer to it is not described here") };
-    let Some(owner) = instance.frame_owner else { return not_kept("its function is not known") };
-    let ranges = index.ranges(owner)?;
+    if instance.frame_owner.is_none() {
+        return not_kept("its function is not known");
+    }
+    let ranges = function::frame_ranges(index, instance)?;
     if let Err(why) = no_pending_store(index.binary, &ranges, address, held, (offset, offset + size)) {
         return Ok(Err(format!(
             "; its field in the state of the `async` body (offset {offset}) may not hold its value yet: {why}"

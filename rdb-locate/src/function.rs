@@ -464,10 +464,7 @@ pub fn code_addresses(
     if copies.is_empty() {
         return Ok(first(&pool).map(|address| vec![CodeAddress { address, fallback_line }]).unwrap_or_default());
     }
-    let frame = match instance.frame_owner {
-        Some(owner) => index.ranges(owner)?,
-        None => instance.ranges.clone(),
-    };
+    let frame = frame_ranges(index, instance)?;
     let mut out: Vec<CodeAddress> = copies
         .iter()
         .filter_map(|c| {
@@ -647,6 +644,15 @@ fn branches_into(binary: &crate::loader::Binary, from: u64, to: u64, begin: u64,
     false
 }
 
+/// The code of the function whose frame holds `instance` (itself, or the function it is
+/// inlined into).
+pub fn frame_ranges(index: &Index<'_>, instance: &Instance) -> Result<Vec<gimli::Range>, gimli::Error> {
+    match instance.frame_owner {
+        Some(owner) => index.ranges(owner),
+        None => Ok(instance.ranges.clone()),
+    }
+}
+
 /// The source line of an address of `instance`'s code, in `file`: a callee inlined directly into
 /// the copy counts as the line of its call; code of other files is line 0.
 pub struct LineLookup {
@@ -697,10 +703,7 @@ pub fn bypasses(
     anchor: &SourceLocation,
     line: u32,
 ) -> Result<Vec<crate::cfg::Bypass>, gimli::Error> {
-    let frame = match instance.frame_owner {
-        Some(owner) => index.ranges(owner)?,
-        None => instance.ranges.clone(),
-    };
+    let frame = frame_ranges(index, instance)?;
     let lookup = LineLookup::new(index, instance, &anchor.file)?;
     let line_of = |address: u64| lookup.line(address);
     let mut code = Vec::new();

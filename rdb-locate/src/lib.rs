@@ -1016,7 +1016,10 @@ fn locate_static(
                                 .and_then(|l| l.line(store))
                                 .is_none_or(|line| line < site.anchor.line)
                         };
-                        match stale::pending_store(index.binary, *address, *global, size).filter(|&s| earlier(s)) {
+                        // The frame's function: the same code the bypass pass and the future-field check read.
+                        let code = function::frame_ranges(index, instance).unwrap_or_else(|_| instance.ranges.clone());
+                        match stale::pending_store(index.binary, &code, *address, *global, size).filter(|&s| earlier(s))
+                        {
                             Some(store) => {
                                 warnings.push(format!(
                                     "region {} ({}): `{}` is not served in `{}` at {address:#x}: the code after it \

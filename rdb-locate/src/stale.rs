@@ -87,15 +87,18 @@ impl Regs {
     }
 }
 
-/// The address of a store to `[global, global + size)` in the function
-/// holding `at`, reached from `at` without reading that memory on the way,
-/// whose value comes from a register that path may not have written since
-/// `at`; `None` when there is none. Calls are stepped over (they see memory,
-/// and change only the caller-saved registers); indirect jumps end a path.
-pub fn pending_store(binary: &Binary, at: u64, global: u64, size: u64) -> Option<u64> {
-    let (_, start, len) = binary.symbols.functions().find(|&(_, start, len)| start <= at && at < start + len)?;
-    let bytes = binary.code(start, start + len)?;
-    let instructions: Vec<Instruction> = Decoder::with_ip(64, bytes, start, DecoderOptions::NONE).into_iter().collect();
+/// The address of a store to `[global, global + size)` in `code` (the
+/// function holding `at`), reached from `at` without reading that memory on
+/// the way, whose value comes from a register that path may not have written
+/// since `at`; `None` when there is none. Calls are stepped over (they see
+/// memory, and change only the caller-saved registers); indirect jumps end a
+/// path.
+pub fn pending_store(binary: &Binary, code: &[gimli::Range], at: u64, global: u64, size: u64) -> Option<u64> {
+    let mut instructions: Vec<Instruction> = Vec::new();
+    for range in code {
+        let bytes = binary.code(range.begin, range.end)?;
+        instructions.extend(Decoder::with_ip(64, bytes, range.begin, DecoderOptions::NONE));
+    }
     let by_ip: HashMap<u64, usize> = instructions.iter().enumerate().map(|(k, i)| (i.ip(), k)).collect();
     let first = *by_ip.get(&at)?;
     let end = global + size.max(1);
