@@ -77,8 +77,9 @@ pub fn replay(args: &ReplayArgs) -> Result<i32> {
         // A plain `cargo build` of a manifest that declares `rdb-macros` links another
         // binary than one without it (cargo hashes every dependency into the symbol
         // names), and the recording may have been made either way: try the other.
+        let other_variant = built.declares_rdb_dependencies && !args.build.keep_rdb_dependencies;
         let mut found = false;
-        if built.declares_rdb_dependencies && !args.build.keep_rdb_dependencies {
+        if other_variant {
             let mut kept = args.build.clone();
             kept.keep_rdb_dependencies = true;
             kept.quiet = true;
@@ -95,7 +96,7 @@ pub fn replay(args: &ReplayArgs) -> Result<i32> {
             }
         }
         if !found {
-            bail!(mismatch(&resolved.dir, &header.program, &bin, &built.suspects, built.declares_rdb_dependencies));
+            bail!(mismatch(&resolved.dir, &header.program, &bin, &built.suspects, other_variant));
         }
     }
     let mut cmd = rdb_command();
