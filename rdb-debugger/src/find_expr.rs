@@ -1,33 +1,46 @@
-//! Reverse expression watchpoints (`rdb find --expr STATIC --changes`): every statement that
-//! changed a program static, in program order, each named by its instruction, source line and
+//! Reverse expression watchpoints (`rdb find --expr PLACE --changes`): every statement that
+//! changed a place over a program static (the static itself, `LIST.head->next->value`,
+//! `STATE.items[3].count`), in program order, each named by its instruction, source line and
 //! backtrace.
 //!
-//! The static is resolved by the caller through the main binary's DWARF (`rdb_locate`): its
-//! link-time address, size and type. The search is one replay of the searched process with:
+//! The place is resolved by the caller through the main binary's DWARF (`rdb_locate`): the
+//! static's link-time address, then the steps to the value (constant offsets for fields and
+//! indices, the pointer words a dereference reads, a slice's or `Vec`'s data pointer and
+//! length), the value's size and type. Evaluating it reads a set of ranges: the words on the
+//! way and the value's bytes. A change of the value needs a write to one of them, so those
+//! are what is watched; when a write moves the place (a pointer or a length on the way), the
+//! watch follows it to the ranges the place reads now. The search is one replay of the
+//! searched process with:
 //!
 //! - **hardware write watchpoints** ([`Session::set_watchpoint`], armed in every thread) over
-//!   the static, cut into at most [`debugreg::SLOTS`] aligned pieces of 1, 2, 4 or 8 bytes. A
-//!   trigger halts the replay right after the writing instruction: the value is read there
-//!   and, when it differs from the last one seen, the change is reported. The instruction is
+//!   the ranges, cut into at most [`debugreg::SLOTS`] aligned pieces of 1, 2, 4 or 8 bytes. A
+//!   trigger halts the replay right after the writing instruction: the place is evaluated
+//!   there (the registers re-armed when it moved) and, when its value differs from the last
+//!   one seen, the change is reported. The instruction is
 //!   found by decoding its function from its symbol's start up to `rip` (the instruction that
 //!   ends at `rip`); frame 0 of the backtrace is its line.
 //! - **the system calls' recorded writes**: the kernel's writes (a `read` into the static) fire
 //!   no debug register, and the replayer writes a call's recorded effects itself. The search's
 //!   observer looks at every exit of a call of the searched process whose recorded writes
-//!   overlap the static ([`ReplayObserver::on_syscall`], no halt): a change there is reported
-//!   as that system call's event. (Caught syscalls would halt too, and a syscall exit of one
-//!   thread halting while another thread's watchpoint halt is pending would replace it.)
+//!   overlap the ranges ([`ReplayObserver::on_syscall`], no halt): a change there is reported
+//!   as that system call's event; a place the call moved halts the session (its interrupter)
+//!   where the thread resumes user code, and the registers are re-armed there. (Caught
+//!   syscalls would halt too, and a syscall exit of one thread halting while another
+//!   thread's watchpoint halt is pending would replace it.)
 //!
-//! So every change of the static's bytes made by the searched process is found, in the
-//! replay's order, exactly (a write of the same value is no change). Not seen: writes by
+//! So every change of the place's value made by the searched process is found, in the
+//! replay's order, exactly (a write of the same value is no change; a value may also be
+//! none: a null pointer or an index past the length on the way, memory not mapped). Not seen: writes by
 //! another process into memory shared with this one (none of a static's, unless the program
 //! maps over it).
 //!
-//! A static that does not fit four aligned pieces (more than 32 bytes) is watched with page
+//! A place that may not fit four aligned pieces (a static of more than 32 bytes; for a place
+//! behind pointers, one piece per word on the way plus the value's) is watched with page
 //! protection instead ([`ReplayObserver::take_page_watches`]): the observer looks at each
 //! write to its pages ([`ReplayObserver::on_page_write`], standing right after the
-//! instruction) and records a change there, without a halt; `stop_at` then halts the replay at
-//! its next event. Going back is refused while the pages are protected (the observer's
+//! instruction) and records a change there, without a halt; the ranges a moved place reads
+//! are protected too (the old ones stay protected: their writes are looked at and are no
+//! change); `stop_at` then halts the replay at its next event. Going back is refused while the pages are protected (the observer's
 //! protection only follows the replay forwards).
 //!
 //! The cost is one replay, with a halt per write to the static and per system call: the
@@ -51,16 +64,126 @@ use rdb_tracee::{Memory, Target, Watchpoint};
 use crate::find::FindError;
 use crate::DebugError;
 
-/// A program static, as the main binary's DWARF gives it.
+/// A place over a program static, as the main binary's DWARF gives it: the static, then the
+/// steps to the watched value (fields, constant indices, dereferences).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Watched {
-    /// What the user wrote (`crate::bank::AUDITED`).
+    /// What the user wrote (`crate::bank::AUDITED`, `LIST.head->next->value`).
     pub expr: String,
-    /// Link-time address.
+    /// The static's link-time address.
     pub address: u64,
+    /// From the static to the value (empty: the static itself).
+    pub steps: Vec<Step>,
+    /// The value's size and the DWARF's name of its type (`u64`, `AtomicU64`, `int`, `[u8; 16]`).
     pub size: u64,
-    /// The DWARF's name of its type (`u64`, `AtomicU64`, `int`, `[u8; 16]`).
     pub type_name: String,
+}
+
+/// One step of a place (`rdb_locate::PlaceStep`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// The address moves on by this many bytes (a field, an array element).
+    Offset(u64),
+    /// The pointer word at the address is read; the place is where it points, none when it is
+    /// 0 (`none`: what the program calls it, `null` or `None`; `what`: the pointer as written).
+    Deref { what: String, none: String },
+    /// The address holds a slice or `Vec`: data pointer word at `data`, length word at `len`;
+    /// the place is element `index` (of `element` bytes) when the length holds it.
+    Index { data: u64, len: u64, index: u64, element: u64, what: String },
+}
+
+/// The value of a place at one point: its bytes, or why it has none there (a null pointer on
+/// the way, an index past the length, memory that cannot be read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    Bytes(Vec<u8>),
+    Absent(String),
+}
+
+/// Reads all of a buffer from the program's memory at an address, or says why not.
+pub type ReadMemory<'a> = dyn FnMut(u64, &mut [u8]) -> Result<(), String> + 'a;
+
+/// A place evaluated: its value and every range it read (the pointer and length words on the
+/// way, then the value's bytes): `(address, length)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evaluated {
+    pub value: Value,
+    pub ranges: Vec<(u64, u64)>,
+}
+
+impl Watched {
+    /// The place in a process whose main binary is loaded at `bias`, reading its memory with
+    /// `read`. `Err`: the static itself cannot be read.
+    pub fn evaluate(&self, bias: u64, read: &mut ReadMemory<'_>) -> Result<Evaluated, String> {
+        let mut at = self.address.wrapping_add(bias);
+        let mut ranges = Vec::new();
+        let mut word = |at: u64, ranges: &mut Vec<(u64, u64)>| -> Result<u64, String> {
+            ranges.push((at, 8));
+            let mut w = [0u8; 8];
+            read(at, &mut w).map_err(|e| format!("{at:#x} cannot be read: {e}"))?;
+            Ok(u64::from_le_bytes(w))
+        };
+        let absent = |why: String, ranges: Vec<(u64, u64)>| Ok(Evaluated { value: Value::Absent(why), ranges });
+        for step in &self.steps {
+            match step {
+                Step::Offset(n) => at = at.wrapping_add(*n),
+                Step::Deref { what, none } => match word(at, &mut ranges) {
+                    Ok(0) => return absent(format!("`{what}` is {none}"), ranges),
+                    Ok(p) => at = p,
+                    Err(e) => return absent(format!("`{what}` at {e}"), ranges),
+                },
+                Step::Index { data, len, index, element, what } => {
+                    let n = match word(at.wrapping_add(*len), &mut ranges) {
+                        Ok(n) => n,
+                        Err(e) => return absent(format!("the length of `{what}` at {e}"), ranges),
+                    };
+                    let p = match word(at.wrapping_add(*data), &mut ranges) {
+                        Ok(p) => p,
+                        Err(e) => return absent(format!("the data pointer of `{what}` at {e}"), ranges),
+                    };
+                    if *index >= n {
+                        return absent(format!("index {index} is out of range for `{what}` of length {n}"), ranges);
+                    }
+                    at = p.wrapping_add(index.wrapping_mul(*element));
+                }
+            }
+        }
+        ranges.push((at, self.size));
+        let mut bytes = vec![0u8; self.size as usize];
+        match read(at, &mut bytes) {
+            Ok(()) => Ok(Evaluated { value: Value::Bytes(bytes), ranges }),
+            Err(e) if self.steps.is_empty() => Err(format!("`{}` at {at:#x} cannot be read: {e}", self.expr)),
+            Err(e) => absent(format!("`{}` at {at:#x} cannot be read: {e}", self.expr), ranges),
+        }
+    }
+
+    /// Whether the place moves (a pointer or a length is read on the way).
+    pub fn moves(&self) -> bool {
+        self.steps.iter().any(|s| !matches!(s, Step::Offset(_)))
+    }
+
+    /// The most debug-register pieces the place may need: one per pointer or length word
+    /// (aligned words), and the value's (exact for a place that does not move).
+    pub fn max_pieces(&self, bias: u64) -> Option<usize> {
+        if !self.moves() {
+            let at = self.steps.iter().fold(self.address.wrapping_add(bias), |a, s| match s {
+                Step::Offset(n) => a.wrapping_add(*n),
+                _ => a,
+            });
+            return watch_pieces(at, self.size, usize::MAX).map(|p| p.len());
+        }
+        let words: usize = self
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Offset(_) => 0,
+                Step::Deref { .. } => 1,
+                Step::Index { .. } => 2,
+            })
+            .sum();
+        let value = if matches!(self.size, 1 | 2 | 4 | 8) { 1 } else { self.size.div_ceil(8) as usize + 1 };
+        Some(words + value)
+    }
 }
 
 /// A search for the changes of a static.
@@ -100,8 +223,8 @@ pub struct Change {
     pub line: u32,
     /// `Some(name)`: the kernel wrote it, in this system call.
     pub syscall: Option<String>,
-    pub old: Vec<u8>,
-    pub new: Vec<u8>,
+    pub old: Value,
+    pub new: Value,
     /// The program's backtrace there (`#0 f at file:line:col` per line).
     pub backtrace: String,
 }
@@ -109,15 +232,15 @@ pub struct Change {
 /// How a search ended.
 pub struct ExprOutcome {
     pub watched: Watched,
-    /// The static's bytes when the process started.
-    pub initial: Vec<u8>,
+    /// The place's value when the process started.
+    pub initial: Value,
     pub changes: Vec<Change>,
     /// Watchpoint triggers (writes, changing or not) and system calls looked at.
     pub writes: u64,
     pub syscalls: u64,
-    /// Debug-register slots used.
+    /// Debug-register slots used (the most at once).
     pub slots: usize,
-    /// Watched with page protection (larger than the debug registers hold).
+    /// Watched with page protection (the place may need more than the debug registers hold).
     pub pages: bool,
     /// Stopped by the user before the end (the changes so far are listed).
     pub interrupted: bool,
@@ -171,7 +294,12 @@ pub fn show_value(type_name: &str, bytes: &[u8]) -> String {
         || base == "ssize_t";
     let c_unsigned =
         base.starts_with("unsigned") || base.starts_with("uint") && base.ends_with("_t") || base == "size_t";
+    let pointer = type_name.ends_with('*')
+        || type_name.starts_with('&')
+        || type_name.starts_with("*const ")
+        || type_name.starts_with("*mut ");
     let shown = match base.as_str() {
+        _ if pointer && n == 8 => Some(format!("{:#x}", u64::from_le_bytes(bytes.try_into().expect("8 bytes")))),
         "bool" | "_Bool" if n == 1 => Some(if bytes[0] == 0 { "false".into() } else { "true".into() }),
         "u8" | "u16" | "u32" | "u64" | "usize" => word(false),
         "i8" | "i16" | "i32" | "i64" | "isize" => word(true),
@@ -191,34 +319,74 @@ pub fn show_value(type_name: &str, bytes: &[u8]) -> String {
     })
 }
 
-/// What the search and its observer share: the static's last value seen and the changes.
+/// A read of `len` bytes that read them all.
+fn exact<E: std::fmt::Display>(read: Result<usize, E>, len: usize) -> Result<(), String> {
+    match read {
+        Ok(n) if n == len => Ok(()),
+        Ok(n) => Err(format!("{n} of its {len} bytes are mapped")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A value as [`show_value`] shows it; no value: why, in angle brackets.
+pub fn show(type_name: &str, value: &Value) -> String {
+    match value {
+        Value::Bytes(b) => show_value(type_name, b),
+        Value::Absent(why) => format!("<none: {why}>"),
+    }
+}
+
+/// What the search and its observer share: the place's last value seen, the ranges it read
+/// there, and the changes.
 struct Seen {
     binary: PathBuf,
-    /// The searched process, and the static's run-time address there (once known).
+    watched: Watched,
+    /// The searched process (once known); `active` while the search looks at it.
     process: Option<Tid>,
-    addr: Option<u64>,
-    size: usize,
-    last: Vec<u8>,
+    active: bool,
+    last: Value,
+    ranges: Vec<(u64, u64)>,
     changes: Vec<Change>,
     syscalls: u64,
     backtracer: ProgramBacktracer,
     /// The main binary's function symbols (link-time start, size), sorted, and its load bias.
     functions: Vec<(u64, u64)>,
     bias: u64,
-    /// Watched with page protection (the static does not fit the debug registers): asked for
-    /// (`Some(false)`), then given to the replayer (`Some(true)`).
-    pages: Option<bool>,
+    /// Watched with page protection (the place does not fit the debug registers): the ranges
+    /// given to the replayer so far (their pages stay protected; a range the place reads
+    /// after a pointer moved is added).
+    pages: bool,
+    protected: Vec<(u64, u64)>,
     /// Writes to the protected pages looked at.
     page_writes: u64,
+    /// The place moved while the observer looked (a system call wrote a pointer on the way):
+    /// the debug registers are armed again at the halt that follows (before user code runs).
+    rearm: bool,
     /// Set when change `stop_at` is seen by the observer: the session halts at its next event.
     stop_at: Option<usize>,
     halt: Option<Arc<AtomicBool>>,
 }
 
 impl Seen {
+    /// The place evaluated again with `read`: a change to record when its value differs from
+    /// the last one seen (the ranges are kept either way).
+    fn evaluate(&mut self, read: &mut ReadMemory<'_>) -> Result<Option<Value>, String> {
+        let e = self.watched.evaluate(self.bias, read)?;
+        if e.ranges != self.ranges {
+            self.ranges = e.ranges;
+            self.rearm = true;
+        }
+        Ok((e.value != self.last).then_some(e.value))
+    }
+
+    /// Whether a write of `len` bytes at `addr` touches memory the place read.
+    fn touches(&self, addr: u64, len: u64) -> bool {
+        self.ranges.iter().any(|&(a, n)| addr < a.saturating_add(n) && a < addr.saturating_add(len))
+    }
+
     /// A change to `now`, seen in `target` (thread `tid`) after `event`: recorded with the
     /// backtrace there.
-    fn change(&mut self, target: &dyn Target, tid: Tid, event: u64, at: (Option<u64>, Option<u64>), now: Vec<u8>) {
+    fn change(&mut self, target: &dyn Target, tid: Tid, event: u64, at: (Option<u64>, Option<u64>), now: Value) {
         let (instruction, syscall) = at;
         let binary = self.binary.clone();
         let bt = self.backtracer.backtrace(target, &binary, syscall.is_none());
@@ -252,8 +420,8 @@ impl Seen {
 }
 
 /// The search's observer: no breakpoints; at each system call exit of the searched process
-/// whose recorded writes overlap the static, a change when its value differs; for a static
-/// watched with page protection, the same at each write to its pages.
+/// whose recorded writes touch memory the place read, a change when its value differs; for a
+/// place watched with page protection, the same at each write to its pages.
 struct SyscallWrites {
     seen: Rc<RefCell<Seen>>,
 }
@@ -273,25 +441,23 @@ impl ReplayObserver for SyscallWrites {
 
     fn take_page_watches(&mut self) -> Vec<(u64, u64)> {
         let mut seen = self.seen.borrow_mut();
-        match (seen.pages, seen.addr) {
-            (Some(false), Some(addr)) => {
-                seen.pages = Some(true);
-                vec![(addr, seen.size as u64)]
-            }
-            _ => Vec::new(),
+        if !seen.active || !seen.pages {
+            return Vec::new();
         }
+        let new: Vec<(u64, u64)> = seen.ranges.iter().copied().filter(|r| !seen.protected.contains(r)).collect();
+        seen.protected.extend(new.iter().copied());
+        seen.rearm = false;
+        new
     }
 
     fn on_page_write(&mut self, stop: &BreakpointStop<'_>, _addr: u64) -> Result<(), String> {
         let mut seen = self.seen.borrow_mut();
-        let Some(addr) = seen.addr else { return Ok(()) };
-        if seen.process != Some(stop.image.tid) {
+        if !seen.active || seen.process != Some(stop.image.tid) {
             return Ok(());
         }
         seen.page_writes += 1;
-        let mut now = vec![0u8; seen.size];
-        stop.read_memory(addr, &mut now).map_err(|e| format!("the watched static at {addr:#x} cannot be read: {e}"))?;
-        if now != seen.last {
+        let mut read = |a: u64, buf: &mut [u8]| exact(stop.read_memory(a, buf), buf.len());
+        if let Some(now) = seen.evaluate(&mut read)? {
             let at = writer(&seen.functions, seen.bias, stop, stop.regs.rip);
             seen.change(stop, stop.tid, stop.stretch.saturating_sub(1), (at, None), now);
         }
@@ -299,29 +465,33 @@ impl ReplayObserver for SyscallWrites {
     }
 
     fn can_go_back(&self) -> Result<(), String> {
-        match self.seen.borrow().pages {
-            Some(true) => {
-                Err("the page protection `rdb find --expr` put on a large static only follows the replay forwards"
-                    .into())
-            }
-            _ => Ok(()),
+        if !self.seen.borrow().protected.is_empty() {
+            return Err(
+                "the page protection `rdb find --expr` put on a large place only follows the replay forwards".into()
+            );
         }
+        Ok(())
     }
 
     fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
         let mut seen = self.seen.borrow_mut();
-        let Some(addr) = seen.addr else { return Ok(()) };
-        if seen.process != Some(stop.process) {
+        if !seen.active || seen.process != Some(stop.process) {
             return Ok(());
         }
         seen.syscalls += 1;
-        let end = addr + seen.size as u64;
-        if !stop.writes.iter().any(|w| w.addr < end && addr < w.addr.saturating_add(w.bytes.len() as u64)) {
+        if !stop.writes.iter().any(|w| seen.touches(w.addr, w.bytes.len() as u64)) {
             return Ok(());
         }
-        let mut now = vec![0u8; seen.size];
-        stop.read_memory(addr, &mut now).map_err(|e| format!("the watched static at {addr:#x} cannot be read: {e}"))?;
-        if now != seen.last {
+        let mut read = |a: u64, buf: &mut [u8]| exact(stop.read_memory(a, buf), buf.len());
+        let now = seen.evaluate(&mut read)?;
+        if seen.rearm && !seen.pages {
+            // The debug registers follow the place at the halt before this thread runs user
+            // code again.
+            if let Some(h) = &seen.halt {
+                h.store(true, Ordering::SeqCst);
+            }
+        }
+        if let Some(now) = now {
             // The `syscall` instruction is the 2 bytes before `rip`.
             let at = stop.regs.rip.wrapping_sub(2);
             seen.change(stop, stop.tid, stop.event, (Some(at), Some(stop.nr)), now);
@@ -334,6 +504,11 @@ impl ReplayObserver for SyscallWrites {
 struct Watch {
     session: Session<'static>,
     seen: Rc<RefCell<Seen>>,
+    /// The debug-register slots armed, and the pieces they watch.
+    slots: Vec<usize>,
+    pieces: Vec<(u64, u8)>,
+    /// The most slots used at once.
+    most: usize,
 }
 
 /// Runs the search (see the module docs).
@@ -354,23 +529,24 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
     if w.size == 0 {
         return Err(FindError::Usage(format!("`{}` is zero-sized: it has no memory to watch", w.expr)));
     }
-    // What does not fit the debug registers is watched with page protection.
-    let pieces = watch_pieces(w.address, w.size, debugreg::SLOTS);
     let mut replay = opts.replay.clone();
     replay.echo_output = false;
     let seen = Rc::new(RefCell::new(Seen {
         binary: opts.binary.clone(),
+        watched: w.clone(),
         process: None,
-        addr: None,
-        size: w.size as usize,
-        last: Vec::new(),
+        active: false,
+        last: Value::Absent(String::new()),
+        ranges: Vec::new(),
         changes: Vec::new(),
         syscalls: 0,
         backtracer: ProgramBacktracer::default(),
         functions: function_symbols(&opts.binary),
         bias: 0,
-        pages: None,
+        pages: false,
+        protected: Vec::new(),
         page_writes: 0,
+        rearm: false,
         stop_at: opts.stop_at,
         halt: None,
     }));
@@ -399,44 +575,36 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
             opts.binary.display()
         )));
     }
-    let addr = w.address.wrapping_add(image.load_bias);
-    let mut initial = vec![0u8; w.size as usize];
-    session
-        .read_memory(addr, &mut initial)
-        .map_err(|e| FindError::Usage(format!("`{}` at {addr:#x} cannot be read in process {process}: {e}", w.expr)))?;
-    let mut slot = 0;
-    let mut slots = Vec::new();
-    for (a, len) in pieces.clone().unwrap_or_default() {
-        while slot < debugreg::SLOTS && session.watch_slot_held_by_observer(slot) {
-            slot += 1;
-        }
-        if slot == debugreg::SLOTS {
-            return Err(FindError::Usage("no debug register is free for the watch".into()));
-        }
-        let at = a.wrapping_add(image.load_bias);
-        session.set_watchpoint(slot, Watchpoint { addr: at, len, kind: WatchKind::Write })?;
-        slots.push(slot);
-        slot += 1;
-    }
+    let bias = image.load_bias;
+    let initial = {
+        let mut read = |a: u64, buf: &mut [u8]| exact(session.read_memory(a, buf), buf.len());
+        w.evaluate(bias, &mut read).map_err(|e| FindError::Usage(format!("{e} in process {process}")))?
+    };
+    // What may not fit the debug registers is watched with page protection.
+    let pages = w.max_pieces(bias).is_none_or(|n| n > debugreg::SLOTS);
     {
         let mut s = seen.borrow_mut();
         s.process = Some(process);
-        s.addr = Some(addr);
-        s.last = initial.clone();
-        s.bias = image.load_bias;
-        s.pages = pieces.is_none().then_some(false);
+        s.active = true;
+        s.last = initial.value.clone();
+        s.ranges = initial.ranges.clone();
+        s.bias = bias;
+        s.pages = pages;
         s.halt = Some(session.interrupter());
     }
-    let mut watch = Watch { session, seen: seen.clone() };
+    let mut watch = Watch { session, seen: seen.clone(), slots: Vec::new(), pieces: Vec::new(), most: 0 };
+    if !pages {
+        watch.arm()?;
+    }
     // Ctrl-C halts the replay at its next event.
     let forward = crate::find::ForwardInterrupt::start(opts.interrupt, watch.session.interrupter());
     let mut outcome = ExprOutcome {
         watched: w.clone(),
-        initial,
+        initial: initial.value,
         changes: Vec::new(),
         writes: 0,
         syscalls: 0,
-        slots: slots.len(),
+        slots: 0,
         pages: false,
         interrupted: false,
         elapsed: Duration::ZERO,
@@ -445,17 +613,18 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
     let result = watch.run(&mut outcome, opts.stop_at, opts.interrupt);
     drop(forward);
     result?;
-    for s in slots {
+    for s in std::mem::take(&mut watch.slots) {
         let _ = watch.session.remove_watchpoint(s);
     }
+    outcome.slots = watch.most;
     {
         let mut s = seen.borrow_mut();
         // Looked at no more: `rdb gdb` may go on from here.
-        s.addr = None;
+        s.active = false;
         outcome.changes = std::mem::take(&mut s.changes);
         outcome.syscalls = s.syscalls;
         outcome.writes += s.page_writes;
-        outcome.pages = s.pages.is_some();
+        outcome.pages = s.pages;
     }
     if let Some(n) = opts.stop_at {
         outcome.changes.truncate(n);
@@ -489,23 +658,74 @@ impl Watch {
                     outcome.interrupted = true;
                     return Ok(());
                 }
+                // A system call moved the place: the thread has not run user code since.
+                SessionStop::Interrupted { .. } if self.seen.borrow().rearm => self.arm()?,
                 _ => {}
             }
         }
     }
 
-    /// Halted in `tid` right after an instruction wrote to the static: a change when the value
-    /// differs from the last one seen.
-    fn look(&mut self, tid: Tid) -> Result<(), FindError> {
-        let (addr, size) = {
-            let s = self.seen.borrow();
-            (s.addr.expect("watching"), s.size)
+    /// Arms the debug registers over the ranges the place read last (those of the pieces
+    /// already armed stay).
+    fn arm(&mut self) -> Result<(), FindError> {
+        let ranges = {
+            let mut s = self.seen.borrow_mut();
+            s.rearm = false;
+            s.ranges.clone()
         };
-        let mut now = vec![0u8; size];
-        self.session.read_memory(addr, &mut now)?;
-        if now == self.seen.borrow().last {
+        let mut pieces = Vec::new();
+        for (a, n) in ranges {
+            match watch_pieces(a, n, debugreg::SLOTS) {
+                Some(p) => pieces.extend(p),
+                None => pieces.extend(std::iter::repeat_n((a, 0), debugreg::SLOTS + 1)),
+            }
+        }
+        pieces.sort_unstable();
+        pieces.dedup();
+        if pieces == self.pieces {
             return Ok(());
         }
+        let expr = self.seen.borrow().watched.expr.clone();
+        if pieces.len() > debugreg::SLOTS {
+            return Err(FindError::Usage(format!(
+                "`{expr}` moved to memory that does not fit the {} debug registers (unaligned pointer or \
+                 value): rdb cannot go on watching it exactly",
+                debugreg::SLOTS
+            )));
+        }
+        for s in std::mem::take(&mut self.slots) {
+            self.session.remove_watchpoint(s)?;
+        }
+        let mut slot = 0;
+        for &(at, len) in &pieces {
+            while slot < debugreg::SLOTS && self.session.watch_slot_held_by_observer(slot) {
+                slot += 1;
+            }
+            if slot == debugreg::SLOTS {
+                return Err(FindError::Usage(format!("no debug register is free to watch `{expr}`")));
+            }
+            self.session.set_watchpoint(slot, Watchpoint { addr: at, len, kind: WatchKind::Write })?;
+            self.slots.push(slot);
+            slot += 1;
+        }
+        self.most = self.most.max(self.slots.len());
+        self.pieces = pieces;
+        Ok(())
+    }
+
+    /// Halted in `tid` right after an instruction wrote to memory the place read: a change
+    /// when the value differs from the last one seen; the registers follow the place when it
+    /// moved.
+    fn look(&mut self, tid: Tid) -> Result<(), FindError> {
+        let now = {
+            let session = &mut self.session;
+            let mut read = |a: u64, buf: &mut [u8]| exact(session.read_memory(a, buf), buf.len());
+            self.seen.borrow_mut().evaluate(&mut read).map_err(FindError::Usage)?
+        };
+        if self.seen.borrow().rearm {
+            self.arm()?;
+        }
+        let Some(now) = now else { return Ok(()) };
         let view = self.session.thread(tid)?;
         // The thread's stretch is named by the index of its next event: the one before it is
         // the last one replayed.
@@ -576,6 +796,64 @@ mod tests {
         assert_eq!(watch_pieces(0x1001, 16, 4), None);
     }
 
+    /// A place read from a small memory image: the ranges are every word read on the way,
+    /// then the value's; a null pointer or an index past the length leaves no value.
+    #[test]
+    fn places_read_their_pointer_and_length_words() {
+        let mut memory = std::collections::BTreeMap::new();
+        let mut put = |at: u64, v: u64| {
+            for (i, b) in v.to_le_bytes().into_iter().enumerate() {
+                memory.insert(at + i as u64, b);
+            }
+        };
+        // STATIC at 0x1000 (bias 0x100): { len @8, data @16 } -> elements of 16 bytes at
+        // 0x2000, whose field @8 is a pointer to 0x3000.
+        put(0x1108, 2);
+        put(0x1110, 0x2000);
+        put(0x2018, 0x3000);
+        put(0x3004, 0x2a);
+        let place = |index: u64| Watched {
+            expr: "S.items[1].next.value".into(),
+            address: 0x1000,
+            steps: vec![
+                Step::Index { data: 16, len: 8, index, element: 16, what: "S.items".into() },
+                Step::Offset(8),
+                Step::Deref { what: "S.items[1].next".into(), none: "None".into() },
+                Step::Offset(4),
+            ],
+            size: 4,
+            type_name: "u32".into(),
+        };
+        let mut read = |at: u64, buf: &mut [u8]| -> Result<(), String> {
+            for (i, b) in buf.iter_mut().enumerate() {
+                *b = *memory.get(&(at + i as u64)).unwrap_or(&0);
+            }
+            if at == 0xdead {
+                return Err("unmapped".into());
+            }
+            Ok(())
+        };
+        let e = place(1).evaluate(0x100, &mut read).unwrap();
+        assert_eq!(e.value, Value::Bytes(vec![0x2a, 0, 0, 0]));
+        assert_eq!(e.ranges, vec![(0x1108, 8), (0x1110, 8), (0x2018, 8), (0x3004, 4)]);
+        assert!(place(1).moves() && place(1).max_pieces(0x100) == Some(4));
+        let e = place(2).evaluate(0x100, &mut read).unwrap();
+        assert_eq!(e.value, Value::Absent("index 2 is out of range for `S.items` of length 2".into()));
+        assert_eq!(e.ranges, vec![(0x1108, 8), (0x1110, 8)]);
+        let e = place(0).evaluate(0x100, &mut read).unwrap();
+        assert_eq!(e.value, Value::Absent("`S.items[1].next` is None".into()));
+        assert_eq!(e.ranges, vec![(0x1108, 8), (0x1110, 8), (0x2008, 8)]);
+        assert_eq!(show("u32", &e.value), "<none: `S.items[1].next` is None>");
+        let fixed = Watched {
+            expr: "A.b".into(),
+            address: 0x1000,
+            steps: vec![Step::Offset(4)],
+            size: 4,
+            type_name: "int".into(),
+        };
+        assert!(!fixed.moves() && fixed.max_pieces(0) == Some(1));
+    }
+
     #[test]
     fn values_are_typed_by_their_base_type() {
         assert_eq!(show_value("u64", &42u64.to_le_bytes()), "42");
@@ -586,5 +864,6 @@ mod tests {
         assert_eq!(show_value("bool", &[1]), "true");
         assert_eq!(show_value("[u8; 3]", &[1, 2, 0xff]), "0x0102ff (bytes)");
         assert_eq!(show_value("struct point", &[0, 1]), "0x0001 (bytes)");
+        assert_eq!(show_value("struct node *", &0x5555_0000u64.to_le_bytes()), "0x55550000");
     }
 }

@@ -311,6 +311,14 @@ pub struct WatchedStatic {
 
 /// The static `path` (`events::bank::AUDITED`, C `head`), or why it cannot be watched.
 pub fn locate_static(index: &Index<'_>, path: &str) -> Result<Result<WatchedStatic, String>, gimli::Error> {
+    Ok(locate_static_die(index, path)?.map(|(s, _)| s))
+}
+
+/// [`locate_static`], with the static's variable DIE (for its type).
+pub fn locate_static_die(
+    index: &Index<'_>,
+    path: &str,
+) -> Result<Result<(WatchedStatic, DieRef), String>, gimli::Error> {
     let search = crate::variable::find_static(index, path, &[])?;
     let Some(found) = search.found.first() else {
         return Ok(Err(match search.rejected {
@@ -324,7 +332,7 @@ pub fn locate_static(index: &Index<'_>, path: &str) -> Result<Result<WatchedStat
     let (type_name, size) = crate::variable::variable_type(index, found.die)?;
     match &found.location {
         Location::Symbol { symbol, address, .. } => {
-            Ok(Ok(WatchedStatic { symbol: symbol.clone(), address: *address, size, type_name }))
+            Ok(Ok((WatchedStatic { symbol: symbol.clone(), address: *address, size, type_name }, found.die)))
         }
         other => Ok(Err(format!("`{path}` is not at a fixed address ({other:?})"))),
     }

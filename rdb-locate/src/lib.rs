@@ -94,6 +94,7 @@ mod identity;
 mod index;
 pub mod loader;
 mod module;
+mod place;
 mod reader;
 mod stale;
 mod symbolic;
@@ -112,6 +113,7 @@ pub use calls::{CallQuery, LocatedCall, WatchedStatic};
 pub use function::matches_function;
 pub use identity::{binary_identity, check_same_code, debug_info, DebugInfo, TwinError};
 pub use module::{patch_entry_ids, region_table, TableEntry};
+pub use place::{is_static_path, Place, PlaceError, PlaceStep};
 pub use twin::{prove_twin, ProvenFunction, TwinLayoutError, TwinMap};
 
 /// What the source side knows about one debug region.
@@ -1072,4 +1074,14 @@ pub fn locate_statics(binary: &Path, paths: &[String]) -> Result<Vec<Result<Watc
     let dwarf_error = |source| LocateError::Dwarf { path: binary.to_path_buf(), source };
     let index = index::Index::new(&loaded).map_err(dwarf_error)?;
     paths.iter().map(|p| calls::locate_static(&index, p).map_err(dwarf_error)).collect()
+}
+
+/// Resolves a place expression over a static (`LIST.head->next->value`, `STATE.items[3].count`;
+/// see `place.rs`): `Err` says why it cannot be, with the column.
+pub fn locate_place(binary: &Path, expr: &str) -> Result<Result<Place, PlaceError>, LocateError> {
+    let loaded = loader::Binary::load(binary)?;
+    let dwarf_error = |source| LocateError::Dwarf { path: binary.to_path_buf(), source };
+    let index = index::Index::new(&loaded).map_err(dwarf_error)?;
+    let locate = |path: &str| Ok(calls::locate_static_die(&index, path)?.map(|(s, die)| (s.symbol, s.address, die)));
+    place::resolve(&index, expr, &locate).map_err(dwarf_error)
 }

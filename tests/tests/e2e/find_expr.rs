@@ -125,9 +125,11 @@ pub fn rust_static_changes_are_the_ones_the_write_callback_sees() {
     assert_eq!(one, changes[..1], "--first-change");
 }
 
-/// The expectations beside `overrun.c`: (static, `FILE:LINE`, old, new).
-fn expected_changes() -> Vec<(String, String, String, String)> {
-    let text = std::fs::read_to_string(repo_root().join("tests/fixtures/find_expr/overrun.expected")).unwrap();
+/// The expectations beside a program of `tests/fixtures/find_expr` (`overrun`, `list`):
+/// (place, `FILE:LINE`, old, new).
+fn expected_changes(program: &str) -> Vec<(String, String, String, String)> {
+    let text =
+        std::fs::read_to_string(repo_root().join(format!("tests/fixtures/find_expr/{program}.expected"))).unwrap();
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {
@@ -160,7 +162,7 @@ pub fn c_global_overrun_and_kernel_write() {
         }
         all_changes.push((name, changes, all));
     }
-    assert_eq!(found, expected_changes());
+    assert_eq!(found, expected_changes("overrun"));
     assert_chained(&all_changes[0].1, "100", &all_changes[0].2);
     // Each instruction named is a store into the static's memory.
     let dump = text(
@@ -237,9 +239,10 @@ pub fn c_global_overrun_and_kernel_write() {
     let written: String = "written\0".bytes().map(|b| format!("{b:02x}")).collect();
     assert!(journal.last().unwrap().new.starts_with(&format!("0x{written}")), "{all}");
 
-    // Refused, saying why: an expression, a name the DWARF does not have.
+    // Refused, saying why: an index past the array (the overrun's own), a name the DWARF
+    // does not have.
     for (expr, why) in [
-        ("table[4]", "field access, indexing, dereferences and other expressions are not supported"),
+        ("table[4]", "column 7: index 4 is out of range: `table` (int[4]) has 4 elements"),
         ("nosuch", "no static `nosuch`"),
     ] {
         let out = output(rdb_tests::rdb(&["find", "trace", "--debug", "./overrun", "--expr", expr]).current_dir(dir));
@@ -277,4 +280,76 @@ pub fn racy_counter_changes_in_every_thread() {
     assert_eq!(threads.len(), 3, "changes by {threads:?}:\n{all}");
     let (again, _) = find_changes(&app.dir, &args, 0);
     assert_eq!(again, changes, "a second search found other changes");
+}
+
+/// Places over C globals (`tests/fixtures/find_expr/list.c`): `LIST.head->next->value` changes
+/// by stores to the value and to the pointers on its way (a node pushed in front, the buggy
+/// unlink, the kernel's `read` into `next`), and the watch follows the place (the store into
+/// the node `next` then points to is seen); fields and constant indices; the changes are the
+/// expected ones, and gdb opened at each change prints the new value for the same expression.
+/// A place larger than the debug registers hold behind a pointer is watched with page
+/// protection, which follows the pointer too (the old target's writes are not changes). Bad
+/// places are refused with the column and the reason.
+pub fn c_places_follow_their_pointers() {
+    let tmp = scratch("find-expr-list");
+    let dir = tmp.path();
+    copy_files(&repo_root().join("tests/fixtures/find_expr"), dir);
+    clang(&dir.join("list.c"), &dir.join("list"), &["-O0", "-g"], &[]);
+    rdb_tests::record(dir, Path::new("trace"), &["./list"]);
+    let mut found = Vec::new();
+    let mut value_changes = Vec::new();
+    for expr in ["LIST.head->next->value", "CFG.limits[2]", "CFG.range.hi"] {
+        let (changes, all) = find_changes(dir, &["trace", "--debug", "./list", "--expr", expr, "--changes"], 0);
+        for c in &changes {
+            found.push((expr.to_string(), format!("{}:{}", base(&c.file), c.line), c.old.clone(), c.new.clone()));
+        }
+        if expr.starts_with("LIST") {
+            assert!(all.contains("watched with 3 debug registers"), "{all}");
+            value_changes = changes;
+        }
+    }
+    assert_eq!(found, expected_changes("list"));
+    // The unlink is named by drop_first's store to `first->next`, called from main.
+    assert!(value_changes[4].at.ends_with(" in drop_first"), "{value_changes:?}");
+    assert!(value_changes[5].at.starts_with("read system call at"), "{value_changes:?}");
+    // gdb, at each change with a value, evaluates the same expression to the new value.
+    for (n, c) in value_changes.iter().enumerate().filter(|(_, c)| !c.new.starts_with('<')) {
+        let change = (n + 1).to_string();
+        let args = ["trace", "--debug", "./list", "--expr", "LIST.head->next->value", "--change", &change];
+        let out = rdb_in(
+            dir,
+            &[&["find"][..], &args, &["--then", "gdb", "--", "-batch", "-ex", "print LIST.head->next->value"]].concat(),
+        );
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains(&format!("$1 = {}", c.new)), "change {change}: {stdout}\n{}", text(&out.stderr));
+    }
+
+    // 48 bytes behind a pointer: page protection. The dynamic loader relocates JOURNAL
+    // (the place had no readable value before), then strcpy writes FIRST, JOURNAL moves to
+    // SECOND and strcpy writes it; the later strcpy into FIRST is not a change.
+    let (journal, all) = find_changes(dir, &["trace", "--debug", "./list", "--expr", "JOURNAL->text"], 0);
+    assert!(all.contains("watched with page protection"), "{all}");
+    assert!(journal[0].old.starts_with("<none: `JOURNAL->text` at "), "{all}");
+    let hex =
+        |s: &str| -> String { s.bytes().chain(std::iter::repeat(0)).take(48).map(|b| format!("{b:02x}")).collect() };
+    assert_eq!(journal[0].new, format!("0x{} (bytes)", hex("first")), "{all}");
+    let mut lines: Vec<String> = journal[1..].iter().map(|c| format!("{}:{}", base(&c.file), c.line)).collect();
+    lines.dedup();
+    assert_eq!(lines, ["list.c:71", "list.c:72", "list.c:73"], "{all}");
+    assert_eq!(journal.last().unwrap().new, format!("0x{} (bytes)", hex("second, written")), "{all}");
+    assert_chained(&journal, &journal[0].old, &all);
+
+    for (expr, why) in [
+        ("LIST.head->nxt", "column 12: struct node has no field `nxt` (its fields: value, next)"),
+        ("CFG.limits[4]", "column 12: index 4 is out of range: `CFG.limits` (int[4]) has 4 elements"),
+        ("LIST.head.value", "column 10: `LIST.head` is a pointer (struct node *): write `LIST.head->value`"),
+        ("CFG->range", "column 4: `CFG` is not a pointer (struct config): write `CFG.range`"),
+        ("CFG.limits[i]", "column 12: only constant indices are supported"),
+        ("LIST + 1", "column 6: unsupported syntax, found `+ 1`"),
+        ("*CFG", "column 1: `CFG` (struct config) is not a pointer"),
+    ] {
+        let out = output(rdb_tests::rdb(&["find", "trace", "--debug", "./list", "--expr", expr]).current_dir(dir));
+        assert_eq!(out.status.code(), Some(1), "{expr}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(why), "{expr}: {}", text(&out.stderr));
+    }
 }

@@ -189,6 +189,7 @@ fn main() {
         rust_static_changes_are_the_ones_the_write_callback_sees,
         c_global_overrun_and_kernel_write,
         racy_counter_changes_in_every_thread,
+        c_places_follow_their_pointers,
     ));
     trials.extend(scenarios!(replay_debug:
         minibc_regions_show_branch_popping_an_empty_stack,
