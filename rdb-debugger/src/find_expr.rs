@@ -142,7 +142,9 @@ impl Watched {
                         Err(e) => return absent(format!("the data pointer of `{what}` at {e}"), ranges),
                     };
                     if *index >= n {
-                        return absent(format!("index {index} is out of range for `{what}` of length {n}"), ranges);
+                        // Not its length: a length that changes while the index stays out of range
+                        // is no change of the value.
+                        return absent(format!("index {index} is out of range for `{what}`"), ranges);
                     }
                     at = p.wrapping_add(index.wrapping_mul(*element));
                 }
@@ -838,7 +840,7 @@ mod tests {
         assert_eq!(e.ranges, vec![(0x1108, 8), (0x1110, 8), (0x2018, 8), (0x3004, 4)]);
         assert!(place(1).moves() && place(1).max_pieces(0x100) == Some(4));
         let e = place(2).evaluate(0x100, &mut read).unwrap();
-        assert_eq!(e.value, Value::Absent("index 2 is out of range for `S.items` of length 2".into()));
+        assert_eq!(e.value, Value::Absent("index 2 is out of range for `S.items`".into()));
         assert_eq!(e.ranges, vec![(0x1108, 8), (0x1110, 8)]);
         let e = place(0).evaluate(0x100, &mut read).unwrap();
         assert_eq!(e.value, Value::Absent("`S.items[1].next` is None".into()));

@@ -7,7 +7,8 @@
 use std::path::Path;
 
 use rdb_tests::{
-    assert_success, clang, copy_files, output, rdb_in, repo_root, run_cargo, run_ok, scratch, text, timed, SampleApp,
+    assert_success, clang, copy_files, output, rdb_in, repo_root, run_cargo, run_ok, rustc, scratch, text, timed,
+    SampleApp,
 };
 
 use crate::callbacks::cargo_rdb_replay;
@@ -349,6 +350,63 @@ pub fn c_places_follow_their_pointers() {
         ("*CFG", "column 1: `CFG` (struct config) is not a pointer"),
     ] {
         let out = output(rdb_tests::rdb(&["find", "trace", "--debug", "./list", "--expr", expr]).current_dir(dir));
+        assert_eq!(out.status.code(), Some(1), "{expr}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(why), "{expr}: {}", text(&out.stderr));
+    }
+}
+
+/// Places over Rust statics (`tests/fixtures/find_expr/queue.rs`): `STATE.jobs[1].id` (a
+/// `Vec` element) changes when the buggy `finish_first` removes job 1 (the C library's
+/// `memmove`, named by the `remove` line), follows the buffer when it grows (the allocator
+/// frees the old one, which the place reads until the `Vec` stores its new pointer: changes
+/// at the `push` line, the value back to 3), and sees the later store into the new buffer;
+/// through `Option<Box<Node>>` (auto-deref), a raw pointer, an array, a tuple field and a
+/// slice pointed elsewhere (relocated by the dynamic loader first). The changes are the
+/// expected ones, and the same in a second search. Bad places are refused with the column.
+pub fn rust_places_follow_vec_box_and_pointers() {
+    let tmp = scratch("find-expr-queue");
+    let dir = tmp.path();
+    copy_files(&repo_root().join("tests/fixtures/find_expr"), dir);
+    rustc(&dir.join("queue.rs"), &dir.join("queue"), &["-g", "-C", "opt-level=0"]);
+    rdb_tests::record(dir, Path::new("trace"), &["./queue"]);
+    let search = |expr: &str| find_changes(dir, &["trace", "--debug", "./queue", "--expr", expr, "--changes"], 0);
+    let (jobs, all) = search("STATE.jobs[1].id");
+    assert_eq!(search("STATE.jobs[1].id").0, jobs, "a second search found other changes");
+    let at = |c: &Change| format!("{}:{} {} -> {}", base(&c.file), c.line, c.old, c.new);
+    assert_eq!(at(&jobs[0]), "queue.rs:39 <none: index 1 is out of range for `STATE.jobs`> -> 2", "{all}");
+    assert_eq!(at(&jobs[1]), "queue.rs:33 2 -> 3", "{all}");
+    assert_eq!(at(jobs.last().unwrap()), "queue.rs:45 3 -> 9", "{all}");
+    let growth = &jobs[2..jobs.len() - 1];
+    assert!(growth.iter().all(|c| base(&c.file) == "queue.rs" && c.line == 43), "{all}");
+    assert_eq!(growth.last().map(|c| c.new.as_str()), Some("3"), "{all}");
+    assert_chained(&jobs, "<none: index 1 is out of range for `STATE.jobs`>", &all);
+    assert!(all.contains("watched with 3 debug registers"), "{all}");
+
+    let mut found = Vec::new();
+    for expr in ["STATE.head.next.value", "(*CURRENT).value", "STATE.slots[2]", "STATE.pair.1", "STATE.names[1]"] {
+        let (changes, all) = search(expr);
+        let mut changes = changes.as_slice();
+        if expr == "STATE.names[1]" {
+            // The slice's pointer, relocated by the dynamic loader before main.
+            assert!(changes[0].old.starts_with("<none: `STATE.names[1]` at 0x"), "{all}");
+            assert_eq!(changes[0].new, "20", "{all}");
+            changes = &changes[1..];
+        }
+        for c in changes {
+            found.push((expr.to_string(), format!("{}:{}", base(&c.file), c.line), c.old.clone(), c.new.clone()));
+        }
+    }
+    assert_eq!(found, expected_changes("queue"));
+
+    for (expr, why) in [
+        ("STATE.jobs[1].idd", "column 15: queue::Job has no field `idd` (its fields: id, done)"),
+        ("STATE.slots[4]", "column 13: index 4 is out of range: `STATE.slots` ([u16; 4]) has 4 elements"),
+        ("STATE.pair.2", "column 12: (u8, u32) has no field `2` (its fields: 0, 1)"),
+        ("STATE.head->value", "column 11: `->` is C's"),
+        ("STATE.jobs.len()", "column 15: a method call is not a place"),
+        ("*STATE.pair", "column 1: `STATE.pair` ((u8, u32)) is not a pointer"),
+    ] {
+        let out = output(rdb_tests::rdb(&["find", "trace", "--debug", "./queue", "--expr", expr]).current_dir(dir));
         assert_eq!(out.status.code(), Some(1), "{expr}: {}", text(&out.stderr));
         assert!(text(&out.stderr).contains(why), "{expr}: {}", text(&out.stderr));
     }

@@ -190,6 +190,7 @@ fn main() {
         c_global_overrun_and_kernel_write,
         racy_counter_changes_in_every_thread,
         c_places_follow_their_pointers,
+        rust_places_follow_vec_box_and_pointers,
     ));
     trials.extend(scenarios!(replay_debug:
         minibc_regions_show_branch_popping_an_empty_stack,
