@@ -46,11 +46,12 @@ pub struct Args {
     /// The region whose `rdb_begin` is on this line.
     #[arg(long, value_name = "FILE:LINE")]
     at: Option<String>,
-    /// Every change of a program static instead of a region's check: a Rust path
+    /// Every change of a place over a program static instead of a region's check: a Rust path
     /// (`crate::bank::AUDITED`, `AUDITED`) or a C global (`counter`), found in the binary's
-    /// DWARF; each change names its statement (`event E, thread T, FILE:LINE (0xADDR in FUNC):
-    /// OLD -> NEW`) and backtrace.
-    #[arg(long, value_name = "STATIC", conflicts_with_all = ["region", "at", "first_false", "last_true", "scan", "between"])]
+    /// DWARF, then fields, constant indices and dereferences (`LIST.head->next->value`,
+    /// `STATE.items[3].count`); each change names its statement (`event E, thread T,
+    /// FILE:LINE (0xADDR in FUNC): OLD -> NEW`) and backtrace.
+    #[arg(long, value_name = "PLACE", conflicts_with_all = ["region", "at", "first_false", "last_true", "scan", "between"])]
     expr: Option<String>,
     /// With --expr: stop at the first change.
     #[arg(long, requires = "expr", conflicts_with = "change")]

@@ -1,4 +1,4 @@
-//! `rdb find --expr STATIC` (issue 13, "anywhere"): every change of a program static, each named
+//! `rdb find --expr PLACE` (issue 13, "anywhere"): every change of a place over a program static, each named
 //! by its writing instruction, source line and backtrace. Checked against an independent linear
 //! check (the `on_write` event callback, which sees every write of a replay in order), against
 //! the expectations beside a C program (tests/fixtures/find_expr), against the instructions
