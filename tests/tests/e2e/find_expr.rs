@@ -1,8 +1,9 @@
-//! `rdb find --expr PLACE` (issue 13, "anywhere"): every change of a place over a program static, each named
-//! by its writing instruction, source line and backtrace. Checked against an independent linear
-//! check (the `on_write` event callback, which sees every write of a replay in order), against
-//! the expectations beside a C program (tests/fixtures/find_expr), against the instructions
-//! `objdump` shows at the addresses named, and by opening gdb at a change.
+//! `rdb find --expr PLACE` (issue 13, "anywhere"): every change of a place over a program
+//! static, each named by its writing instruction, source line and backtrace. Checked against an
+//! independent linear check (the `on_write` event callback, which sees every write of a replay
+//! in order; gdb's own watch of an expression on a live run), against the expectations beside
+//! the programs of tests/fixtures/find_expr, against the instructions `objdump` shows at the
+//! addresses named, and by opening gdb at a change.
 
 use std::path::Path;
 
