@@ -896,6 +896,7 @@ fn c_region(info: &ObjectInfo, region: &RegionInfo, at_block_end: (u32, u32), ou
         // C regions that end a block are anchored where execution continues (see
         // `source.rs`), never at the brace; the brace says which variables they see.
         ends_block: false,
+        last_statement: None,
         block_end: (at_block_end != region.anchor).then(|| loc(&info.source, at_block_end)),
         bodies: Vec::new(),
         function: outlined.function.clone(),

@@ -715,6 +715,28 @@ pub fn bypasses(
     Ok(crate::cfg::Cfg::new(code).bypasses(locations, anchor.line, line))
 }
 
+/// Where control leaves the code of the statement of lines `first..=last` in `instance` (see
+/// `cfg::Cfg::statement_exits`). Code of callees inlined into the copy counts as its call's line.
+pub fn statement_exits(
+    index: &Index<'_>,
+    instance: &Instance,
+    file: &std::path::Path,
+    (first, last): (u32, u32),
+) -> Result<Result<Vec<u64>, String>, gimli::Error> {
+    let frame = frame_ranges(index, instance)?;
+    let lookup = LineLookup::new(index, instance, file)?;
+    let line_of = |address: u64| lookup.line(address);
+    let mut code = Vec::new();
+    for range in &frame {
+        let Some(bytes) = index.binary.code(range.begin, range.end) else {
+            return Ok(Err("its code is not in the binary".into()));
+        };
+        code.extend(crate::cfg::decode(bytes, range.begin, |a| in_ranges(&frame, a), line_of));
+    }
+    code.sort_by_key(|i| i.address);
+    Ok(crate::cfg::Cfg::new(code).statement_exits(first, last))
+}
+
 /// The ranges of the callees inlined directly into `instance` (not inside
 /// another one), each with the line of its call.
 fn inlined_call_lines(index: &Index<'_>, instance: &Instance) -> Result<Vec<(gimli::Range, u32)>, gimli::Error> {

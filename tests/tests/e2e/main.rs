@@ -195,7 +195,7 @@ fn main() {
         a_trace_from_another_binary_is_refused,
         misbehaving_debug_code_is_reported_and_never_changes_the_replay,
         a_region_in_threads_finds_every_lost_update,
-        a_region_ending_a_loop_body_never_runs_after_the_loop,
+        a_region_ending_a_loop_body_runs_at_the_end_of_each_iteration,
     ));
     trials.extend(scenarios!(regions_in_generic_closure_async:
         regions_in_generics_closures_and_async_replay_in_a_dev_build,
