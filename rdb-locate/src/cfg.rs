@@ -180,7 +180,12 @@ impl Cfg {
     /// statement's own unconditional jump there. `Err` says why a place cannot be found: an edge
     /// into code other paths reach too, or code of the statement that continues after the exit
     /// on the same path (code of several lines interleaved, as the optimizer does).
-    pub fn statement_exits(&self, first: u32, last: u32) -> Result<Vec<u64>, String> {
+    ///
+    /// Code the statement's goes on to that comes back to it is either code of another line
+    /// inside it (not an exit) or, when it has a row of its own of an earlier line of the block
+    /// (`row_starts`), the next copy of the loop's body in an unrolled loop (refused: measured
+    /// with clang -O2, the loop's counter already holds the next iteration's value there).
+    pub fn statement_exits(&self, first: u32, last: u32, row_starts: impl Fn(u64) -> bool) -> Result<Vec<u64>, String> {
         let of_statement = |n: usize| matches!(self.insns[n].line, Some(l) if l >= first && l <= last);
         let mut exits = Vec::new();
         for n in (0..self.insns.len()).filter(|&n| of_statement(n)) {
@@ -207,12 +212,30 @@ impl Cfg {
                         self.insns[s].address
                     ));
                 };
-                match if next_iteration { Some((false, true)) } else { self.comes_back(s, &of_statement) } {
+                let earlier = |m: usize| {
+                    matches!(self.insns[m].line, Some(l) if l > 0 && l < first) && row_starts(self.insns[m].address)
+                };
+                match if next_iteration {
+                    Some((false, true, false))
+                } else {
+                    self.comes_back(s, &of_statement, &earlier)
+                } {
+                    // The next copy of an unrolled loop's body: the loop's variables may hold
+                    // the next iteration's values there already (the step has no code of its
+                    // own), so no place serves the region.
+                    Some((true, false, true)) => {
+                        return Err(format!(
+                            "the loop is unrolled: at {:#x} the code of line {} goes on to the next copy of the \
+                             loop's body, where the loop's variables may already hold the next iteration's values",
+                            self.insns[n].address,
+                            self.insns[n].line.unwrap_or(0)
+                        ))
+                    }
                     // Code of another line in the middle of the statement's (a reload the line
                     // table gives the line before it): not an exit.
-                    Some((true, false)) => continue,
-                    Some((false, _)) => {}
-                    Some((true, true)) => {
+                    Some((true, false, false)) => continue,
+                    Some((false, _, _)) => {}
+                    Some((true, true, _)) => {
                         return Err(format!(
                             "after {:#x} the code of line {} continues on some paths and not on others",
                             self.insns[s].address,
@@ -231,10 +254,16 @@ impl Cfg {
     }
 
     /// Whether the paths from instruction `s` come back to code `of_statement` before they leave
-    /// (return, trap, or take a loop's back edge), and whether some leave without: `(comes back,
-    /// leaves)`; `None` when that code may take a jump table.
-    fn comes_back(&self, s: usize, of_statement: &impl Fn(usize) -> bool) -> Option<(bool, bool)> {
-        let (mut back, mut leaves) = (false, false);
+    /// (return, trap, or take a loop's back edge), whether some leave without, and whether they
+    /// pass an instruction `earlier` on the way: `(comes back, leaves, earlier)`; `None` when
+    /// that code may take a jump table.
+    fn comes_back(
+        &self,
+        s: usize,
+        of_statement: &impl Fn(usize) -> bool,
+        earlier: &impl Fn(usize) -> bool,
+    ) -> Option<(bool, bool, bool)> {
+        let (mut back, mut leaves, mut passed) = (false, false, false);
         let mut seen = vec![false; self.insns.len()];
         let mut work = vec![s];
         seen[s] = true;
@@ -246,6 +275,7 @@ impl Cfg {
             if self.insns[m].flow == Flow::Indirect {
                 return None;
             }
+            passed |= earlier(m);
             if self.successors[m].is_empty() {
                 leaves = true;
             }
@@ -258,7 +288,7 @@ impl Cfg {
                 }
             }
         }
-        Some((back, leaves))
+        Some((back, leaves, passed))
     }
 
     /// The paths that go from code of lines before `anchor_line` to the code
@@ -425,7 +455,7 @@ mod tests {
     #[test]
     fn a_loop_body_ends_where_its_last_statement_goes_back_to_the_head() {
         let cfg = Cfg::new(loop_body_end());
-        assert_eq!(cfg.statement_exits(217, 217), Ok(vec![5]));
+        assert_eq!(cfg.statement_exits(217, 217, |_| true), Ok(vec![5]));
     }
 
     #[test]
@@ -435,7 +465,7 @@ mod tests {
         let mut code = loop_body_end();
         code[5] = insn(5, Flow::Jump(0), 217);
         let cfg = Cfg::new(code);
-        assert_eq!(cfg.statement_exits(217, 217), Ok(vec![5]));
+        assert_eq!(cfg.statement_exits(217, 217, |_| true), Ok(vec![5]));
     }
 
     #[test]
@@ -444,7 +474,29 @@ mod tests {
         let mut code = loop_body_end();
         code[3] = insn(3, Flow::Next, 220);
         let cfg = Cfg::new(code);
-        assert_eq!(cfg.statement_exits(217, 217), Ok(vec![5]));
+        assert_eq!(cfg.statement_exits(217, 217, |_| true), Ok(vec![5]));
+    }
+
+    /// clang -O2's fully unrolled `for (w = 0; w < 3; w++) { pthread_join(t[w], ..); sum +=
+    /// shards[w].total; /* region */ }`: three copies of the body, lines 43 and 44; `w` is the
+    /// next copy's from its first instruction on.
+    #[test]
+    fn the_copies_of_an_unrolled_body_are_refused_not_served_with_the_next_iterations_values() {
+        let code = vec![
+            insn(0, Flow::Next, 43), // pthread_join(t[0])
+            insn(1, Flow::Next, 44), // sum = shards[0].total
+            insn(2, Flow::Next, 43), // pthread_join(t[1])
+            insn(3, Flow::Next, 44), // sum += shards[1].total
+            insn(4, Flow::Next, 43), // pthread_join(t[2])
+            insn(5, Flow::Next, 44), // sum += shards[2].total
+            insn(6, Flow::Next, 46), // printf
+            insn(7, Flow::Stop, 47),
+        ];
+        let cfg = Cfg::new(code);
+        let why = cfg.statement_exits(44, 44, |_| true).unwrap_err();
+        assert!(why.contains("the loop is unrolled: at 0x1 the code of line 44 goes on to the next copy"), "{why}");
+        // Without rows of their own the instructions of line 43 are code inside the statement.
+        assert_eq!(cfg.statement_exits(44, 44, |_| false), Ok(vec![6]));
     }
 
     #[test]
@@ -453,7 +505,7 @@ mod tests {
         let mut code = loop_body_end();
         code[3] = insn(3, Flow::Branch(9), 216);
         let cfg = Cfg::new(code);
-        let why = cfg.statement_exits(217, 217).unwrap_err();
+        let why = cfg.statement_exits(217, 217, |_| true).unwrap_err();
         assert!(why.contains("continues on some paths and not on others"), "{why}");
     }
 

@@ -678,6 +678,12 @@ impl LineLookup {
         Ok(LineLookup { ranges: instance.ranges.clone(), calls, own })
     }
 
+    /// Whether a line-table row (or a callee inlined into the copy) starts at `address`.
+    pub fn starts_row(&self, address: u64) -> bool {
+        self.own.binary_search_by_key(&address, |(a, _)| *a).is_ok()
+            || self.calls.iter().any(|(r, _)| r.begin == address)
+    }
+
     /// `None` outside the copy's code.
     pub fn line(&self, address: u64) -> Option<u32> {
         if !in_ranges(&self.ranges, address) {
@@ -734,7 +740,7 @@ pub fn statement_exits(
         code.extend(crate::cfg::decode(bytes, range.begin, |a| in_ranges(&frame, a), line_of));
     }
     code.sort_by_key(|i| i.address);
-    Ok(crate::cfg::Cfg::new(code).statement_exits(first, last))
+    Ok(crate::cfg::Cfg::new(code).statement_exits(first, last, |a| lookup.starts_row(a)))
 }
 
 /// The ranges of the callees inlined directly into `instance` (not inside

@@ -462,9 +462,15 @@ fn locate_site(
         }
         // Copies with code on the anchor's own line win over copies that only
         // have later lines (e.g. the function around a closure holding the region).
+        // A C region ending a loop body is anchored at the loop's step; when the step has no
+        // code of its own (an unrolled loop), the next line with code is the body's first
+        // statement, which runs before each iteration (the first one included), never after.
+        let in_block = |line: u32| site.block_end.as_ref().is_some_and(|end| line <= end.line);
+        let step_without_code =
+            !found.is_empty() && found.iter().all(|(_, code)| code.fallback_line.is_some_and(in_block));
         if found.iter().any(|(_, code)| code.fallback_line.is_none()) {
             found.retain(|(_, code)| code.fallback_line.is_none());
-        } else if site.ends_block {
+        } else if site.ends_block || step_without_code {
             found.clear();
             // The closing brace has no code: the region runs where control leaves the code of
             // the block's last statement, in each copy.
@@ -492,11 +498,18 @@ fn locate_site(
                 }
             }
             if found.is_empty() {
+                let (what, next) = if site.ends_block {
+                    (
+                        "the block's closing brace",
+                        "the next code runs after the block (after the loop, or also when the branch is not taken)",
+                    )
+                } else {
+                    ("the loop's step", "the next code is the loop body's, which runs before each iteration")
+                };
                 note = Some(format!(
-                    "the region ends its block and the block's closing brace ({}) has no code of its own in this \
-                     build, nor could the end of the statement before the region be found{}: the next code runs \
-                     after the block (after the loop, or also when the branch is not taken), so the region is not \
-                     placed there; move it before the block's last statement",
+                    "the region ends its block and {what} ({}) has no code of its own in this build, nor could the \
+                     end of the statement before the region be found{}: {next}, so the region is not placed there; \
+                     move it before the block's last statement",
                     show(&site.anchor),
                     why.map(|w| format!(" ({w})")).unwrap_or_default()
                 ));

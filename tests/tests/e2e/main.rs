@@ -153,6 +153,7 @@ fn main() {
     ));
     trials.extend(scenarios!(clang_replay:
         every_inlined_and_unrolled_copy_runs_the_region,
+        a_region_ending_an_unrolled_loop_body_never_runs_with_another_iterations_values,
         a_path_the_optimizer_threads_past_the_anchor_runs_the_region,
         entry_values_give_the_o0_values_at_o2,
         a_region_calls_a_helper_the_optimizer_inlined_everywhere,
@@ -209,6 +210,7 @@ fn main() {
         a_program_recorded_with_rdb_macros_declared_replays_its_regions,
         a_path_the_optimizer_threads_past_the_anchor_runs_the_region_in_release,
         async_locals_kept_across_an_await_are_read_in_the_state_in_release,
+        a_scheduler_written_fresh_runs_its_regions_as_in_place_code_would,
     ));
     trials.extend(scenarios!(remote:
         minibc_regions_under_gdbserver_and_qemu_print_what_the_replay_prints,
