@@ -50,6 +50,7 @@ pub fn write_descriptors(
                 anchor: location(&file, r.anchor),
                 function: r.function.clone(),
                 ends_block: r.ends_block,
+                last_statement: r.last_statement,
                 block_end: None,
                 bodies: r
                     .nesting

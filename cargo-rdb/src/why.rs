@@ -106,6 +106,21 @@ fn user_line(user: &[&str], line: usize, text: &str) -> usize {
         .map_or(line, |(i, _)| i + 1)
 }
 
+/// Whether an unused thing that debug code names is most likely the program's own, unused in
+/// the recorded build too: a parameter or a pattern binding (`for (i, x) in ..`, `async fn
+/// f(id: u32)`) rather than a `let` of its own line, a struct field rather than an item. Only a
+/// `let` or an item written for debug code makes the build differ; these are never named as
+/// the certain cause (the fix for them, a `let` moved into a region, a field made debug-only,
+/// would be wrong).
+fn programs_own(kind: Kind, source: &str, warning: &str) -> bool {
+    let source = source.trim_start();
+    match kind {
+        Kind::Import => false,
+        Kind::Variable => !source.starts_with("let "),
+        Kind::Item => warning.starts_with("field") || warning.starts_with("fields") || warning.contains("variant"),
+    }
+}
+
 /// The findings of the stripped build's `diagnostics` in `files` (the files with regions or
 /// debug-only items).
 pub fn suspects(diagnostics: &[Diagnostic], files: &[SourceFile<'_>]) -> Vec<Suspect> {
@@ -126,7 +141,8 @@ pub fn suspects(diagnostics: &[Diagnostic], files: &[SourceFile<'_>]) -> Vec<Sus
         // Lines naming the thing, in the user's file and in the stripped one: more in the
         // user's file means debug code names it.
         let count = |text: &str| text.lines().filter(|l| wanted.iter().any(|n| names(l, n))).count();
-        let certain = !wanted.is_empty() && count(file.user) > count(file.stripped);
+        let certain =
+            !wanted.is_empty() && count(file.user) > count(file.stripped) && !programs_own(kind, text, &d.message);
         let suspect = Suspect {
             file: file.path.to_path_buf(),
             line,
@@ -153,6 +169,17 @@ mod tests {
         assert_eq!(quoted_names("unused imports: `AtomicUsize` and `Ordering`"), ["AtomicUsize", "Ordering"]);
         assert_eq!(quoted_names("function `render` is never used"), ["render"]);
         assert_eq!(quoted_names("unused variable: `n`"), ["n"]);
+    }
+
+    #[test]
+    fn parameters_pattern_bindings_and_fields_are_the_programs_own() {
+        let var = |source| programs_own(Kind::Variable, source, "unused variable: `i`");
+        assert!(var("async fn drain(id: u32, costs: Vec<u64>) -> u64 {"));
+        assert!(var("for (i, c) in costs.iter().enumerate() {"));
+        assert!(!var("let n = items.len();"));
+        assert!(programs_own(Kind::Item, "label: &'static str,", "field `label` is never read"));
+        assert!(!programs_own(Kind::Item, "fn render(v: &[u8]) -> String {", "function `render` is never used"));
+        assert!(!programs_own(Kind::Import, "use std::fmt::Write;", "unused import: `std::fmt::Write`"));
     }
 
     #[test]

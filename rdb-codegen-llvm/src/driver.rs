@@ -147,6 +147,9 @@ pub struct RegionInfo {
     pub anchor: (u32, u32),
     /// Identifiers written in the region.
     pub identifiers: BTreeSet<String>,
+    /// The lines of the statement before the region in its block (stripped source).
+    #[serde(default)]
+    pub before: Option<(u32, u32)>,
 }
 
 fn pos(p: Pos) -> (u32, u32) {
@@ -541,6 +544,7 @@ impl Run {
                     end: pos(r.end),
                     anchor: pos(r.anchor),
                     identifiers: r.identifiers.clone(),
+                    before: r.before,
                 })
                 .collect(),
             debug_only: analysis.debug_only.clone(),
@@ -896,6 +900,7 @@ fn c_region(info: &ObjectInfo, region: &RegionInfo, at_block_end: (u32, u32), ou
         // C regions that end a block are anchored where execution continues (see
         // `source.rs`), never at the brace; the brace says which variables they see.
         ends_block: false,
+        last_statement: region.before,
         block_end: (at_block_end != region.anchor).then(|| loc(&info.source, at_block_end)),
         bodies: Vec::new(),
         function: outlined.function.clone(),

@@ -65,6 +65,10 @@ pub struct Region {
     /// Identifiers written inside the region (to name the variables the
     /// region uses as the source does).
     pub identifiers: BTreeSet<String>,
+    /// The first and last lines (stripped source) of the statement before the region in its
+    /// block, when there is one: a region ending a loop body runs where that statement's code
+    /// ends when the loop's step has no code of its own (an unrolled loop).
+    pub before: Option<(u32, u32)>,
 }
 
 /// Everything rdb-clang needs to know about one instrumented C file.
@@ -587,7 +591,35 @@ pub fn analyse(file: &Path, text: &str) -> Result<Analysis, Vec<Diagnostic>> {
         };
         let identifiers =
             tokens[b + 1..end_marker].iter().filter(|t| t.kind == Kind::Ident).map(|t| tok(t).to_string()).collect();
-        regions.push(Region { begin: tokens[b].pos, end: tokens[end_marker].pos, anchor, identifiers });
+        // The statement before the region: back from the marker (earlier regions and other
+        // removed text passed over) to the `;` or `}` that ends it, then to the `;`, `{` or `}`
+        // before it.
+        let kept = |j: usize| !removed.iter().any(|&(a, z)| j >= a && j <= z);
+        let stripped_of = |t: &Token| new_line_of.get(t.pos.line as usize - 1).copied().flatten();
+        let last = (0..b).rev().find(|&j| kept(j));
+        let before = last.filter(|&j| matches!(tokens[j].kind, Kind::Punct(b';') | Kind::Punct(b'}'))).and_then(|j| {
+            // Inside the block a statement ending with `}` ends with, brackets and blocks skipped.
+            let mut depth = i32::from(tokens[j].kind == Kind::Punct(b'}'));
+            let mut k = j;
+            while k > 0 {
+                k -= 1;
+                if !kept(k) {
+                    continue;
+                }
+                match tokens[k].kind {
+                    Kind::Punct(b')') | Kind::Punct(b']') => depth += 1,
+                    Kind::Punct(b'(') | Kind::Punct(b'[') => depth -= 1,
+                    Kind::Punct(b'}') | Kind::Punct(b';') if depth == 0 => break,
+                    Kind::Punct(b'}') => depth += 1,
+                    Kind::Punct(b'{') if depth == 0 => break,
+                    Kind::Punct(b'{') => depth -= 1,
+                    _ => {}
+                }
+            }
+            let start = ((k + 1)..=j).find(|&m| kept(m))?;
+            Some((stripped_of(&tokens[start])?, stripped_of(&tokens[j])?))
+        });
+        regions.push(Region { begin: tokens[b].pos, end: tokens[end_marker].pos, anchor, identifiers, before });
     }
     Ok(Analysis {
         file: file.to_path_buf(),
@@ -678,6 +710,16 @@ mod tests {
         let a = ok("void f(void) {\n  int y;\n  rdb_begin\n  y = 2;\n  rdb_end\n}\n");
         assert_eq!(a.regions[0].anchor, Pos { line: 3, column: 1 });
         assert_eq!(a.stripped, "void f(void) {\n  int y;\n}\n");
+    }
+
+    #[test]
+    fn the_statement_before_a_region_is_known_by_its_lines() {
+        let text = "void f(int *a, int n) {\n  int s = 0;\n  for (int i = 0; i < n; i++) {\n    s +=\n      a[i];\n    rdb_begin\n    s++;\n    rdb_end\n  }\n  if (s) {\n    n = f2(s, (n));\n  }\n  rdb_begin\n  rdb_end\n  {\n    rdb_begin\n    rdb_end\n  }\n}\n";
+        let a = ok(text);
+        // `s += a[i];` over two lines; the `if` statement with its block; none first in a block.
+        assert_eq!(a.regions[0].before, Some((4, 5)));
+        assert_eq!(a.regions[1].before, Some((7, 9)));
+        assert_eq!(a.regions[2].before, None);
     }
 
     #[test]

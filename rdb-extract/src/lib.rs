@@ -151,6 +151,11 @@ pub struct Region {
     /// The region is the last statement of its block (`anchor` is the
     /// block's closing brace).
     pub ends_block: bool,
+    /// When the region ends its block: the first and last lines, in the stripped text, of the
+    /// statement before it in that block (none when the region is the block's only statement).
+    /// Where the closing brace has no code of its own (a loop body's end), the region runs where
+    /// control leaves that statement's code.
+    pub last_statement: Option<(u32, u32)>,
     /// The program variables the region reads, in `argv` order.
     pub arguments: Vec<RegionArgument>,
     /// The earlier regions of the same function whose debug-only locals

@@ -48,6 +48,8 @@ pub(crate) struct FoundRegion {
     pub(crate) region: Region,
     /// The anchor.
     pub(crate) anchor: usize,
+    /// When the region ends its block: the span (start, last byte) of the statement before it.
+    pub(crate) last_statement: Option<(usize, usize)>,
     /// The starts of the closures or `async` bodies around the region.
     pub(crate) bodies: Vec<usize>,
     /// Per argument: where later statements of the block may change it.
@@ -395,6 +397,27 @@ impl<'a> FileWalk<'a> {
         }
         let ends_block = anchor.is_none();
         let anchor = anchor.unwrap_or_else(|| self.idx.offset(block.brace_token.span.close().start()));
+        // The statement before the region (another region, debug-only items passed over).
+        let mut last_statement = None;
+        let mut k = b;
+        while ends_block && k > 0 {
+            k -= 1;
+            let stmt = &block.stmts[k];
+            if stmt_marker(stmt).map(|m| m.0) == Some(Marker::End) {
+                while k > 0 && stmt_marker(&block.stmts[k]).map(|m| m.0) != Some(Marker::Begin) {
+                    k -= 1;
+                }
+                continue;
+            }
+            if let Stmt::Item(item) = stmt {
+                if is_debug_only(item_attrs(item)).is_some() || is_rdb_macros_import(item) != Ok(false) {
+                    continue;
+                }
+            }
+            let range = self.range(stmt.span());
+            last_statement = Some((range.start, range.end.saturating_sub(1).max(range.start)));
+            break;
+        }
 
         let (open, close) = rewrite::region_call(id, &ctx.args);
         let open_edit = self.model.debug_edits.len();
@@ -438,6 +461,7 @@ impl<'a> FileWalk<'a> {
             anchor: LineCol { line: 0, column: 0 },
             function: fname,
             ends_block,
+            last_statement: None,
             shares_from: Vec::new(),
             nesting: self.bodies.iter().map(|b| Nested { kind: b.kind, at: LineCol { line: 0, column: 0 } }).collect(),
             arguments: ctx
@@ -468,7 +492,7 @@ impl<'a> FileWalk<'a> {
             .iter()
             .map(|a| writes.0.iter().filter(|(n, _)| *n == a.name).map(|(_, span)| self.range(*span).start).collect())
             .collect();
-        self.model.regions.push(FoundRegion { region, anchor, bodies, written });
+        self.model.regions.push(FoundRegion { region, anchor, last_statement, bodies, written });
     }
 
     /// For a local `name` read by a region starting at `begin` in an

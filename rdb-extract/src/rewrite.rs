@@ -84,6 +84,7 @@ pub(crate) fn rewrite(input: &SourceInput, model: FileModel) -> (ExtractedFile, 
     for found in model.regions {
         let (mut region, anchor, bodies, written) = (found.region, found.anchor, found.bodies, found.written);
         region.anchor = at(anchor);
+        region.last_statement = found.last_statement.map(|(start, end)| (at(start).line, at(end).line));
         for (argument, offsets) in region.arguments.iter_mut().zip(written) {
             argument.written_after = offsets.into_iter().map(at).collect();
         }

@@ -57,6 +57,7 @@ fn main() -> ExitCode {
         function: args[2].clone(),
         arguments,
         ends_block: false,
+        last_statement: None,
         block_end: None,
         bodies: Vec::new(),
     };

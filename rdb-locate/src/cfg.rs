@@ -173,6 +173,124 @@ impl Cfg {
         matches!(self.insns[n].flow, Flow::Next | Flow::Branch(_)) && self.insns[n].next == self.insns[n + 1].address
     }
 
+    /// Where control leaves the code of the statement of lines `first..=last` (the last statement
+    /// of a block whose closing brace has no code of its own: a dev build's loop body ends with
+    /// that statement's code and a jump back to the loop's head, of the loop's line). Each exit is
+    /// the instruction the statement's code goes on to, when only that edge enters it, or else the
+    /// statement's own unconditional jump there. `Err` says why a place cannot be found: an edge
+    /// into code other paths reach too, or code of the statement that continues after the exit
+    /// on the same path (code of several lines interleaved, as the optimizer does).
+    ///
+    /// Code the statement's goes on to that comes back to it is either code of another line
+    /// inside it (not an exit) or, when it has a row of its own of an earlier line of the block
+    /// (`row_starts`), the next copy of the loop's body in an unrolled loop (refused: measured
+    /// with clang -O2, the loop's counter already holds the next iteration's value there).
+    pub fn statement_exits(&self, first: u32, last: u32, row_starts: impl Fn(u64) -> bool) -> Result<Vec<u64>, String> {
+        let of_statement = |n: usize| matches!(self.insns[n].line, Some(l) if l >= first && l <= last);
+        let mut exits = Vec::new();
+        for n in (0..self.insns.len()).filter(|&n| of_statement(n)) {
+            for &s in &self.successors[n] {
+                // A trap of no line after a call that does not return (a panic) is never run.
+                if of_statement(s) || (self.insns[s].line == Some(0) && self.insns[s].flow == Flow::Stop) {
+                    continue;
+                }
+                // A jump back to a loop's head ends the iteration: the next one runs the
+                // statement again. The head is entered from before the loop too: the location
+                // is the jump itself (it changes nothing).
+                let next_iteration = self.back_edges.contains(&(n, s));
+                let at = if next_iteration && matches!(self.insns[n].flow, Flow::Jump(_) | Flow::Branch(_)) {
+                    self.insns[n].address
+                } else if self.entries[s] == 1 {
+                    self.insns[s].address
+                } else if matches!(self.insns[n].flow, Flow::Jump(_)) {
+                    self.insns[n].address
+                } else {
+                    return Err(format!(
+                        "at {:#x} the code of line {} goes on to code that other paths reach too ({:#x})",
+                        self.insns[n].address,
+                        self.insns[n].line.unwrap_or(0),
+                        self.insns[s].address
+                    ));
+                };
+                let earlier = |m: usize| {
+                    matches!(self.insns[m].line, Some(l) if l > 0 && l < first) && row_starts(self.insns[m].address)
+                };
+                match if next_iteration {
+                    Some((false, true, false))
+                } else {
+                    self.comes_back(s, &of_statement, &earlier)
+                } {
+                    // The next copy of an unrolled loop's body: the loop's variables may hold
+                    // the next iteration's values there already (the step has no code of its
+                    // own), so no place serves the region.
+                    Some((true, false, true)) => {
+                        return Err(format!(
+                            "the loop is unrolled: at {:#x} the code of line {} goes on to the next copy of the \
+                             loop's body, where the loop's variables may already hold the next iteration's values",
+                            self.insns[n].address,
+                            self.insns[n].line.unwrap_or(0)
+                        ))
+                    }
+                    // Code of another line in the middle of the statement's (a reload the line
+                    // table gives the line before it): not an exit.
+                    Some((true, false, false)) => continue,
+                    Some((false, _, _)) => {}
+                    Some((true, true, _)) => {
+                        return Err(format!(
+                            "after {:#x} the code of line {} continues on some paths and not on others",
+                            self.insns[s].address,
+                            self.insns[n].line.unwrap_or(0)
+                        ))
+                    }
+                    None => return Err(format!("the code after {:#x} may take a jump table", self.insns[n].address)),
+                }
+                if !exits.contains(&at) {
+                    exits.push(at);
+                }
+            }
+        }
+        exits.sort_unstable();
+        Ok(exits)
+    }
+
+    /// Whether the paths from instruction `s` come back to code `of_statement` before they leave
+    /// (return, trap, or take a loop's back edge), whether some leave without, and whether they
+    /// pass an instruction `earlier` on the way: `(comes back, leaves, earlier)`; `None` when
+    /// that code may take a jump table.
+    fn comes_back(
+        &self,
+        s: usize,
+        of_statement: &impl Fn(usize) -> bool,
+        earlier: &impl Fn(usize) -> bool,
+    ) -> Option<(bool, bool, bool)> {
+        let (mut back, mut leaves, mut passed) = (false, false, false);
+        let mut seen = vec![false; self.insns.len()];
+        let mut work = vec![s];
+        seen[s] = true;
+        while let Some(m) = work.pop() {
+            if of_statement(m) {
+                back = true;
+                continue;
+            }
+            if self.insns[m].flow == Flow::Indirect {
+                return None;
+            }
+            passed |= earlier(m);
+            if self.successors[m].is_empty() {
+                leaves = true;
+            }
+            for &t in &self.successors[m] {
+                if self.back_edges.contains(&(m, t)) {
+                    leaves = true;
+                } else if !seen[t] {
+                    seen[t] = true;
+                    work.push(t);
+                }
+            }
+        }
+        Some((back, leaves, passed))
+    }
+
     /// The paths that go from code of lines before `anchor_line` to the code
     /// after the anchor statement's code without passing a location in
     /// `locations`. The anchor statement's code is that of line `line` (the
@@ -314,6 +432,81 @@ mod tests {
             insn(10, Flow::Next, 26), // _exit(0)
             insn(11, Flow::Stop, 26),
         ]
+    }
+
+    /// A dev build's `for` body ending with `done += item * 2;` (line 217) and a region: the
+    /// statement's code, its overflow check's panic path, then the jump back to the loop's head
+    /// (line 216).
+    fn loop_body_end() -> Vec<Insn> {
+        vec![
+            insn(0, Flow::Next, 216),      // next()
+            insn(1, Flow::Branch(9), 216), // None: leave the loop
+            insn(2, Flow::Next, 217),      // add
+            insn(3, Flow::Branch(7), 217), // overflow
+            insn(4, Flow::Next, 217),      // store done
+            insn(5, Flow::Jump(0), 216),   // back to the head
+            insn(6, Flow::Stop, 0),
+            insn(7, Flow::Next, 217), // panic
+            insn(8, Flow::Stop, 0),   // ud2
+            insn(9, Flow::Stop, 219), // after the loop
+        ]
+    }
+
+    #[test]
+    fn a_loop_body_ends_where_its_last_statement_goes_back_to_the_head() {
+        let cfg = Cfg::new(loop_body_end());
+        assert_eq!(cfg.statement_exits(217, 217, |_| true), Ok(vec![5]));
+    }
+
+    #[test]
+    fn a_statement_jumping_back_to_the_loop_head_ends_there() {
+        // The statement's own last instruction is the jump back (the loop's head is entered
+        // from before the loop too).
+        let mut code = loop_body_end();
+        code[5] = insn(5, Flow::Jump(0), 217);
+        let cfg = Cfg::new(code);
+        assert_eq!(cfg.statement_exits(217, 217, |_| true), Ok(vec![5]));
+    }
+
+    #[test]
+    fn code_of_another_line_inside_the_statement_is_no_exit() {
+        // Line 217's code split by a reload the line table gives line 220, which falls back into it.
+        let mut code = loop_body_end();
+        code[3] = insn(3, Flow::Next, 220);
+        let cfg = Cfg::new(code);
+        assert_eq!(cfg.statement_exits(217, 217, |_| true), Ok(vec![5]));
+    }
+
+    /// clang -O2's fully unrolled `for (w = 0; w < 3; w++) { pthread_join(t[w], ..); sum +=
+    /// shards[w].total; /* region */ }`: three copies of the body, lines 43 and 44; `w` is the
+    /// next copy's from its first instruction on.
+    #[test]
+    fn the_copies_of_an_unrolled_body_are_refused_not_served_with_the_next_iterations_values() {
+        let code = vec![
+            insn(0, Flow::Next, 43), // pthread_join(t[0])
+            insn(1, Flow::Next, 44), // sum = shards[0].total
+            insn(2, Flow::Next, 43), // pthread_join(t[1])
+            insn(3, Flow::Next, 44), // sum += shards[1].total
+            insn(4, Flow::Next, 43), // pthread_join(t[2])
+            insn(5, Flow::Next, 44), // sum += shards[2].total
+            insn(6, Flow::Next, 46), // printf
+            insn(7, Flow::Stop, 47),
+        ];
+        let cfg = Cfg::new(code);
+        let why = cfg.statement_exits(44, 44, |_| true).unwrap_err();
+        assert!(why.contains("the loop is unrolled: at 0x1 the code of line 44 goes on to the next copy"), "{why}");
+        // Without rows of their own the instructions of line 43 are code inside the statement.
+        assert_eq!(cfg.statement_exits(44, 44, |_| false), Ok(vec![6]));
+    }
+
+    #[test]
+    fn a_statement_that_goes_on_only_on_some_paths_has_no_end() {
+        // After line 217's first part, a test of line 216 either leaves the loop or comes back.
+        let mut code = loop_body_end();
+        code[3] = insn(3, Flow::Branch(9), 216);
+        let cfg = Cfg::new(code);
+        let why = cfg.statement_exits(217, 217, |_| true).unwrap_err();
+        assert!(why.contains("continues on some paths and not on others"), "{why}");
     }
 
     #[test]

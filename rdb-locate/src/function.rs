@@ -678,6 +678,12 @@ impl LineLookup {
         Ok(LineLookup { ranges: instance.ranges.clone(), calls, own })
     }
 
+    /// Whether a line-table row (or a callee inlined into the copy) starts at `address`.
+    pub fn starts_row(&self, address: u64) -> bool {
+        self.own.binary_search_by_key(&address, |(a, _)| *a).is_ok()
+            || self.calls.iter().any(|(r, _)| r.begin == address)
+    }
+
     /// `None` outside the copy's code.
     pub fn line(&self, address: u64) -> Option<u32> {
         if !in_ranges(&self.ranges, address) {
@@ -713,6 +719,28 @@ pub fn bypasses(
     }
     code.sort_by_key(|i| i.address);
     Ok(crate::cfg::Cfg::new(code).bypasses(locations, anchor.line, line))
+}
+
+/// Where control leaves the code of the statement of lines `first..=last` in `instance` (see
+/// `cfg::Cfg::statement_exits`). Code of callees inlined into the copy counts as its call's line.
+pub fn statement_exits(
+    index: &Index<'_>,
+    instance: &Instance,
+    file: &std::path::Path,
+    (first, last): (u32, u32),
+) -> Result<Result<Vec<u64>, String>, gimli::Error> {
+    let frame = frame_ranges(index, instance)?;
+    let lookup = LineLookup::new(index, instance, file)?;
+    let line_of = |address: u64| lookup.line(address);
+    let mut code = Vec::new();
+    for range in &frame {
+        let Some(bytes) = index.binary.code(range.begin, range.end) else {
+            return Ok(Err("its code is not in the binary".into()));
+        };
+        code.extend(crate::cfg::decode(bytes, range.begin, |a| in_ranges(&frame, a), line_of));
+    }
+    code.sort_by_key(|i| i.address);
+    Ok(crate::cfg::Cfg::new(code).statement_exits(first, last, |a| lookup.starts_row(a)))
 }
 
 /// The ranges of the callees inlined directly into `instance` (not inside

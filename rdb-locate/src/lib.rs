@@ -138,6 +138,10 @@ pub struct RegionSite {
     /// place: the code after a block runs after the loop, or also when the
     /// branch was not taken, so the region would run at the wrong place.
     pub ends_block: bool,
+    /// When the region ends its block: the first and last lines (stripped source) of the
+    /// statement before it. Where the closing brace has no code of its own (the end of a loop
+    /// body in a dev build), the region runs where control leaves that statement's code.
+    pub last_statement: Option<(u32, u32)>,
     /// When the anchor lies after the region's block (a C region that ends a
     /// loop body runs before the loop's step): the closing brace of that
     /// block in the stripped source. Variables the anchor's line does not see
@@ -440,6 +444,8 @@ fn locate_site(
     let mut placed: Vec<(function::Instance, u64)> = Vec::new();
     // Code locations where a later line stands in for the anchor's.
     let mut stand_ins: HashMap<u64, u32> = HashMap::new();
+    // Locations where the block's last statement ends (its closing brace has no code).
+    let mut block_exits: Vec<u64> = Vec::new();
     let mut function = EnclosingFunction { name: site.function.clone(), linkage_name: None };
     if units.is_empty() {
         note = Some(format!(
@@ -451,23 +457,71 @@ fn locate_site(
         let instances = function::in_body(index, instances, site.bodies.last())?;
         let copies = instances.len();
         let mut found = Vec::new();
-        for instance in instances {
-            for code in function::code_addresses(index, &instance, &site.anchor)? {
+        for instance in &instances {
+            for code in function::code_addresses(index, instance, &site.anchor)? {
                 found.push((instance.clone(), code));
             }
         }
         // Copies with code on the anchor's own line win over copies that only
         // have later lines (e.g. the function around a closure holding the region).
+        // A C region ending a loop body is anchored at the loop's step; when the step has no
+        // code of its own (an unrolled loop), the next line with code is the body's first
+        // statement, which runs before each iteration (the first one included), never after.
+        let in_block = |line: u32| site.block_end.as_ref().is_some_and(|end| line <= end.line);
+        let step_without_code =
+            !found.is_empty() && found.iter().all(|(_, code)| code.fallback_line.is_some_and(in_block));
         if found.iter().any(|(_, code)| code.fallback_line.is_none()) {
             found.retain(|(_, code)| code.fallback_line.is_none());
-        } else if site.ends_block && !found.is_empty() {
+        } else if site.ends_block || step_without_code {
             found.clear();
-            note = Some(format!(
-                "the region ends its block and the block's closing brace ({}) has no code of its own in this build: \
-                 the next code runs after the block (after the loop, or also when the branch is not taken), so the \
-                 region is not placed there; move it before the block's last statement",
-                show(&site.anchor)
-            ));
+            // The closing brace has no code: the region runs where control leaves the code of
+            // the block's last statement, in each copy.
+            let mut why = None;
+            if let Some(lines) = site.last_statement {
+                let mut seen: Vec<(Option<index::DieRef>, Vec<gimli::Range>)> = Vec::new();
+                for instance in &instances {
+                    let key = (instance.die, instance.ranges.clone());
+                    if seen.contains(&key) {
+                        continue;
+                    }
+                    seen.push(key);
+                    match function::statement_exits(index, instance, &site.anchor.file, lines)? {
+                        Ok(exits) => {
+                            block_exits.extend(&exits);
+                            found.extend(exits.into_iter().map(|address| {
+                                (instance.clone(), function::CodeAddress { address, fallback_line: None })
+                            }))
+                        }
+                        Err(e) => why = Some(format!("in `{}` {e}", instance.name)),
+                    }
+                }
+                if found.is_empty() && why.is_none() {
+                    why = Some(format!("no code of lines {}-{} was found", lines.0, lines.1));
+                }
+            }
+            if found.is_empty() {
+                let (what, next) = if site.ends_block {
+                    (
+                        "the block's closing brace",
+                        "the next code runs after the block (after the loop, or also when the branch is not taken)",
+                    )
+                } else {
+                    ("the loop's step", "the next code is the loop body's, which runs before each iteration")
+                };
+                note = Some(format!(
+                    "the region ends its block and {what} ({}) has no code of its own in this build, nor could the \
+                     end of the statement before the region be found{}: {next}, so the region is not placed there; \
+                     move it before the block's last statement",
+                    show(&site.anchor),
+                    why.map(|w| format!(" ({w})")).unwrap_or_default()
+                ));
+            } else if let Some(w) = why {
+                located.warnings.push(format!(
+                    "region {region} ({}): the region ends its block and the block's closing brace has no code; it \
+                     runs where the statement before it ends, except {w}: there it will not run",
+                    show(&site.begin)
+                ));
+            }
         }
         for (instance, code) in found {
             if let Some(line) = code.fallback_line {
@@ -555,7 +609,9 @@ fn locate_site(
 
     for (position, argument) in site.arguments.iter().enumerate() {
         let descriptor = match argument.kind {
-            ArgumentKind::Local => locate_local(index, site, argument, &placed, &stand_ins, has_variables)?,
+            ArgumentKind::Local => {
+                locate_local(index, site, argument, &placed, &stand_ins, &block_exits, has_variables)?
+            }
             ArgumentKind::Static => locate_static(index, site, argument, &placed, &stand_ins, &units)?,
             ArgumentKind::Frame => locate_frame(index, site, &placed),
         };
@@ -642,6 +698,7 @@ fn locate_local(
     argument: &ArgumentSite,
     placed: &[(function::Instance, u64)],
     stand_ins: &HashMap<u64, u32>,
+    block_exits: &[u64],
     has_variables: &mut HashMap<usize, bool>,
 ) -> Result<ArgumentResult, SiteError> {
     let region = site.region;
@@ -678,7 +735,9 @@ fn locate_local(
                 (Location::OptimizedOut, None)
             }
             Some(found) => {
-                if found.outside_scope {
+                // Where a block's last statement ends, the code is often the enclosing scope's
+                // (a loop's jump back to its head): the block's variables are expected there.
+                if found.outside_scope && !block_exits.contains(address) {
                     warnings.push(format!(
                         "region {region}: the DWARF scopes of `{}` at {address:#x} do not declare `{name}`; using its declaration elsewhere in the function",
                         instance.name

@@ -165,6 +165,7 @@ pub fn site(region: u32, file: &str, marker: &str, function: &str, arguments: Ve
         function: function.into(),
         arguments,
         ends_block: false,
+        last_statement: None,
         block_end: None,
         bodies: Vec::new(),
     }

@@ -258,3 +258,34 @@ pub fn a_global_the_optimizer_keeps_in_a_register_is_never_read_stale() {
     assert!(err.contains("argument `total` (position 0) is not current in memory here"), "{err}");
     assert_eq!(out, "total 30\n");
 }
+
+/// `unrolled_end.c`: a region ending a loop body, anchored at the loop's step. clang -O2 unrolls
+/// the loop fully: the step has no code, and the next line with code is the next copy's first
+/// statement, where `w` is already the next iteration's (before: the region ran there once, at
+/// the first copy's start, printing `step 0 sum 0`). It never runs with values -O0 does not
+/// print: where no copy's end can be served, the build and the replay say why.
+pub fn a_region_ending_an_unrolled_loop_body_never_runs_with_another_iterations_values() {
+    let replay = |opt: &str| {
+        let tmp = scratch("c");
+        let dir = tmp.path();
+        std::fs::copy(program("support/unrolled_end.c"), dir.join("u.c")).unwrap();
+        let build = ok(run(dir, rdb_clang().to_str().unwrap(), &[opt, "-g", "u.c", "-o", "u"]), "rdb-clang");
+        let recorded = record(dir, &["./u"]);
+        assert_eq!(text(&recorded.stdout), "step 0\nstep 1\nstep 2\nsum 60\n");
+        let replay = rdb_in(dir, &["replay", "trace", "--debug", "./u"]);
+        let (out, stderr) = (text(&replay.stdout), text(&replay.stderr));
+        assert_eq!(replay.status.code(), Some(0), "{opt}: {out}\n{stderr}");
+        let program: String = out.lines().filter(|l| !l.starts_with("rdb: ")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(program, text(&recorded.stdout));
+        let ran: Vec<String> = out.lines().filter(|l| l.starts_with("rdb: ")).map(str::to_string).collect();
+        (ran, text(&build.stderr), stderr)
+    };
+    let (o0, _, _) = replay("-O0");
+    assert_eq!(o0, ["rdb: step 0 sum 10", "rdb: step 1 sum 30", "rdb: step 2 sum 60"]);
+    let (o2, warnings, stderr) = replay("-O2");
+    if o2 != o0 {
+        assert!(o2.is_empty(), "{o2:?}\n{warnings}");
+        assert!(warnings.contains("the loop is unrolled: at 0x"), "{warnings}");
+        assert!(stderr.contains("region 1 cannot run: the region ends its block and the loop's step"), "{stderr}");
+    }
+}

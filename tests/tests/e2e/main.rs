@@ -153,6 +153,7 @@ fn main() {
     ));
     trials.extend(scenarios!(clang_replay:
         every_inlined_and_unrolled_copy_runs_the_region,
+        a_region_ending_an_unrolled_loop_body_never_runs_with_another_iterations_values,
         a_path_the_optimizer_threads_past_the_anchor_runs_the_region,
         entry_values_give_the_o0_values_at_o2,
         a_region_calls_a_helper_the_optimizer_inlined_everywhere,
@@ -197,7 +198,7 @@ fn main() {
         a_trace_from_another_binary_is_refused,
         misbehaving_debug_code_is_reported_and_never_changes_the_replay,
         a_region_in_threads_finds_every_lost_update,
-        a_region_ending_a_loop_body_never_runs_after_the_loop,
+        a_region_ending_a_loop_body_runs_at_the_end_of_each_iteration,
     ));
     trials.extend(scenarios!(regions_in_generic_closure_async:
         regions_in_generics_closures_and_async_replay_in_a_dev_build,
@@ -211,6 +212,7 @@ fn main() {
         a_program_recorded_with_rdb_macros_declared_replays_its_regions,
         a_path_the_optimizer_threads_past_the_anchor_runs_the_region_in_release,
         async_locals_kept_across_an_await_are_read_in_the_state_in_release,
+        a_scheduler_written_fresh_runs_its_regions_as_in_place_code_would,
     ));
     trials.extend(scenarios!(remote:
         minibc_regions_under_gdbserver_and_qemu_print_what_the_replay_prints,
