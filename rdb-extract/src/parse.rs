@@ -86,6 +86,9 @@ struct FnCtx {
     /// Names written after `mut` anywhere in the function (its bindings
     /// that may change, conservatively: `&mut x`, macros' tokens too).
     mut_names: HashSet<String>,
+    /// Where its statements may change a variable (assignments, `&mut`
+    /// borrows, method calls on it: [`Writes`]), by name.
+    writes: Vec<(String, usize)>,
 }
 
 /// A closure or `async` body the walk is in, outside regions.
@@ -272,7 +275,10 @@ impl<'a> FileWalk<'a> {
         let mut mut_names = HashSet::new();
         crate::syntax::mut_names(quote::ToTokens::to_token_stream(sig), &mut mut_names);
         crate::syntax::mut_names(quote::ToTokens::to_token_stream(block), &mut mut_names);
-        self.fns.push(FnCtx { name, mut_names });
+        let mut writes = Writes(Vec::new());
+        writes.visit_block(block);
+        let writes = writes.0.into_iter().map(|(n, span)| (n, self.range(span).start)).collect();
+        self.fns.push(FnCtx { name, mut_names, writes });
         self.visit_block(block);
         self.fns.pop();
         self.scopes = saved_scopes;
@@ -341,6 +347,10 @@ impl<'a> FileWalk<'a> {
         };
         let fname = fctx.name.clone();
         let mut_names = fctx.mut_names.clone();
+        let region_start = self.range(begin_span).start;
+        // Variables a statement before the region (in the text) may change.
+        let written_before: HashSet<String> =
+            fctx.writes.iter().filter(|(_, at)| *at < region_start).map(|(n, _)| n.clone()).collect();
         let outer = self.scopes.clone();
         self.region = Some(RegionCtx {
             outer,
@@ -445,6 +455,7 @@ impl<'a> FileWalk<'a> {
                 .into_iter()
                 .map(|a| RegionArgument {
                     unchanged: a.kind == ArgumentKind::Local && !mut_names.contains(&a.name),
+                    unwritten_before: a.kind == ArgumentKind::Local && !written_before.contains(&a.name),
                     name: a.name,
                     kind: a.kind,
                     static_path: a.static_path,
@@ -1232,6 +1243,7 @@ impl<'a> FileWalk<'a> {
                 after_await: None,
                 written_after: Vec::new(),
                 unchanged: false,
+                unwritten_before: false,
             };
             found.region.arguments.insert(0, frame);
             found.region.shares_from = call.from.clone();
@@ -1334,7 +1346,7 @@ impl<'ast> Visit<'ast> for Writes {
     }
     fn visit_macro(&mut self, m: &'ast Macro) {
         // Macro input is not parsed: `name` followed by an assignment or a
-        // method call is taken as a write.
+        // method call, or after `&mut`, is taken as a write.
         let tokens: Vec<TokenTree> = m.tokens.clone().into_iter().collect();
         self.tokens(&tokens);
     }
@@ -1346,6 +1358,10 @@ impl Writes {
             match tt {
                 TokenTree::Group(g) => self.tokens(&g.stream().into_iter().collect::<Vec<_>>()),
                 TokenTree::Ident(id) => {
+                    // `&mut name`.
+                    let borrowed = i >= 2
+                        && matches!(&tokens[i - 1], TokenTree::Ident(m) if m == "mut")
+                        && matches!(&tokens[i - 2], TokenTree::Punct(p) if p.as_char() == '&');
                     let next = tokens.get(i + 1);
                     let written = match next {
                         Some(TokenTree::Punct(p)) => {
@@ -1356,7 +1372,7 @@ impl Writes {
                         }
                         _ => false,
                     };
-                    if written {
+                    if written || borrowed {
                         self.0.push((id.to_string(), id.span()));
                     }
                 }

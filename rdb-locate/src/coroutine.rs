@@ -617,7 +617,7 @@ fn known_slot_registers(binary: &crate::loader::Binary, begin: u64, end: u64) ->
 }
 
 /// The index (DWARF x86-64 numbering) of a 64-bit general register.
-fn gpr_of(register: iced_x86::Register) -> Option<usize> {
+pub(crate) fn gpr_of(register: iced_x86::Register) -> Option<usize> {
     use iced_x86::Register as R;
     Some(match register {
         R::RAX => 0,
