@@ -12,8 +12,10 @@
 //!   of its block (no jump lands in (J, R], no control flow in [J, R)), and
 //!   the DWARF places the variable nowhere in [J, R] (lost at J, not inside
 //!   the code);
-//! - every way into J (falling through, direct jumps, the entries of the jump
-//!   tables of the function's indirect jumps) leaves an instruction where the
+//! - every way into J (a conditional branch falling through, direct jumps, the
+//!   entries of the jump tables of the function's indirect jumps: branches,
+//!   which end their block, so that no assignment follows them there) leaves
+//!   an instruction where the
 //!   DWARF places the variable in a register or gives it a constant, and one
 //!   register Y holds that value there on every one of them (that register,
 //!   a copy of it made earlier in the same straight-line code with neither
@@ -115,6 +117,14 @@ pub fn held_across_join(
     let mut factory = InstructionInfoFactory::new();
     let mut ways: Vec<usize> = code.jumps_to(join).collect();
     if join > 0 && code.falls_through(join - 1) {
+        // After an instruction that is no branch, an assignment may still end its block
+        // (LLVM's location after it is the join's): only a branch ends a block for sure.
+        if code.insns[join - 1].flow_control() != FlowControl::ConditionalBranch {
+            return not_held(format!(
+                "the code at {:#x} runs on into the join, where the DWARF does not say what it holds",
+                code.insns[join - 1].ip()
+            ));
+        }
         ways.push(join - 1);
     }
     if ways.is_empty() {
