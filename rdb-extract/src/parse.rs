@@ -1290,6 +1290,19 @@ impl<'a> FileWalk<'a> {
 struct Writes(Vec<(String, Span)>);
 
 impl Writes {
+    /// The places a destructuring assignment (`(a, b) = ..`, `[a, b] = ..`,
+    /// `S { x, .. } = ..`, `T(a, b) = ..`) writes.
+    fn assigned(&mut self, left: &Expr) {
+        match left {
+            Expr::Tuple(t) => t.elems.iter().for_each(|e| self.assigned(e)),
+            Expr::Array(a) => a.elems.iter().for_each(|e| self.assigned(e)),
+            Expr::Struct(s) => s.fields.iter().for_each(|f| self.assigned(&f.expr)),
+            Expr::Call(c) => c.args.iter().for_each(|e| self.assigned(e)),
+            Expr::Paren(p) => self.assigned(&p.expr),
+            _ => self.place(left),
+        }
+    }
+
     fn place(&mut self, place: &Expr) {
         let mut e = place;
         loop {
@@ -1312,8 +1325,14 @@ impl Writes {
 
 impl<'ast> Visit<'ast> for Writes {
     fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
-        self.place(&a.left);
+        self.assigned(&a.left);
         visit::visit_expr_assign(self, a);
+    }
+    fn visit_expr_raw_addr(&mut self, r: &'ast syn::ExprRawAddr) {
+        if matches!(r.mutability, syn::PointerMutability::Mut(_)) {
+            self.place(&r.expr);
+        }
+        visit::visit_expr_raw_addr(self, r);
     }
     fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
         use syn::BinOp::*;

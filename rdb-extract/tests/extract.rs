@@ -128,4 +128,12 @@ fn arguments_say_whether_a_statement_before_the_region_may_change_them() {
         x.regions[0].arguments.iter().map(|a| (a.name.as_str(), a.unwritten_before)).collect();
     unwritten.sort_unstable();
     assert_eq!(unwritten, [("acc", false), ("k", true), ("n", false), ("pc", true)]);
+    // A destructuring assignment, a raw `&raw mut` borrow.
+    let x = one("fn f() -> usize {\n    let (mut a, mut b, mut c) = (1, 2, 3);\n    (a, [b, _]) = (4, [5, 6]);\n    \
+         let p = &raw mut c;\n    rdb_macros::rdb_begin!();\n    println!(\"{a} {b} {c}\");\n    \
+         rdb_macros::rdb_end!();\n    a + b + unsafe { *p }\n}\n");
+    let mut unwritten: Vec<(&str, bool)> =
+        x.regions[0].arguments.iter().map(|a| (a.name.as_str(), a.unwritten_before)).collect();
+    unwritten.sort_unstable();
+    assert_eq!(unwritten, [("a", false), ("b", false), ("c", false)]);
 }
