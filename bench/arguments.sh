@@ -13,7 +13,9 @@
 # the call: DW_OP_entry_value, or a parameter bound without `mut` whose
 # location the optimizer dropped) or `indirect`/`stack` in a region of an
 # `async` body (a local held across an `.await`, read in the future's state
-# object through the poll function's pointer to it) ("before"). Also:
+# object through the poll function's pointer to it) ("before"; a local the
+# DWARF loses where paths join, served in the register holding it on every
+# path, is a plain `register` location and counts in both). Also:
 # regions without any code location, the twin proof (functions proven
 # identical), and whether the main binary is byte-identical to a plain
 # `cargo build --release` of the source without regions.

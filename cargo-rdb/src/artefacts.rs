@@ -74,6 +74,7 @@ pub fn write_descriptors(
                         after_await: a.after_await.map(|at| location(&file, at)),
                         written_after: a.written_after.iter().map(|at| at.line).collect(),
                         unchanged: a.unchanged,
+                        unwritten_before: a.unwritten_before,
                         address_only: false,
                     })
                     .collect(),

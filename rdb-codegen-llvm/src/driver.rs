@@ -914,6 +914,7 @@ fn c_region(info: &ObjectInfo, region: &RegionInfo, at_block_end: (u32, u32), ou
                 after_await: None,
                 written_after: Vec::new(),
                 unchanged: false,
+                unwritten_before: false,
                 address_only: a.address_only,
             })
             .collect(),

@@ -211,6 +211,12 @@ pub struct RegionArgument {
     /// tokens, macros' included. The locator may then take a parameter's
     /// value from the function's entry where the optimizer dropped it.
     pub unchanged: bool,
+    /// A local that no statement of the function before the region (in the
+    /// text, from the function's start) may change: no assignment, compound
+    /// assignment, `&mut` borrow or method call on it. The value the region
+    /// sees was then set by its binding, or by a statement after the region
+    /// that a loop around both ran before.
+    pub unwritten_before: bool,
 }
 
 /// Extracts the regions of one crate's files. Region ids start at

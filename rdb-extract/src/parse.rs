@@ -88,6 +88,9 @@ struct FnCtx {
     /// Names written after `mut` anywhere in the function (its bindings
     /// that may change, conservatively: `&mut x`, macros' tokens too).
     mut_names: HashSet<String>,
+    /// Where its statements may change a variable (assignments, `&mut`
+    /// borrows, method calls on it: [`Writes`]), by name.
+    writes: Vec<(String, usize)>,
 }
 
 /// A closure or `async` body the walk is in, outside regions.
@@ -274,7 +277,10 @@ impl<'a> FileWalk<'a> {
         let mut mut_names = HashSet::new();
         crate::syntax::mut_names(quote::ToTokens::to_token_stream(sig), &mut mut_names);
         crate::syntax::mut_names(quote::ToTokens::to_token_stream(block), &mut mut_names);
-        self.fns.push(FnCtx { name, mut_names });
+        let mut writes = Writes(Vec::new());
+        writes.visit_block(block);
+        let writes = writes.0.into_iter().map(|(n, span)| (n, self.range(span).start)).collect();
+        self.fns.push(FnCtx { name, mut_names, writes });
         self.visit_block(block);
         self.fns.pop();
         self.scopes = saved_scopes;
@@ -343,6 +349,10 @@ impl<'a> FileWalk<'a> {
         };
         let fname = fctx.name.clone();
         let mut_names = fctx.mut_names.clone();
+        let region_start = self.range(begin_span).start;
+        // Variables a statement before the region (in the text) may change.
+        let written_before: HashSet<String> =
+            fctx.writes.iter().filter(|(_, at)| *at < region_start).map(|(n, _)| n.clone()).collect();
         let outer = self.scopes.clone();
         self.region = Some(RegionCtx {
             outer,
@@ -469,6 +479,7 @@ impl<'a> FileWalk<'a> {
                 .into_iter()
                 .map(|a| RegionArgument {
                     unchanged: a.kind == ArgumentKind::Local && !mut_names.contains(&a.name),
+                    unwritten_before: a.kind == ArgumentKind::Local && !written_before.contains(&a.name),
                     name: a.name,
                     kind: a.kind,
                     static_path: a.static_path,
@@ -1256,6 +1267,7 @@ impl<'a> FileWalk<'a> {
                 after_await: None,
                 written_after: Vec::new(),
                 unchanged: false,
+                unwritten_before: false,
             };
             found.region.arguments.insert(0, frame);
             found.region.shares_from = call.from.clone();
@@ -1302,6 +1314,19 @@ impl<'a> FileWalk<'a> {
 struct Writes(Vec<(String, Span)>);
 
 impl Writes {
+    /// The places a destructuring assignment (`(a, b) = ..`, `[a, b] = ..`,
+    /// `S { x, .. } = ..`, `T(a, b) = ..`) writes.
+    fn assigned(&mut self, left: &Expr) {
+        match left {
+            Expr::Tuple(t) => t.elems.iter().for_each(|e| self.assigned(e)),
+            Expr::Array(a) => a.elems.iter().for_each(|e| self.assigned(e)),
+            Expr::Struct(s) => s.fields.iter().for_each(|f| self.assigned(&f.expr)),
+            Expr::Call(c) => c.args.iter().for_each(|e| self.assigned(e)),
+            Expr::Paren(p) => self.assigned(&p.expr),
+            _ => self.place(left),
+        }
+    }
+
     fn place(&mut self, place: &Expr) {
         let mut e = place;
         loop {
@@ -1324,8 +1349,14 @@ impl Writes {
 
 impl<'ast> Visit<'ast> for Writes {
     fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
-        self.place(&a.left);
+        self.assigned(&a.left);
         visit::visit_expr_assign(self, a);
+    }
+    fn visit_expr_raw_addr(&mut self, r: &'ast syn::ExprRawAddr) {
+        if matches!(r.mutability, syn::PointerMutability::Mut(_)) {
+            self.place(&r.expr);
+        }
+        visit::visit_expr_raw_addr(self, r);
     }
     fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
         use syn::BinOp::*;
@@ -1358,7 +1389,7 @@ impl<'ast> Visit<'ast> for Writes {
     }
     fn visit_macro(&mut self, m: &'ast Macro) {
         // Macro input is not parsed: `name` followed by an assignment or a
-        // method call is taken as a write.
+        // method call, or after `&mut`, is taken as a write.
         let tokens: Vec<TokenTree> = m.tokens.clone().into_iter().collect();
         self.tokens(&tokens);
     }
@@ -1370,6 +1401,10 @@ impl Writes {
             match tt {
                 TokenTree::Group(g) => self.tokens(&g.stream().into_iter().collect::<Vec<_>>()),
                 TokenTree::Ident(id) => {
+                    // `&mut name`.
+                    let borrowed = i >= 2
+                        && matches!(&tokens[i - 1], TokenTree::Ident(m) if m == "mut")
+                        && matches!(&tokens[i - 2], TokenTree::Punct(p) if p.as_char() == '&');
                     let next = tokens.get(i + 1);
                     let written = match next {
                         Some(TokenTree::Punct(p)) => {
@@ -1380,7 +1415,7 @@ impl Writes {
                         }
                         _ => false,
                     };
-                    if written {
+                    if written || borrowed {
                         self.0.push((id.to_string(), id.span()));
                     }
                 }

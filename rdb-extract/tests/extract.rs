@@ -115,3 +115,25 @@ fn module_paths_of_files() {
     assert_eq!(module_path_of(Path::new("a/b/mod.rs")), ["a", "b"]);
     assert_eq!(module_path_of(Path::new("a/c.rs")), ["a", "c"]);
 }
+
+#[test]
+fn arguments_say_whether_a_statement_before_the_region_may_change_them() {
+    // `pc` changes only after the region (a loop runs that before the next hit); `acc` before it,
+    // by a method call; `n` by `&mut` (in a macro's input); `k` never.
+    let x = one("fn f(n: usize, k: usize) -> usize {\n    let mut pc = 0;\n    let mut acc = Vec::new();\n    \
+         assert!(bump(&mut n));\n    loop {\n        acc.push(pc);\n        rdb_macros::rdb_begin!();\n        \
+         println!(\"{pc} {} {n} {k}\", acc.len());\n        rdb_macros::rdb_end!();\n        pc += 1;\n        \
+         if pc > k { return pc; }\n    }\n}\n");
+    let mut unwritten: Vec<(&str, bool)> =
+        x.regions[0].arguments.iter().map(|a| (a.name.as_str(), a.unwritten_before)).collect();
+    unwritten.sort_unstable();
+    assert_eq!(unwritten, [("acc", false), ("k", true), ("n", false), ("pc", true)]);
+    // A destructuring assignment, a raw `&raw mut` borrow.
+    let x = one("fn f() -> usize {\n    let (mut a, mut b, mut c) = (1, 2, 3);\n    (a, [b, _]) = (4, [5, 6]);\n    \
+         let p = &raw mut c;\n    rdb_macros::rdb_begin!();\n    println!(\"{a} {b} {c}\");\n    \
+         rdb_macros::rdb_end!();\n    a + b + unsafe { *p }\n}\n");
+    let mut unwritten: Vec<(&str, bool)> =
+        x.regions[0].arguments.iter().map(|a| (a.name.as_str(), a.unwritten_before)).collect();
+    unwritten.sort_unstable();
+    assert_eq!(unwritten, [("a", false), ("b", false), ("c", false)]);
+}

@@ -31,6 +31,7 @@ fn main() -> ExitCode {
                 after_await: None,
                 written_after: Vec::new(),
                 unchanged: false,
+                unwritten_before: false,
                 address_only: false,
             },
             Some(("static", path)) => ArgumentSite {
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
                 after_await: None,
                 written_after: Vec::new(),
                 unchanged: false,
+                unwritten_before: false,
                 address_only: false,
             },
             _ => {

@@ -99,7 +99,7 @@ pub fn saved_local(
              the one the region reads"
         ));
     }
-    let offset = fields[0].0.offset;
+    let mut offset = fields[0].0.offset;
     // Where the pointer is at the code location.
     let described = variable::variable_location(index, pin_param, instance.frame_owner, address, 8)?;
     let held = match &described {
@@ -107,9 +107,19 @@ pub fn saved_local(
         Ok(Location::Stack { base, offset }) if base.dwarf == RSP as u16 => Pointer::Slot(*offset),
         // The future in the function's own frame (an executor's `block_on`).
         Ok(Location::Computed { register, offset }) if register.dwarf == RSP as u16 => Pointer::Frame(*offset),
+        // A register plus a constant: the future is a field of an enclosing object (an `async fn`
+        // inlined into the `async` block awaiting it keeps its state in that block's state).
+        Ok(Location::Computed { register, offset: k }) if *k >= 0 => {
+            offset += *k as u64;
+            Pointer::Register(register.dwarf)
+        }
         _ => return not_kept("the DWARF gives no register or `rsp`-based frame slot holding the pointer to it here"),
     };
-    let Ok(pointer) = described else { return not_kept("the pointer to it is not described here") };
+    let pointer = match described {
+        Ok(Location::Computed { register, .. }) if register.dwarf != RSP as u16 => Location::Register { register },
+        Ok(pointer) => pointer,
+        Err(_) => return not_kept("the pointer to it is not described here"),
+    };
     if instance.frame_owner.is_none() {
         return not_kept("its function is not known");
     }
@@ -607,7 +617,7 @@ fn known_slot_registers(binary: &crate::loader::Binary, begin: u64, end: u64) ->
 }
 
 /// The index (DWARF x86-64 numbering) of a 64-bit general register.
-fn gpr_of(register: iced_x86::Register) -> Option<usize> {
+pub(crate) fn gpr_of(register: iced_x86::Register) -> Option<usize> {
     use iced_x86::Register as R;
     Some(match register {
         R::RAX => 0,

@@ -87,6 +87,7 @@
 pub mod build;
 mod calls;
 mod cfg;
+mod copies;
 mod coroutine;
 pub mod eval;
 mod function;
@@ -202,6 +203,13 @@ pub struct ArgumentSite {
     /// at the entry, descriptor class `entry_value`), unless its type holds
     /// an `UnsafeCell` in its own bytes. Always false for C.
     pub unchanged: bool,
+    /// No statement of the function before the region (in the source text)
+    /// may change the variable (Rust: no assignment, compound assignment,
+    /// `&mut` borrow or method call on it; always false for C). Where the
+    /// DWARF loses it only at a join of paths that each held it, the value
+    /// then cannot have changed between the join and the region (see
+    /// `copies`).
+    pub unwritten_before: bool,
     /// A static whose address only the region uses (C: `rdb_watch(&x, ..)`): its value may
     /// be held in a register at the region without harm.
     pub address_only: bool,
@@ -799,6 +807,14 @@ fn locate_local(
                                 Err(why) => {
                                     match coroutine::saved_local(index, instance, found.die, name, *address, size)? {
                                         Ok(l) => Ok(l),
+                                        Err(more) if matches!(l, Location::OptimizedOut) => {
+                                            match held_across_join(
+                                                index, site, instance, found.die, argument, *address, size,
+                                            )? {
+                                                Ok(l) => Ok(l),
+                                                Err(last) => Err(format!("{why}{more}{last}")),
+                                            }
+                                        }
                                         Err(more) => Err(format!("{why}{more}")),
                                     }
                                 }
@@ -906,6 +922,31 @@ fn entry_value_of_parameter(
 /// optimized out, or bytes of a member (of `die`'s type; without members,
 /// any of its `size` bytes) that no piece gives. Padding may go without a
 /// piece (rustc describes `(char, i16)` by 6 of its 8 bytes).
+/// A local the DWARF lost where paths join, in the register holding it on
+/// every path (`copies`), when no statement before the region may change it.
+fn held_across_join(
+    index: &index::Index<'_>,
+    site: &RegionSite,
+    instance: &function::Instance,
+    die: index::DieRef,
+    argument: &ArgumentSite,
+    address: u64,
+    size: u64,
+) -> Result<Result<Location, String>, gimli::Error> {
+    if !argument.unwritten_before {
+        return Ok(Err(String::new()));
+    }
+    let ty = match index.inherited(die, gimli::DW_AT_type)? {
+        Some((holder, _)) => index.reference(holder, gimli::DW_AT_type)?,
+        None => None,
+    };
+    if types::has_interior_mutability(index, ty)? {
+        return Ok(Err(String::new()));
+    }
+    let lines = function::LineLookup::new(index, instance, &site.anchor.file)?;
+    copies::held_across_join(index, instance, die, address, size, &lines)
+}
+
 fn incomplete(
     index: &index::Index<'_>,
     die: index::DieRef,

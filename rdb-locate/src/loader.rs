@@ -23,6 +23,8 @@ pub struct Binary {
     pub position_independent: bool,
     /// Executable sections: (address, bytes).
     code: Vec<(u64, Vec<u8>)>,
+    /// Read-only data sections (jump tables): (address, bytes).
+    read_only: Vec<(u64, Vec<u8>)>,
     /// Pointer slots the dynamic relocations fill (the GOT): slot address and
     /// the function it will hold (a dynamic symbol's name, or the name of the
     /// binary's own symbol a relative relocation points to).
@@ -67,6 +69,12 @@ impl Binary {
             .filter(|s| s.kind() == object::SectionKind::Text && s.address() != 0)
             .filter_map(|s| Some((s.address(), s.data().ok()?.to_vec())))
             .collect();
+        let read_only = file
+            .sections()
+            .filter(|s| matches!(s.kind(), object::SectionKind::ReadOnlyData | object::SectionKind::ReadOnlyString))
+            .filter(|s| s.address() != 0)
+            .filter_map(|s| Some((s.address(), s.data().ok()?.to_vec())))
+            .collect();
         let mut slots = std::collections::HashMap::new();
         if let Some(relocations) = file.dynamic_relocations() {
             let names: Vec<(usize, String)> =
@@ -86,7 +94,7 @@ impl Binary {
                 }
             }
         }
-        Ok(Binary { path: path.into(), dwarf, symbols, unwind, position_independent, code, slots })
+        Ok(Binary { path: path.into(), dwarf, symbols, unwind, position_independent, code, read_only, slots })
     }
 
     /// The code bytes from `begin` to `end` (within one executable section).
@@ -95,6 +103,13 @@ impl Binary {
             let from = begin.checked_sub(*start)? as usize;
             let to = end.checked_sub(*start)? as usize;
             bytes.get(from..to)
+        })
+    }
+
+    /// The bytes from `begin` to `end` of a read-only data section.
+    pub fn read_only(&self, begin: u64, end: u64) -> Option<&[u8]> {
+        self.read_only.iter().find_map(|(start, bytes)| {
+            bytes.get(begin.checked_sub(*start)? as usize..end.checked_sub(*start)? as usize)
         })
     }
 

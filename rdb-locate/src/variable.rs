@@ -74,15 +74,22 @@ pub fn find_local(
         return Ok(Some(FoundLocal { die, outside_scope: true, only_in_origin: false }));
     }
     // Copies drop the variables they keep no location for; the abstract
-    // origin still declares them (with their type).
+    // origin still declares them (with their type). The scopes around the
+    // address name their origins: search those first, innermost out, so that
+    // a binding of that name in a sibling block (`if let Some(x) = x { .. }`
+    // before the region) does not stand for the one in scope.
+    let only_in_origin = |die| Some(FoundLocal { die, outside_scope: false, only_in_origin: true });
+    for scope in chain.iter().rev() {
+        if let Some(origin) = index.reference(*scope, gimli::DW_AT_abstract_origin)? {
+            if let Some(die) = best_declaration(index, index.children(origin)?, name, line)? {
+                return Ok(only_in_origin(die));
+            }
+        }
+    }
     let Some(origin) = index.reference(top, gimli::DW_AT_abstract_origin)? else { return Ok(None) };
     let mut all = Vec::new();
     collect_own(index, origin, &mut all)?;
-    Ok(best_declaration(index, all, name, line)?.map(|die| FoundLocal {
-        die,
-        outside_scope: false,
-        only_in_origin: true,
-    }))
+    Ok(best_declaration(index, all, name, line)?.and_then(only_in_origin))
 }
 
 fn collect_own(index: &Index<'_>, scope: DieRef, out: &mut Vec<DieRef>) -> Result<(), gimli::Error> {

@@ -137,6 +137,7 @@ pub fn local(name: &str) -> ArgumentSite {
         after_await: None,
         written_after: Vec::new(),
         unchanged: false,
+        unwritten_before: false,
         address_only: false,
     }
 }
@@ -149,6 +150,7 @@ pub fn global(name: &str, path: &str) -> ArgumentSite {
         after_await: None,
         written_after: Vec::new(),
         unchanged: false,
+        unwritten_before: false,
         address_only: false,
     }
 }

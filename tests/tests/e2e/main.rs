@@ -195,6 +195,7 @@ fn main() {
     ));
     trials.extend(scenarios!(replay_debug:
         minibc_regions_show_branch_popping_an_empty_stack,
+        minibc_release_regions_read_the_vm_counter_the_dwarf_loses_at_the_loop_join,
         a_trace_from_another_binary_is_refused,
         misbehaving_debug_code_is_reported_and_never_changes_the_replay,
         a_region_in_threads_finds_every_lost_update,

@@ -55,6 +55,65 @@ pub fn minibc_regions_show_branch_popping_an_empty_stack() {
     assert_eq!(program_err, rec_err, "stderr:\n{stderr}");
 }
 
+/// minibc's VM loop in a release build of cargo's default profile: at the region, the DWARF
+/// has no location for `pc` (LLVM drops it where the loop's first iteration, holding it as the
+/// constant 0, joins the later ones, holding it in `r12`), but one register holds it on every
+/// path into the loop's top (zeroed before the loop, copied at the end of each iteration), and
+/// no statement before the region changes it: every hit prints what the dev build's replay
+/// prints. `cond`, a parameter of `for_loop` that its inlined copy dropped, is reported as such
+/// with its own type (not as the `if let Some(cond)` binding of an earlier sibling block), and
+/// the replay reports that region instead of running it.
+pub fn minibc_release_regions_read_the_vm_counter_the_dwarf_loses_at_the_loop_join() {
+    let tmp = scratch("release-minibc");
+    let app = SampleApp::plain("minibc", tmp.path());
+    app.default_release_profile();
+    let program = ["examples/loops.bc"];
+    let mut traces = Vec::new();
+    for (profile, dir) in [(None, "debug"), (Some("--release"), "release")] {
+        let mut build = vec!["build", "-q"];
+        build.extend(profile);
+        assert_success("cargo build", &run_cargo(&app.dir, &build));
+        let trace = tmp.path().join(format!("trace-{dir}"));
+        let binary = format!("target/{dir}/minibc");
+        record(&app.dir, &trace, &[binary.as_str(), program[0]]);
+        traces.push((profile, dir, trace));
+    }
+    app.instrument();
+    app.default_release_profile();
+    let mut steps = Vec::new();
+    for (profile, dir, trace) in &traces {
+        let mut build = vec!["build"];
+        build.extend(*profile);
+        let built = run_cargo_rdb(&app.dir, &build);
+        assert_success("cargo rdb build", &built);
+        let binary = format!("target/rdb/{dir}/minibc");
+        let out = rdb_in(&app.dir, &["replay", trace.to_str().unwrap(), "--debug", &binary]);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        if profile.is_none() {
+            assert_eq!(out.status.code(), Some(0), "dev replay:\n{stdout}\n{stderr}");
+        } else {
+            let warnings = text(&built.stderr);
+            assert!(!warnings.contains("`pc`"), "{warnings}");
+            assert!(
+                warnings.contains("variable `cond` is optimized out")
+                    && warnings.contains("it is a parameter of a copy inlined into another function"),
+                "{warnings}"
+            );
+            let arguments =
+                std::fs::read_to_string(app.dir.join("target/rdb/release/minibc.rdb-arguments.json")).unwrap();
+            assert!(arguments.contains("core::option::Option<&minibc::parser::Expr>"), "{arguments}");
+            // Only `for_loop`'s region (its `cond`) cannot run.
+            assert_eq!(out.status.code(), Some(EXIT_REGION_PROBLEMS), "release replay:\n{stdout}\n{stderr}");
+            for line in stderr.lines().filter(|l| l.contains("could not run")) {
+                assert!(line.contains("compiler.rs") && line.contains("`cond`"), "{line}\n{stderr}");
+            }
+        }
+        steps.push(lines_where(&stdout, |l| l.starts_with('[')));
+    }
+    assert!(steps[0].lines().count() > 20, "too few VM steps:\n{}", steps[0]);
+    assert_eq!(steps[1], steps[0], "the release build's VM steps differ from the dev build's");
+}
+
 pub fn a_trace_from_another_binary_is_refused() {
     let tmp = scratch("other");
     let app = SampleApp::plain("minibc", tmp.path());
