@@ -316,3 +316,29 @@ pub fn ctrl_c_prints_the_interval_and_the_resumed_search_finds_the_same() {
     let resumed = find(dir, &args);
     assert_eq!(resumed.answer.as_deref(), Some(whole.as_str()), "{}", resumed.stdout);
 }
+
+/// Counting stubs (the counting replay without a stop per hit) number a region's hits in three
+/// threads as the breakpoints (`RDB_FIND_BREAKPOINTS=1`, a stop at every hit) and the scan do,
+/// with checkpoints and their checks taken by the counting replay.
+pub fn counting_stubs_number_hits_as_breakpoints_do() {
+    let tmp = scratch("find-counting");
+    let dir = tmp.path();
+    std::fs::copy(rdb_tests::program("find_counting_threads.c"), dir.join("threads.c")).unwrap();
+    run_ok(
+        "rdb-clang",
+        timed(600, rdb_clang()).args(["-O0", "-g", "threads.c", "-lpthread", "-o", "threads"]).current_dir(dir),
+    );
+    rdb_tests::record(dir, Path::new("trace"), &["./threads", "3000", "12000"]);
+    let stubs = bisect_equals_scan(dir, &["trace", "--debug", "./threads"]);
+    let out = rdb_in(dir, &["find", "trace", "--debug", "./threads"]);
+    assert!(text(&out.stderr).contains("counted without a stop"), "{}", text(&out.stderr));
+    let out = rdb_tests::output(
+        rdb_tests::rdb(&["find", "trace", "--debug", "./threads"]).env("RDB_FIND_BREAKPOINTS", "1").current_dir(dir),
+    );
+    assert!(text(&out.stderr).contains("a stop at every hit"), "{}", text(&out.stderr));
+    let stops = text(&out.stdout).lines().next().map(str::to_string);
+    assert_eq!(stubs.answer, stops, "counting stubs and breakpoints differ");
+    let answer = stubs.answer.unwrap();
+    assert!(answer.contains("threads.c:21: total "), "{answer}");
+    assert!(hit_of(&answer) > 1000, "{answer}");
+}

@@ -180,6 +180,7 @@ fn main() {
     ));
     trials.extend(scenarios!(find:
         c_list_losing_nodes,
+        counting_stubs_number_hits_as_breakpoints_do,
         jobq_losing_a_job,
         minibc_stack_depth,
         race_lost_update,
