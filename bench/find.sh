@@ -68,5 +68,5 @@ for stride in $STRIDES; do
     counting=$(echo "$summary" | grep -o 'counting replay [0-9.]*' | grep -o '[0-9.]*$')
     how=$(echo "$summary" | grep -o 'counted without a stop\|a stop at every hit' | head -1)
     printf '%9s %9s %9s %7s %6s %7s %10s %10s %10s %10s %10s %12s %12s %10s %s\n' "$hits" "$events" "$counted" "$probes" "$bound" "$checks" "$(secs "$replay")" \
-        "$(secs "$find")" "$counting" "$(secs "$stops")" "$(secs "$scan")" "$(ratio "$find" "$replay")" "$(ratio "$stops" "$replay")" "$(ratio "$find" "$scan")" "$how"
+        "$(secs "$find")" "$counting" "$(secs "$stops")" "$(secs "$scan")" "$(ratio "$find" "$replay")" "$(ratio "$stops" "$replay")" "$([ "${SCAN:-1}" = 0 ] && echo - || ratio "$find" "$scan")" "$how"
 done

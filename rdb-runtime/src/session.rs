@@ -659,20 +659,32 @@ impl<'o> Session<'o> {
     }
 
     fn counting_site(&self, addr: u64) -> bool {
-        self.focus_thread()
+        self.a_focus_thread()
             .is_ok_and(|t| self.r.procs[&t].breakpoints.borrow().get(&addr).is_some_and(|b| b.count.is_some()))
     }
 
     /// The hits the debugged process's counting sites counted so far (`None`: it has none, its
     /// region's instructions could not carry the stub's jump: every hit is a breakpoint stop).
     pub fn hits_counted(&self) -> Option<u64> {
-        self.r.hits_counted(self.focus_thread().ok()?)
+        self.r.hits_counted(self.a_focus_thread().ok()?)
+    }
+
+    /// A thread of the debugged process (not the halted thread of another one).
+    fn a_focus_thread(&self) -> io::Result<Tid> {
+        let group = self.r.dbg.focus.ok_or_else(|| io::Error::other("no process is debugged"))?;
+        self.r
+            .procs
+            .iter()
+            .filter(|(_, p)| p.group == group)
+            .map(|(t, _)| *t)
+            .min()
+            .ok_or_else(|| io::Error::other(format!("process {group} is not running")))
     }
 
     /// Where the debugged process keeps its count (a word of its memory; its exit or exec
     /// takes it away: read it at their entry, [`ReplayObserver::wants_syscall`]).
     pub fn hit_count_address(&self) -> Option<u64> {
-        let t = self.focus_thread().ok()?;
+        let t = self.a_focus_thread().ok()?;
         let table = self.r.procs[&t].breakpoints.borrow();
         table.values().find_map(|b| b.count.as_ref().map(|s| s.data.count()))
     }
@@ -681,7 +693,7 @@ impl<'o> Session<'o> {
     /// [`Session::hits_counted`]): it reaches the observer (`BreakpointStop::hit`), and halts
     /// when the session has a breakpoint there. `false`: the process has no counting sites.
     pub fn set_hit_target(&mut self, target: u64) -> io::Result<bool> {
-        let tid = self.focus_thread()?;
+        let tid = self.a_focus_thread()?;
         self.r.set_hit_target(tid, target)
     }
 
