@@ -15,6 +15,15 @@
 //!    too (while that takes at most a tenth of the replay's time) and stops counting at the
 //!    first whose outcome is past the change: the answer lies between it and the checkpoint
 //!    before, and the rest of the replay is never run;
+//!
+//!    Where the region's instructions can carry a `jmp` (at least 5 bytes), the process counts
+//!    its hits itself instead (counting stubs, [`ReplayObserver::counts_hits`]): no stop per
+//!    hit; the observer sees only the hits the search asks for (hit 1, the hit after each
+//!    checkpoint, whose check runs there), the checkpoints are taken at event halts (a ticker
+//!    halts the replay every spacing) keyed by the count read there, and the hits' threads are
+//!    not seen: a probe then restores the latest checkpoint before its hit and counts the
+//!    session's breakpoint halts from the checkpoint's count (`RDB_FIND_BREAKPOINTS=1`: a
+//!    stop at every hit, as below);
 //! 2. when the counting went to the end, probes hit N (the last);
 //! 3. bisects between a passing and a failing hit: each probe goes to its hit with
 //!    [`Session::seek`] (the latest checkpoint before it, then a quiet replay counting arrivals
