@@ -704,10 +704,12 @@ impl Search {
             "a scan runs the check at every hit".into()
         } else if !self.shared.borrow().want_stubs {
             "RDB_FIND_BREAKPOINTS=1".into()
+        } else if self.session.hits_counted().is_some() {
+            "the process had a count when the search began (a fork's copy of its parent's)".into()
         } else {
             "the region's instructions cannot carry a counting stub's jump (see `RDB_DEBUG=1`)".into()
         });
-        if run != Run::Every && self.session.hits_counted() == Some(0) {
+        if run != Run::Every && self.shared.borrow().want_stubs && self.session.hits_counted() == Some(0) {
             let target = if run == Run::First { 1 } else { upto.unwrap_or(u64::MAX) };
             self.session.set_hit_target(target)?;
             self.session.set_counting(true)?;
