@@ -4,13 +4,16 @@
 #
 #   bash bench/find.sh                      # uses target/release/rdb (built if missing)
 #   ROUNDS=1000000 STRIDES="100 10 1" bash bench/find.sh
+#   SCAN=0 ROUNDS=1000000 STRIDES=1 bash bench/find.sh   # without the linear scan
 #
 # bench/find/check.c: ROUNDS rounds of one system call each (one replay event); every STRIDE-th
 # round runs a region whose rdb_check fails from 95% of the rounds on, so the region has
 # ROUNDS/STRIDE hits and the answer is near the end. Goal: at most 2 + ceil(log2(N-1)) probes and
 # the whole search <= 2x one plain replay. `counted` is the hits the counting replay counted
 # before it stopped at a checkpoint whose check failed, `checks` the checks run at its
-# checkpoints (besides the probes).
+# checkpoints (besides the probes). `stops s` is the same search with a stop at every hit
+# (`RDB_FIND_BREAKPOINTS=1`, the counting replay before counting stubs), `how` says how the
+# default search counted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-1000000}
@@ -31,7 +34,7 @@ cp bench/find/check.c "$work/"
 (cd "$work" && "$OLDPWD/$RDB_CLANG" -O0 -g check.c -o check)
 brk=$(( ROUNDS * 95 / 100 ))
 echo "workload: $ROUNDS rounds (one syscall each), check fails from round $brk; load average $(cut -d' ' -f1 /proc/loadavg)"
-printf '%9s %9s %9s %7s %6s %7s %10s %10s %10s %10s %12s %10s\n' hits events counted probes bound checks "replay s" "find s" "counting s" "scan s" "find/replay" "find/scan"
+printf '%9s %9s %9s %7s %6s %7s %10s %10s %10s %10s %10s %12s %12s %10s %s\n' hits events counted probes bound checks "replay s" "find s" "counting s" "stops s" "scan s" "find/replay" "stops/replay" "find/scan" how
 for stride in $STRIDES; do
     trace="$work/t$stride"
     "$RDB" record -o "$trace" -- "$work/check" "$ROUNDS" "$stride" "$brk" >/dev/null 2>"$work/rec.err"
@@ -40,8 +43,18 @@ for stride in $STRIDES; do
     replay=$(echo "$t1 - $t0" | bc -l)
     t0=$(now); "$RDB" find "$trace" --debug "$work/check" >"$work/find.out" 2>"$work/find.err"; t1=$(now)
     find=$(echo "$t1 - $t0" | bc -l)
-    t0=$(now); "$RDB" find "$trace" --debug "$work/check" --scan >"$work/scan.out" 2>"$work/scan.err"; t1=$(now)
-    scan=$(echo "$t1 - $t0" | bc -l)
+    t0=$(now); RDB_FIND_BREAKPOINTS=1 "$RDB" find "$trace" --debug "$work/check" >"$work/stops.out" 2>"$work/stops.err"; t1=$(now)
+    stops=$(echo "$t1 - $t0" | bc -l)
+    if [ "$(head -1 "$work/find.out")" != "$(head -1 "$work/stops.out")" ]; then
+        echo "counting stubs and breakpoints disagree:" >&2; cat "$work/find.out" "$work/stops.out" >&2; exit 1
+    fi
+    if [ "${SCAN:-1}" = 0 ]; then
+        # SCAN=0: no linear scan (the longest run); the answer is checked against `stops`.
+        cp "$work/stops.out" "$work/scan.out"; cp "$work/stops.err" "$work/scan.err"; scan=0
+    else
+        t0=$(now); "$RDB" find "$trace" --debug "$work/check" --scan >"$work/scan.out" 2>"$work/scan.err"; t1=$(now)
+        scan=$(echo "$t1 - $t0" | bc -l)
+    fi
     if [ "$(head -1 "$work/find.out")" != "$(head -1 "$work/scan.out")" ]; then
         echo "bisection and scan disagree:" >&2; cat "$work/find.out" "$work/scan.out" >&2; exit 1
     fi
@@ -50,8 +63,10 @@ for stride in $STRIDES; do
     bound=$(echo "$summary" | grep -o '= [0-9]* for' | grep -o '[0-9]*')
     counted=$(echo "$summary" | grep -o '[0-9]* hits' | head -1 | grep -o '[0-9]*')
     hits=$(grep -o '[0-9]* hits' "$work/scan.err" | head -1 | grep -o '[0-9]*')
+    [ "${SCAN:-1}" = 0 ] && hits="-"
     checks=$(echo "$summary" | grep -o '[0-9]* checks at' | grep -o '[0-9]*')
     counting=$(echo "$summary" | grep -o 'counting replay [0-9.]*' | grep -o '[0-9.]*$')
-    printf '%9s %9s %9s %7s %6s %7s %10s %10s %10s %10s %12s %10s\n' "$hits" "$events" "$counted" "$probes" "$bound" "$checks" "$(secs "$replay")" \
-        "$(secs "$find")" "$counting" "$(secs "$scan")" "$(ratio "$find" "$replay")" "$(ratio "$find" "$scan")"
+    how=$(echo "$summary" | grep -o 'counted without a stop\|a stop at every hit' | head -1)
+    printf '%9s %9s %9s %7s %6s %7s %10s %10s %10s %10s %10s %12s %12s %10s %s\n' "$hits" "$events" "$counted" "$probes" "$bound" "$checks" "$(secs "$replay")" \
+        "$(secs "$find")" "$counting" "$(secs "$stops")" "$(secs "$scan")" "$(ratio "$find" "$replay")" "$(ratio "$stops" "$replay")" "$([ "${SCAN:-1}" = 0 ] && echo - || ratio "$find" "$scan")" "$how"
 done

@@ -215,8 +215,12 @@ fn report(a: &Args, o: &FindOutcome, elapsed: Duration) -> i32 {
         format!("{} probes (at most 2 + ⌈log2(N−1)⌉ = {} for N = {})", o.probes, o.probe_bound, o.hits)
     };
     let part = if o.counted_part { " (counted up to the checkpoint where the counting replay stopped)" } else { "" };
+    let stops = match &o.counted_with_stops {
+        None => "counted without a stop".to_string(),
+        Some(why) => format!("a stop at every hit: {why}"),
+    };
     eprintln!(
-        "rdb: {} — {what}, {} hits{part}; {how} on {} CPU, {:.2} s (counting replay {:.2} s, {} checks at its checkpoints)",
+        "rdb: {} — {what}, {} hits{part}; {how} on {} CPU, {:.2} s (counting replay {:.2} s, {stops}, {} checks at its checkpoints)",
         o.verdict,
         o.hits,
         o.cpus,

@@ -15,6 +15,15 @@
 //!    too (while that takes at most a tenth of the replay's time) and stops counting at the
 //!    first whose outcome is past the change: the answer lies between it and the checkpoint
 //!    before, and the rest of the replay is never run;
+//!
+//!    Where the region's instructions can carry a `jmp` (at least 5 bytes), the process counts
+//!    its hits itself instead (counting stubs, [`ReplayObserver::counts_hits`]): no stop per
+//!    hit; the observer sees only the hits the search asks for (hit 1, the hit after each
+//!    checkpoint, whose check runs there), the checkpoints are taken at event halts (a ticker
+//!    halts the replay every spacing) keyed by the count read there, and the hits' threads are
+//!    not seen: a probe then restores the latest checkpoint before its hit and counts the
+//!    session's breakpoint halts from the checkpoint's count (`RDB_FIND_BREAKPOINTS=1`: a
+//!    stop at every hit, as below);
 //! 2. when the counting went to the end, probes hit N (the last);
 //! 3. bisects between a passing and a failing hit: each probe goes to its hit with
 //!    [`Session::seek`] (the latest checkpoint before it, then a quiet replay counting arrivals
@@ -45,6 +54,7 @@ use rdb_host::{Check, DebugHost, HostOptions};
 use rdb_runtime::trace::Tid;
 use rdb_runtime::{
     BreakpointStop, Move, Position, ProcessImage, ReplayObserver, ReplayOptions, Resume, Session, SessionStop,
+    SyscallStop,
 };
 
 use crate::DebugError;
@@ -155,6 +165,9 @@ pub struct FindOutcome {
     /// The counting replay stopped at a checkpoint whose check had the sought outcome: `hits`
     /// counts the hits up to there, not all of them.
     pub counted_part: bool,
+    /// How the counting replay counted: `None` without a stop (counting stubs), else why each
+    /// hit was a breakpoint stop.
+    pub counted_with_stops: Option<String>,
     /// The replay, halted at the answer's hit (for `--then gdb`), its breakpoints removed.
     pub session: Option<Session<'static>>,
 }
@@ -223,6 +236,22 @@ struct Shared {
     addresses: Vec<u64>,
     address_index: Vec<u16>,
     progress: Arc<Mutex<FindProgress>>,
+    /// The hits are counted by the process itself (counting stubs): the observer sees only
+    /// the hits the search asks for ([`Session::set_hit_target`]), numbered by the count.
+    stubs: bool,
+    /// Counting stubs are allowed (`RDB_FIND_BREAKPOINTS=1`: a stop at every hit, to compare).
+    want_stubs: bool,
+    /// Run the check at this hit (the one after a checkpoint of the counting replay) and keep
+    /// its probe in `checkpoint_probe`; the time those checks took.
+    check_at: Option<u64>,
+    checkpoint_probe: Option<Probe>,
+    check_time: Duration,
+    /// The count read where the searched process left its image (exit, exec), when counting
+    /// with stubs: its memory is gone after.
+    final_count: Option<u64>,
+    counter_at: Option<u64>,
+    /// The searched process ran a new image (`exec`) while counting with stubs.
+    exec_while_counting: bool,
 }
 
 /// Consecutive hits of one thread in one stretch.
@@ -280,6 +309,9 @@ impl Shared {
 
     /// A hit reached by the counting replay.
     fn counted(&mut self, stop: &BreakpointStop<'_>) -> Result<(), FindError> {
+        if self.stubs {
+            return self.counted_by_stub(stop);
+        }
         self.hits += 1;
         let hit = self.hits;
         if self.runs.last().is_none_or(|r| r.tid != stop.tid || r.stretch != stop.stretch) {
@@ -319,6 +351,40 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// A hit the counting stubs stopped at (the one the search asked for): hit 1, the hit
+    /// after a checkpoint (its check), or `--between`'s last.
+    fn counted_by_stub(&mut self, stop: &BreakpointStop<'_>) -> Result<(), FindError> {
+        let Some(hit) = stop.hit else { return Ok(()) };
+        self.hits = self.hits.max(hit);
+        let address = stop.addr.wrapping_sub(stop.image.load_bias);
+        if self.run == Run::First && hit == 1 {
+            let p = self.check(hit, stop.tid, address, stop)?;
+            self.last_ok = Some(p.ok);
+            self.seen.push(p);
+        }
+        if self.check_at == Some(hit) {
+            self.check_at = None;
+            let started = std::time::Instant::now();
+            let mut p = self.check(hit, stop.tid, address, stop)?;
+            self.check_time += started.elapsed();
+            // Not a probe of the search: a check at a checkpoint, counted apart.
+            self.probes -= 1;
+            p.event = EVENT_UNKNOWN;
+            self.checkpoint_probe = Some(p);
+            if let Some(h) = &self.halt {
+                h.store(true, Ordering::SeqCst);
+            }
+        }
+        if self.stop_at.is_some_and(|s| hit >= s) {
+            if let Some(h) = &self.halt {
+                h.store(true, Ordering::SeqCst);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The observer of the search's replay. It plants the region's breakpoints in every image of
 /// the region binary as the replayer plants a region's (the instruction under each is prepared
 /// once, so that going on from a hit takes no single step), and counts the hits of the
@@ -333,6 +399,16 @@ struct Sites {
 
 impl ReplayObserver for Sites {
     fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64> {
+        {
+            let mut shared = self.shared.borrow_mut();
+            if shared.stubs && shared.counting && Some(image.tid) == shared.focus {
+                // A new image counts from 0 in its own words: the numbering would restart.
+                shared.exec_while_counting = true;
+                if let Some(h) = &shared.halt {
+                    h.store(true, Ordering::SeqCst);
+                }
+            }
+        }
         let hash = &self.hash;
         let ours = *self
             .matches
@@ -342,6 +418,30 @@ impl ReplayObserver for Sites {
             return Vec::new();
         }
         self.addresses.iter().map(|a| a.wrapping_add(image.load_bias)).collect()
+    }
+
+    fn counts_hits(&self) -> bool {
+        self.shared.borrow().want_stubs
+    }
+
+    fn wants_syscall(&self, nr: u64, exit: bool) -> bool {
+        // Where a process leaves its image (its count goes with it), at the entry.
+        use rdb_runtime::syscalls::{policy, Policy};
+        !exit && matches!(policy(nr), Policy::Exit | Policy::Exec) && self.shared.borrow().stubs
+    }
+
+    fn on_syscall(&mut self, stop: &SyscallStop<'_>) -> Result<(), String> {
+        let mut shared = self.shared.borrow_mut();
+        if !shared.counting || Some(stop.process) != shared.focus {
+            return Ok(());
+        }
+        if let Some(at) = shared.counter_at {
+            let mut word = [0u8; 8];
+            if rdb_tracee::Memory::read_memory(stop, at, &mut word).is_ok_and(|n| n == 8) {
+                shared.final_count = Some(u64::from_le_bytes(word));
+            }
+        }
+        Ok(())
     }
 
     fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
@@ -392,6 +492,14 @@ struct Search {
     /// When the counting replay started, and the time its checkpoints' checks took.
     count_started: std::time::Instant,
     checkpoint_check_time: Duration,
+    /// The counting replay counted with stubs: probes go to their hit by halting at each hit
+    /// from a checkpoint (the hits' threads were not seen).
+    stubs: bool,
+    /// Why the counting replay stopped at every hit (no counting stubs), if it did.
+    with_stops: Option<String>,
+    /// Checkpoints taken at an event, before the hit after their key (the others are at their
+    /// hit, halted there).
+    event_checkpoints: std::collections::HashSet<u64>,
 }
 
 /// Runs a search (see the module docs).
@@ -430,6 +538,14 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
         addresses: addresses.clone(),
         address_index: Vec::new(),
         progress: opts.progress.clone(),
+        stubs: false,
+        want_stubs: std::env::var_os("RDB_FIND_BREAKPOINTS").is_none_or(|v| v != "1"),
+        check_at: None,
+        checkpoint_probe: None,
+        check_time: Duration::ZERO,
+        final_count: None,
+        counter_at: None,
+        exec_while_counting: false,
     }));
     let mut replay = opts.replay.clone();
     replay.echo_output = false;
@@ -472,6 +588,9 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
         checkpoint_failed: None,
         count_started: std::time::Instant::now(),
         checkpoint_check_time: Duration::ZERO,
+        stubs: false,
+        with_stops: None,
+        event_checkpoints: std::collections::HashSet::from([0]),
     };
     // Ctrl-C halts the replay at its next event, wherever it is.
     let forward = ForwardInterrupt::start(opts.interrupt, search.session.interrupter());
@@ -489,6 +608,7 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
     outcome.cpus = 1;
     outcome.counting = search.counting;
     outcome.checkpoint_checks = search.checkpoint_checks;
+    outcome.counted_with_stops = search.with_stops.clone();
     outcome.session = Some(search.session);
     Ok(outcome)
 }
@@ -579,7 +699,33 @@ impl Search {
         }
         let started = std::time::Instant::now();
         self.count_started = started;
-        let result = self.count_inner(upto);
+        self.stubs = false;
+        self.with_stops = Some(if run == Run::Every {
+            "a scan runs the check at every hit".into()
+        } else if !self.shared.borrow().want_stubs {
+            "RDB_FIND_BREAKPOINTS=1".into()
+        } else if self.session.hits_counted().is_some() {
+            "the process had a count when the search began (a fork's copy of its parent's)".into()
+        } else {
+            "the region's instructions cannot carry a counting stub's jump (see `RDB_DEBUG=1`)".into()
+        });
+        if run != Run::Every && self.shared.borrow().want_stubs && self.session.hits_counted() == Some(0) {
+            let target = if run == Run::First { 1 } else { upto.unwrap_or(u64::MAX) };
+            self.session.set_hit_target(target)?;
+            self.session.set_counting(true)?;
+            self.stubs = true;
+            self.with_stops = None;
+            let counter_at = self.session.hit_count_address();
+            let mut s = self.shared.borrow_mut();
+            s.stubs = true;
+            s.counter_at = counter_at;
+            s.final_count = None;
+        }
+        let result = if self.stubs { self.count_with_stubs(upto) } else { self.count_inner(upto) };
+        if self.stubs {
+            self.session.set_counting(false)?;
+            self.shared.borrow_mut().stubs = false;
+        }
         self.counting += started.elapsed();
         let progress = {
             let mut s = self.shared.borrow_mut();
@@ -632,6 +778,110 @@ impl Search {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// [`Search::count_inner`] with counting stubs: the process counts its hits, the replay
+    /// halts at events only (a checkpoint is due, the check after the last one came back, the
+    /// count reached `upto`), and checkpoints are taken there (keyed by the hits before them).
+    fn count_with_stubs(&mut self, upto: Option<u64>) -> Result<Option<u64>, FindError> {
+        // No hit reaches the observer to say a checkpoint is due: a ticker halts the replay.
+        let spacing = Arc::new(std::sync::atomic::AtomicU64::new(self.shared.borrow().spacing_ns));
+        let _ticker = Ticker::start(self.session.interrupter(), spacing.clone());
+        loop {
+            spacing.store(self.shared.borrow().spacing_ns, Ordering::Relaxed);
+            let stop = self.session.resume(Resume::Continue).map_err(|e| self.replay_error(e))?;
+            let progress = self.shared.borrow().progress.clone();
+            let hits = match stop {
+                SessionStop::ProcessExited { .. } | SessionStop::End => {
+                    let mut s = self.shared.borrow_mut();
+                    return match s.final_count {
+                        Some(n) => {
+                            s.hits = n;
+                            Ok(Some(n))
+                        }
+                        None if s.hits == 0 && s.seen.is_empty() => Ok(Some(0)),
+                        None => Err(FindError::Usage(format!(
+                            "process {} ended without an exit call (a signal?): its count of hits went with it; search with a stop at every hit (RDB_FIND_BREAKPOINTS=1)",
+                            self.focus()
+                        ))),
+                    };
+                }
+                _ => self.session.hits_counted().unwrap_or(0),
+            };
+            if let Ok(mut p) = progress.lock() {
+                p.events = self.session.events_replayed();
+                p.hits = hits;
+            }
+            if self.shared.borrow().exec_while_counting {
+                return Err(FindError::Usage(format!(
+                    "process {} runs a new program (exec) during the counting replay, whose hits would be numbered from 1 again: search with a stop at every hit (RDB_FIND_BREAKPOINTS=1)",
+                    self.focus()
+                )));
+            }
+            self.shared.borrow_mut().hits = hits;
+            match stop {
+                SessionStop::Interrupted { .. } if self.interrupted() => {
+                    self.here = hits;
+                    return Ok(None);
+                }
+                SessionStop::Interrupted { .. } => {
+                    if upto.is_some_and(|u| hits >= u) {
+                        return Ok(Some(hits));
+                    }
+                    let checked = self.shared.borrow_mut().checkpoint_probe.take();
+                    if let Some(p) = checked {
+                        self.checkpoint_checks += 1;
+                        self.checkpoint_check_time = self.shared.borrow().check_time;
+                        if self.judge_checkpoint(p) {
+                            return Ok(Some(hits));
+                        }
+                    }
+                    let due = {
+                        let s = self.shared.borrow();
+                        monotonic_coarse_ns().saturating_sub(s.last_checkpoint) >= s.spacing_ns
+                    };
+                    if due {
+                        self.here = hits;
+                        self.halted = None;
+                        if !self.checkpoints.contains_key(&hits) {
+                            self.event_checkpoints.insert(hits);
+                        }
+                        self.keep_checkpoint()?;
+                        self.event_checkpoints.retain(|k| self.checkpoints.contains_key(k));
+                        // The check runs at the next hit (in the observer), while those checks
+                        // take at most a tenth of the counting replay's time.
+                        let first_seen = !self.shared.borrow().seen.is_empty();
+                        if self.check_checkpoints.is_some()
+                            && first_seen
+                            && self.checkpoint_check_time <= self.count_started.elapsed() / 10
+                        {
+                            self.session.set_hit_target(hits + 1)?;
+                            self.shared.borrow_mut().check_at = Some(hits + 1);
+                        }
+                        self.shared.borrow_mut().last_checkpoint = monotonic_coarse_ns();
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The check at the hit after a checkpoint of the counting replay (with stubs): whether
+    /// its outcome is not the wanted one (the counting stops).
+    fn judge_checkpoint(&mut self, p: Probe) -> bool {
+        let Some(mode) = self.check_checkpoints else { return false };
+        let Some(first_ok) = self.shared.borrow().seen.first().map(|f| f.ok) else { return false };
+        let wanted = match mode {
+            Mode::FirstFalse | Mode::LastTrue => p.ok,
+            Mode::Changes => p.ok == first_ok,
+        };
+        if wanted {
+            self.checkpoint_passed = Some(p);
+            false
+        } else {
+            self.checkpoint_failed = Some(p);
+            true
         }
     }
 
@@ -741,6 +991,9 @@ impl Search {
     /// since the stretch began or since the checkpoint), and the session replays quietly to it,
     /// the arrivals on the way counted without halting.
     fn goto_hit(&mut self, k: u64) -> Result<bool, FindError> {
+        if self.stubs {
+            return self.goto_hit_halting(k);
+        }
         let (&at, &id) = self.checkpoints.range(..=k).next_back().expect("a checkpoint at hit 0");
         let (target, address) = {
             let s = self.shared.borrow();
@@ -770,6 +1023,47 @@ impl Search {
         self.here = k;
         self.halted = Some((target.tid(), address));
         Ok(true)
+    }
+
+    /// Halt at hit `k` after a counting replay with stubs: from the latest checkpoint before it
+    /// (one at an event comes before the hit after its key; one at a hit is halted there), the
+    /// session's breakpoints at the region's addresses halt at each hit of the searched
+    /// process, counted up to `k`.
+    fn goto_hit_halting(&mut self, k: u64) -> Result<bool, FindError> {
+        if k == 0 || k > self.shared.borrow().hits {
+            return Ok(false);
+        }
+        let (&at, &id) = self
+            .checkpoints
+            .range(..=k)
+            .rev()
+            .find(|(key, _)| **key < k || !self.event_checkpoints.contains(key))
+            .expect("a checkpoint at hit 0");
+        self.session.restore(id)?;
+        self.shared.borrow_mut().host.invalidate_mappings();
+        self.arm(true)?;
+        let mut here = at;
+        if at == k {
+            let tid = self.session.halted_thread().ok_or_else(|| lost(k))?;
+            let rip = rdb_tracee::Target::regs(&self.session.thread(tid)?).rip;
+            self.here = k;
+            self.halted = Some((tid, rip.wrapping_sub(self.bias)));
+            return Ok(true);
+        }
+        loop {
+            match self.session.resume(Resume::Continue)? {
+                SessionStop::Breakpoint { tid, addr } if self.addresses.contains(&addr.wrapping_sub(self.bias)) => {
+                    here += 1;
+                    if here == k {
+                        self.here = k;
+                        self.halted = Some((tid, addr.wrapping_sub(self.bias)));
+                        return Ok(true);
+                    }
+                }
+                SessionStop::ProcessExited { .. } | SessionStop::End => return Ok(false),
+                _ => {}
+            }
+        }
     }
 
     /// Probe hit `k` (from checkpoints), keeping a checkpoint there.
@@ -993,6 +1287,7 @@ fn empty_outcome() -> FindOutcome {
         counting: Duration::ZERO,
         checkpoint_checks: 0,
         counted_part: false,
+        counted_with_stops: None,
         session: None,
     }
 }
@@ -1001,6 +1296,41 @@ fn empty_outcome() -> FindOutcome {
 pub fn parse_at(text: &str) -> Option<RegionChoice> {
     let (file, line) = text.rsplit_once(':')?;
     Some(RegionChoice::At { file: Path::new(file).to_path_buf(), line: line.parse().ok()? })
+}
+
+/// A thread that halts the replay every `spacing` nanoseconds (the counting replay with stubs
+/// takes its checkpoints at those halts), until dropped.
+struct Ticker {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(halt: Arc<AtomicBool>, spacing: Arc<std::sync::atomic::AtomicU64>) -> Ticker {
+        let done = Arc::new(AtomicBool::new(false));
+        let done_tick = done.clone();
+        let thread = std::thread::spawn(move || {
+            let mut slept = 0;
+            while !done_tick.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(10));
+                slept += 10_000_000;
+                if slept >= spacing.load(Ordering::Relaxed) {
+                    slept = 0;
+                    halt.store(true, Ordering::SeqCst);
+                }
+            }
+        });
+        Ticker { done, thread: Some(thread) }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// A thread that turns the user's Ctrl-C (`user`, set by the command's signal handler) into

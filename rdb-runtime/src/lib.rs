@@ -87,6 +87,7 @@
 
 pub mod checkpoint;
 pub mod clock;
+mod count_stub;
 pub mod cpuid;
 mod displace;
 pub mod diversion;

@@ -54,6 +54,9 @@ pub struct BreakpointStop<'a> {
     pub regs: Regs,
     /// The image this process runs.
     pub image: &'a ProcessImage,
+    /// At a counting site while the replay counts (see [`ReplayObserver::counts_hits`]): the
+    /// hit's number among the image's hits at its counting sites, from 1.
+    pub hit: Option<u64>,
 }
 
 impl BreakpointStop<'_> {
@@ -140,6 +143,14 @@ pub trait ReplayObserver {
     fn on_exec(&mut self, image: &ProcessImage) -> Vec<u64>;
     /// A breakpoint was hit. An error stops the replay.
     fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String>;
+    /// Whether [`ReplayObserver::on_exec`]'s breakpoints are *counting sites*: where each
+    /// instruction can carry a `jmp` to a stub, the process counts their hits itself, and
+    /// while the session counts (`Session::set_counting`) only the hit it asks for
+    /// (`Session::set_hit_target`) stops, with [`BreakpointStop::hit`] set; else each is a
+    /// breakpoint as usual. Asked at each exec.
+    fn counts_hits(&self) -> bool {
+        false
+    }
     /// Whether [`ReplayObserver::on_syscall`] wants syscall `nr` at its entry (`exit` false)
     /// or exit. Asked at every syscall stop: keep it cheap.
     fn wants_syscall(&self, _nr: u64, _exit: bool) -> bool {
@@ -208,6 +219,9 @@ macro_rules! forward_observer {
             }
             fn on_breakpoint(&mut self, stop: &BreakpointStop<'_>) -> Result<(), String> {
                 (**self).on_breakpoint(stop)
+            }
+            fn counts_hits(&self) -> bool {
+                (**self).counts_hits()
             }
             fn wants_syscall(&self, nr: u64, exit: bool) -> bool {
                 (**self).wants_syscall(nr, exit)

@@ -152,6 +152,9 @@ pub(crate) struct Breakpoint {
     region: bool,
     /// A debugger asked for it: a hit in the debugged process halts the replay.
     pub(crate) user: bool,
+    /// A counting site of the observer's (see `count_stub`): while the replay counts
+    /// ([`Replayer::set_counting`]), a `jmp` to a stub replaces the `int3`.
+    pub(crate) count: Option<crate::count_stub::Site>,
 }
 
 pub(crate) type Breakpoints = Rc<RefCell<BTreeMap<u64, Breakpoint>>>;
@@ -392,6 +395,10 @@ pub(crate) struct Replayer<'o> {
     /// its points (one armed at a time); and where each stub's `int3` leaves a thread.
     stub_slots: HashMap<(usize, PathBuf), u64>,
     stub_traps: HashSet<u64>,
+    /// Where a counting stub's `int3` leaves a thread, with the site's address.
+    count_traps: HashMap<u64, u64>,
+    /// Counting sites count without a stop (their `jmp` is in place).
+    counting: bool,
     /// `cpuid` is trapped in every replayed image and served from the trace.
     cpuid_trap: bool,
 }
@@ -546,6 +553,8 @@ impl<'o> Replayer<'o> {
             stall,
             stub_slots: HashMap::new(),
             stub_traps: HashSet::new(),
+            count_traps: HashMap::new(),
+            counting: false,
             cpuid_trap: cpuid_plan.trap,
         };
         r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
@@ -991,6 +1000,11 @@ impl Replayer<'_> {
             }
             if self.stub_traps.contains(&regs.rip) {
                 return self.stub_trap(tid, regs);
+            }
+            if let Some(&addr) = self.count_traps.get(&regs.rip) {
+                if self.proc(tid).breakpoints.borrow().get(&addr).is_some_and(|b| b.count.is_some()) {
+                    return self.hit_breakpoint(tid, addr, regs);
+                }
             }
             if self.proc(tid).point.as_ref().is_some_and(|k| k.pc() == regs.rip) && self.point_fired(tid)? {
                 return self.point_arrival(tid, &regs);
@@ -1758,11 +1772,140 @@ impl Replayer<'_> {
         } else {
             displace::Slots::for_image(&image.file, image.load_bias)
         };
-        for addr in bps {
+        for &addr in &bps {
             self.plant(tid, addr, Some(&mut slots), single_step).map_err(Error::Observer)?.region = true;
+        }
+        if self.observer.counts_hits() && !single_step {
+            self.arm_counting(tid, &image, &bps, &mut slots)?;
         }
         self.slots.insert(key, slots);
         Ok(())
+    }
+
+    /// Prepare counting sites (see `count_stub`) at the observer's breakpoints `bps` of a new
+    /// image: all of them or none (a hit at a plain breakpoint would not be counted). None when
+    /// an instruction is shorter than a `jmp` or not displaced, or there is no room; the
+    /// breakpoints then stop at every hit, as without counting (`RDB_DEBUG=1` says why).
+    fn arm_counting(
+        &mut self,
+        tid: Tid,
+        image: &ProcessImage,
+        bps: &[u64],
+        slots: &mut displace::Slots,
+    ) -> Result<(), Error> {
+        use crate::count_stub;
+        let pid = self.proc(tid).pid;
+        let table = self.proc(tid).breakpoints.clone();
+        let why_not = |what: String| {
+            if self.debug {
+                eprintln!("rdb-debug: no counting stubs in {}: {what}", image.exe.display());
+            }
+            Ok(())
+        };
+        let Some((data, _)) = count_stub::data_room(&image.file, image.load_bias) else {
+            return why_not("no room after its last writable segment".into());
+        };
+        let data = count_stub::Data { at: data };
+        let mut prepared = Vec::new();
+        for &addr in bps {
+            let Some(bp) = table.borrow().get(&addr).cloned() else { continue };
+            let StepOver::Displaced(copy) = bp.over else {
+                return why_not(format!("the instruction at {addr:#x} is not displaced"));
+            };
+            let mut code = [0u8; 16];
+            let n = mem::read(pid, addr, &mut code).unwrap_or(0);
+            if n > 0 {
+                code[0] = bp.orig;
+            }
+            if !count_stub::fits(addr, &code[..n]) {
+                return why_not(format!("the instruction at {addr:#x} is shorter than a jump"));
+            }
+            let Some((slot, room)) = slots.free() else { return why_not("no room for a stub".into()) };
+            let Some((stub, trap)) = count_stub::assemble(data, copy, slot) else {
+                return why_not(format!("the stub for {addr:#x} does not assemble"));
+            };
+            let jmp = count_stub::jmp(addr, slot);
+            let (Some(jmp), true) = (jmp, stub.len() as u64 <= room) else {
+                return why_not(format!("no room for the stub of {addr:#x}"));
+            };
+            mem::write(pid, slot, &stub).map_err(Error::ptrace(pid, "writing a counting stub"))?;
+            slots.take(stub.len() as u64);
+            let orig: [u8; count_stub::JMP_LEN] = code[..count_stub::JMP_LEN].try_into().expect("16 bytes");
+            prepared.push((addr, count_stub::Site { jmp, orig, trap, data, patched: false }));
+        }
+        if prepared.is_empty() {
+            return Ok(());
+        }
+        mem::write(pid, data.at, &[0u8; count_stub::DATA_LEN as usize])
+            .map_err(Error::ptrace(pid, "clearing the hit count"))?;
+        for (addr, site) in prepared {
+            self.count_traps.insert(site.trap, addr);
+            if let Some(bp) = table.borrow_mut().get_mut(&addr) {
+                bp.count = Some(site);
+            }
+        }
+        let counting = self.counting;
+        self.apply_counting(tid, counting).map_err(Error::ptrace(pid, "patching a counting site"))
+    }
+
+    /// Count without a stop at the observer's counting sites (`jmp`s to their stubs), or stop
+    /// at every hit (their `int3`s), in every process.
+    pub(crate) fn set_counting(&mut self, on: bool) -> std::io::Result<()> {
+        self.counting = on;
+        let mut seen = HashSet::new();
+        let tids: Vec<Tid> = self
+            .procs
+            .iter()
+            .filter(|(_, p)| seen.insert(Rc::as_ptr(&p.breakpoints) as usize))
+            .map(|(t, _)| *t)
+            .collect();
+        for tid in tids {
+            self.apply_counting(tid, on)?;
+        }
+        Ok(())
+    }
+
+    /// Put the `jmp`s (`on`) or the `int3`s of the counting sites in `tid`'s address space.
+    pub(crate) fn apply_counting(&mut self, tid: Tid, on: bool) -> std::io::Result<()> {
+        let p = self.proc(tid);
+        let pid = p.pid;
+        for (&addr, bp) in p.breakpoints.borrow_mut().iter_mut() {
+            let Some(site) = bp.count.as_mut() else { continue };
+            if site.patched == on {
+                continue;
+            }
+            if on {
+                mem::write(pid, addr, &site.jmp)?;
+            } else {
+                let mut bytes = site.orig;
+                bytes[0] = 0xcc;
+                mem::write(pid, addr, &bytes)?;
+            }
+            site.patched = on;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn counting_on(&self) -> bool {
+        self.counting
+    }
+
+    /// The hits counted by the counting sites of `tid`'s address space (`None`: it has none).
+    pub(crate) fn hits_counted(&self, tid: Tid) -> Option<u64> {
+        let p = self.proc(tid);
+        let data = p.breakpoints.borrow().values().find_map(|b| b.count.as_ref().map(|s| s.data))?;
+        let mut word = [0u8; 8];
+        mem::read(p.pid, data.count(), &mut word).ok().filter(|&n| n == 8)?;
+        Some(u64::from_le_bytes(word))
+    }
+
+    /// Make the counting stubs of `tid`'s address space trap at hit `target` (counted from 1).
+    pub(crate) fn set_hit_target(&mut self, tid: Tid, target: u64) -> std::io::Result<bool> {
+        let p = self.proc(tid);
+        let data = p.breakpoints.borrow().values().find_map(|b| b.count.as_ref().map(|s| s.data));
+        let Some(data) = data else { return Ok(false) };
+        mem::write(p.pid, data.target(), &target.to_le_bytes())?;
+        Ok(true)
     }
 
     /// Plant the breakpoints the observer asked for after a call into it (see
@@ -1845,9 +1988,10 @@ impl Replayer<'_> {
                 }
             }
             mem::write(pid, addr, &[0xcc]).map_err(|e| format!("cannot plant a breakpoint at {addr:#x}: {e}"))?;
-            table
-                .borrow_mut()
-                .insert(addr, Breakpoint { orig: code[0], over: prepared.over, region: false, user: false });
+            table.borrow_mut().insert(
+                addr,
+                Breakpoint { orig: code[0], over: prepared.over, region: false, user: false, count: None },
+            );
         }
         let table = &self.procs[&tid].breakpoints;
         Ok(std::cell::RefMut::map(table.borrow_mut(), |t| t.get_mut(&addr).expect("planted")))
@@ -1946,7 +2090,10 @@ impl Replayer<'_> {
         let pid = self.proc(tid).pid;
         let image = self.image_of(tid);
         let stretch = self.proc(tid).stretch;
-        let stop = BreakpointStop { tid, pid, addr, stretch, regs: *regs, image: &image };
+        let counted =
+            self.counting && self.proc(tid).breakpoints.borrow().get(&addr).is_some_and(|b| b.count.is_some());
+        let hit = if counted { self.hits_counted(tid) } else { None };
+        let stop = BreakpointStop { tid, pid, addr, stretch, regs: *regs, image: &image, hit };
         self.observer.on_breakpoint(&stop).map_err(Error::Observer)?;
         self.plant_requested(tid)?;
         self.arm_requested(tid)?;
@@ -2107,7 +2254,7 @@ impl Replayer<'_> {
         }
         let image = self.image_of(tid);
         let stretch = self.proc(tid).stretch;
-        let stop = BreakpointStop { tid, pid, addr: regs.rip, stretch, regs: *regs, image: &image };
+        let stop = BreakpointStop { tid, pid, addr: regs.rip, stretch, regs: *regs, image: &image, hit: None };
         self.observer.on_watchpoint(&stop, hits & mine).map_err(Error::Observer)?;
         self.plant_requested(tid)?;
         self.arm_requested(tid)?;

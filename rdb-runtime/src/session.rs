@@ -638,7 +638,8 @@ impl<'o> Session<'o> {
         let (copy, _) = self.r.fork_thread(tid)?;
         // The copy runs the program's own code: no `int3` of the replayer's.
         for (&addr, bp) in self.r.procs[&tid].breakpoints.borrow().iter() {
-            if let Err(e) = mem::write(copy, addr, &[bp.orig]) {
+            let patched = bp.count.as_ref().filter(|c| c.patched).map(|c| &c.orig[..]);
+            if let Err(e) = mem::write(copy, addr, patched.unwrap_or(&[bp.orig])) {
                 crate::fork::discard(copy);
                 return Err(Error::ptrace(copy, "lifting a breakpoint in a diversion")(e));
             }
@@ -646,9 +647,64 @@ impl<'o> Session<'o> {
         Diversion::new(tid, copy, original)
     }
 
+    /// Count hits without a stop at the observer's counting sites (see
+    /// [`ReplayObserver::counts_hits`]), in every process, or stop at each as at any
+    /// breakpoint (the default). Arrivals there are not seen while counting: a debugger's
+    /// breakpoint there is refused, and positions are named at events only.
+    pub fn set_counting(&mut self, on: bool) -> io::Result<()> {
+        if on && self.user_breakpoints.iter().any(|a| self.counting_site(*a)) {
+            return Err(io::Error::other("a breakpoint is set where the replay would count hits without a stop"));
+        }
+        self.r.set_counting(on)
+    }
+
+    fn counting_site(&self, addr: u64) -> bool {
+        self.a_focus_thread()
+            .is_ok_and(|t| self.r.procs[&t].breakpoints.borrow().get(&addr).is_some_and(|b| b.count.is_some()))
+    }
+
+    /// The hits the debugged process's counting sites counted so far (`None`: it has none, its
+    /// region's instructions could not carry the stub's jump: every hit is a breakpoint stop).
+    pub fn hits_counted(&self) -> Option<u64> {
+        self.r.hits_counted(self.a_focus_thread().ok()?)
+    }
+
+    /// A thread of the debugged process (not the halted thread of another one).
+    fn a_focus_thread(&self) -> io::Result<Tid> {
+        let group = self.r.dbg.focus.ok_or_else(|| io::Error::other("no process is debugged"))?;
+        self.r
+            .procs
+            .iter()
+            .filter(|(_, p)| p.group == group)
+            .map(|(t, _)| *t)
+            .min()
+            .ok_or_else(|| io::Error::other(format!("process {group} is not running")))
+    }
+
+    /// Where the debugged process keeps its count (a word of its memory; its exit or exec
+    /// takes it away: read it at their entry, [`ReplayObserver::wants_syscall`]).
+    pub fn hit_count_address(&self) -> Option<u64> {
+        let t = self.a_focus_thread().ok()?;
+        let table = self.r.procs[&t].breakpoints.borrow();
+        table.values().find_map(|b| b.count.as_ref().map(|s| s.data.count()))
+    }
+
+    /// While counting, stop at the debugged process's hit `target` (counted from 1, as
+    /// [`Session::hits_counted`]): it reaches the observer (`BreakpointStop::hit`), and halts
+    /// when the session has a breakpoint there. `false`: the process has no counting sites.
+    pub fn set_hit_target(&mut self, target: u64) -> io::Result<bool> {
+        let tid = self.a_focus_thread()?;
+        self.r.set_hit_target(tid, target)
+    }
+
     /// Add a breakpoint at `addr` in the debugged process.
     pub fn set_breakpoint(&mut self, addr: u64) -> io::Result<()> {
         let tid = self.focus_thread()?;
+        if self.r.counting_on() && self.counting_site(addr) {
+            return Err(io::Error::other(format!(
+                "cannot break at {addr:#x} while the replay counts its hits without a stop"
+            )));
+        }
         if !self.r.procs[&tid].breakpoints.borrow().contains_key(&addr) {
             // An `int3` in data would change what the program reads.
             let pid = self.r.procs[&tid].pid;
@@ -701,6 +757,9 @@ impl<'o> Session<'o> {
         let cp = self.checkpoints.get(&id).ok_or_else(|| Error::Observer(format!("no checkpoint {id}")))?;
         self.r.observer.can_go_back().map_err(Error::Observer)?;
         self.r.restore(cp)?;
+        // The counting sites as the session has them now (the copies have them as saved).
+        let counting = self.r.counting_on();
+        self.r.set_counting(counting).map_err(|e| Error::Observer(format!("patching counting sites: {e}")))?;
         // Time to the next automatic checkpoint counts from here.
         self.r.auto.last = self.r.auto.last.map(|_| crate::reverse::now_ns());
         self.ended = false;
@@ -981,8 +1040,14 @@ impl Replayer<'_> {
 /// Read `pid`'s memory with the planted breakpoints' original bytes in place of their `int3`.
 fn read_without_breakpoints(pid: Pid, table: &Breakpoints, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
     let n = mem::read(pid, addr, buf)?;
-    for (&at, bp) in table.borrow().range(addr..addr.saturating_add(n as u64)) {
-        buf[(at - addr) as usize] = bp.orig;
+    for (&at, bp) in table.borrow().range(addr.saturating_sub(4)..addr.saturating_add(n as u64)) {
+        let patched = bp.count.as_ref().filter(|c| c.patched).map(|c| &c.orig[..]);
+        for (i, &b) in patched.unwrap_or(&[bp.orig]).iter().enumerate() {
+            let a = at + i as u64;
+            if (addr..addr + n as u64).contains(&a) {
+                buf[(a - addr) as usize] = b;
+            }
+        }
     }
     Ok(n)
 }

@@ -373,7 +373,7 @@ impl Replayer<'_> {
         }
         let image = self.image_of(tid);
         let stretch = self.proc(tid).stretch;
-        let stop = BreakpointStop { tid, pid, addr: regs.rip, regs, image: &image, stretch };
+        let stop = BreakpointStop { tid, pid, addr: regs.rip, regs, image: &image, stretch, hit: None };
         self.observer.on_page_write(&stop, addr).map_err(Error::Observer)?;
         self.plant_requested(tid)?;
         self.arm_requested(tid)?;

@@ -316,3 +316,63 @@ pub fn ctrl_c_prints_the_interval_and_the_resumed_search_finds_the_same() {
     let resumed = find(dir, &args);
     assert_eq!(resumed.answer.as_deref(), Some(whole.as_str()), "{}", resumed.stdout);
 }
+
+/// Counting stubs (the counting replay without a stop per hit) number a region's hits in three
+/// threads as the breakpoints (`RDB_FIND_BREAKPOINTS=1`, a stop at every hit) and the scan do,
+/// with checkpoints and their checks taken by the counting replay.
+pub fn counting_stubs_number_hits_as_breakpoints_do() {
+    let tmp = scratch("find-counting");
+    let dir = tmp.path();
+    std::fs::copy(rdb_tests::program("find_counting_threads.c"), dir.join("threads.c")).unwrap();
+    run_ok(
+        "rdb-clang",
+        timed(600, rdb_clang()).args(["-O0", "-g", "threads.c", "-lpthread", "-o", "threads"]).current_dir(dir),
+    );
+    rdb_tests::record(dir, Path::new("trace"), &["./threads", "3000", "12000"]);
+    let stubs = bisect_equals_scan(dir, &["trace", "--debug", "./threads"]);
+    let out = rdb_in(dir, &["find", "trace", "--debug", "./threads"]);
+    assert!(text(&out.stderr).contains("counted without a stop"), "{}", text(&out.stderr));
+    let out = rdb_tests::output(
+        rdb_tests::rdb(&["find", "trace", "--debug", "./threads"]).env("RDB_FIND_BREAKPOINTS", "1").current_dir(dir),
+    );
+    assert!(text(&out.stderr).contains("a stop at every hit"), "{}", text(&out.stderr));
+    let stops = text(&out.stdout).lines().next().map(str::to_string);
+    assert_eq!(stubs.answer, stops, "counting stubs and breakpoints differ");
+    let answer = stubs.answer.unwrap();
+    assert!(answer.contains("threads.c:21: total "), "{answer}");
+    assert!(hit_of(&answer) > 1000, "{answer}");
+}
+
+/// A region with two copies (`describe<T>` of the bank sample, monomorphized for `Vec<i64>` and
+/// `usize`): the counting stubs of both copies share one count, and hit 2 (the second copy)
+/// is found as the breakpoints and the scan find it.
+pub fn counting_stubs_count_the_copies_of_a_generic_region() {
+    let tmp = scratch("find-copies");
+    let app = SampleApp::plain("bank", tmp.path());
+    assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
+    rdb_tests::record(&app.dir, Path::new("trace"), &["target/debug/bank"]);
+    app.instrument();
+    let main = app.dir.join("src/main.rs");
+    let source = std::fs::read_to_string(&main)
+        .unwrap()
+        .replace("use rdb_macros::{rdb_begin, rdb_end};", "use rdb_macros::{rdb_begin, rdb_check, rdb_end};");
+    std::fs::write(&main, source).unwrap();
+    insert_after(
+        &main,
+        "println!(\"[rdb] describe {label} = {:?}\", value);",
+        0,
+        "    rdb_check!(label == \"balances\", \"described {label}\");",
+    );
+    assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
+    let args = ["trace", "--debug", "target/rdb/debug/bank", "--at", "src/main.rs:25"];
+    let stubs = bisect_equals_scan(&app.dir, &args);
+    let with_find = [&["find"], &args[..]].concat();
+    let out = rdb_in(&app.dir, &with_find);
+    assert!(text(&out.stderr).contains("counted without a stop"), "{}", text(&out.stderr));
+    let out = rdb_tests::output(rdb_tests::rdb(&with_find).env("RDB_FIND_BREAKPOINTS", "1").current_dir(&app.dir));
+    let stops = text(&out.stdout).lines().next().map(str::to_string);
+    assert_eq!(stubs.answer, stops, "counting stubs and breakpoints differ");
+    let answer = stubs.answer.unwrap();
+    assert_eq!(hit_of(&answer), 2, "{answer}");
+    assert!(answer.ends_with("described threads"), "{answer}");
+}

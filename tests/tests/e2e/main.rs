@@ -181,6 +181,8 @@ fn main() {
     ));
     trials.extend(scenarios!(find:
         c_list_losing_nodes,
+        counting_stubs_number_hits_as_breakpoints_do,
+        counting_stubs_count_the_copies_of_a_generic_region,
         jobq_losing_a_job,
         minibc_stack_depth,
         race_lost_update,
