@@ -216,7 +216,7 @@ unsafe extern "C" fn service_watch(
 fn readable(address: u64, len: u64) -> bool {
     // SAFETY: debug code (the caller) is the only user of the state during its call.
     let st = unsafe { mirror::state() };
-    st.readable(address, len)
+    st.readable_now(address, len)
 }
 
 /// 8 bytes of program memory, if mirrored and readable.

@@ -199,6 +199,8 @@ fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
         "watchstack.c",
         "watchstack.rdb.c",
         "watchstack.region.c",
+        "formatter.c",
+        "formatter.rdb.c",
     ] {
         std::fs::copy(program(&format!("support/callbacks/{file}")), dir.join(file)).unwrap();
     }
@@ -613,4 +615,41 @@ pub fn rust_read_callbacks_see_every_access_with_a_backtrace() {
     let call = source.lines().position(|l| l.contains("bank::audited()")).unwrap() + 1;
     assert!(frames[audited + 1].starts_with(&format!("#{} events::main at {main}:{call}:", audited + 1)), "{stdout}");
     assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ") && !l.starts_with('#')), rec.stdout);
+}
+
+/// A text formatter overruns a heap record's buffer into the next field: a call callback
+/// `rdb_watch`es that field of the first record (heap memory no debug code had read yet, in a
+/// heap the program made after the replay started) and every change is reported with the
+/// line that made it; `RDB_ON_WRITE` of a global, `RDB_ON_CALL(malloc)` (counting what the
+/// program reports) and the `write` callback naming the line that wrote the corrupted report
+/// run in program order among the program's own output.
+pub fn c_watch_from_a_callback_reaches_new_heap_memory() {
+    let (tmp, recorded) = record_c("formatter", &["18"]);
+    assert!(recorded.ends_with("words=3 allocations=4\n"), "{recorded}");
+    let out = replay_c(tmp.path(), "formatter");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let source = std::fs::read_to_string(tmp.path().join("formatter.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("formatter.c").display().to_string();
+    let lines: Vec<&str> = stdout.lines().collect();
+    let emitted =
+        |n: usize| format!("[rdb] words_emitted {} -> {n} at emit at {file}:{}:", n - 1, line_of("words_emitted++"));
+    let corrupted = format!("[rdb] corrupted line written by main at {file}:{}:", line_of("write(1, msg"));
+    assert_eq!(lines[0], "[rdb] watch: 0", "{stdout}\n{stderr}");
+    assert_eq!(lines[1], "alpha.............", "{stdout}");
+    assert!(lines[2].starts_with(&emitted(1)), "{stdout}");
+    assert_eq!(lines[3], "corrupted: lines_done=667182 expected 0", "{stdout}");
+    assert!(lines[4].starts_with(&corrupted), "{stdout}");
+    assert_eq!(lines[lines.len() - 2], "words=3 allocations=4", "{stdout}");
+    assert_eq!(lines[lines.len() - 1], "[rdb] malloc was called 4 times", "{stdout}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    let watch = format!("rdb: watch set at {}:24: ", tmp.path().join("formatter.rdb.c").display());
+    let changes: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&watch)).collect();
+    assert!(changes.len() >= 3, "{stderr}");
+    let pad = format!("at pad_word ({file}:{}:", line_of("l->text[i] = '.'"));
+    let newline = format!("at pad_word ({file}:{}:", line_of("l->text[l->width] = '\\n'"));
+    assert!(changes[0].contains("changed 0 -> ") && changes[0].contains(&pad), "{stderr}");
+    assert!(changes[1].contains(&pad), "{stderr}");
+    assert!(changes[2].contains("-> 667182") && changes[2].contains(&newline), "{stderr}");
 }

@@ -150,6 +150,7 @@ fn main() {
         symbol_and_memory_callbacks_follow_threads_and_forked_processes,
         c_read_and_return_callbacks_and_a_backtrace,
         rust_read_callbacks_see_every_access_with_a_backtrace,
+        c_watch_from_a_callback_reaches_new_heap_memory,
     ));
     trials.extend(scenarios!(clang_replay:
         every_inlined_and_unrolled_copy_runs_the_region,
