@@ -46,6 +46,9 @@ pub struct LocatedCall {
     pub warnings: Vec<String>,
     /// A problem that makes the callback unusable (the build should fail).
     pub error: Option<String>,
+    /// Copies of the function inlined into others (calls there run no function and are not
+    /// seen). A function with no site but inlined copies is still the program's.
+    pub inlined: usize,
 }
 
 /// Locates `query` in the binary `index` describes; `code` reads the binary's bytes at a
@@ -97,6 +100,7 @@ pub fn locate_call(
         arguments: Vec::new(),
         warnings: Vec::new(),
         error: Some(error),
+        inlined: 0,
     };
     if paths.len() > 1 {
         return Ok(fail(format!(
@@ -113,7 +117,9 @@ pub fn locate_call(
     }
     if concrete.is_empty() {
         let why = if inlined > 0 {
-            "every call of it was inlined (build without optimizations, or mark it `#[inline(never)]`)".to_string()
+            "every call of it was inlined (build without optimizations, or keep it out of line: Rust \
+             `#[inline(never)]`, C `__attribute__((noinline))`)"
+                .to_string()
         } else {
             "no such function is in the binary (never called, so not compiled in?)".to_string()
         };
@@ -121,6 +127,7 @@ pub fn locate_call(
         let mut located = fail(String::new());
         located.error = None;
         located.warnings = warnings;
+        located.inlined = inlined;
         return Ok(located);
     }
     concrete.sort_by_key(|i| i.ranges.iter().map(|r| r.begin).min().unwrap_or(0));
@@ -204,6 +211,7 @@ pub fn locate_call(
         arguments,
         warnings,
         error: None,
+        inlined,
     })
 }
 

@@ -448,12 +448,19 @@ pub fn a_misbehaving_callback_is_reported_and_never_changes_the_replay() {
             && warnings[0].contains("The program is unchanged")
     );
     assert!(warnings[1].contains("did not return within 1.0 s and was stopped"), "{}", warnings[1]);
-    assert!(warnings[2].contains("debug code crashed with SIGSEGV"), "{}", warnings[2]);
+    assert!(
+        warnings[2]
+            .contains("debug code crashed with SIGSEGV at 0x0: a null pointer (the program has no memory there)"),
+        "{}",
+        warnings[2]
+    );
     assert!(stderr.contains("rdb: 3 of 12 debug calls (regions and callbacks) did not complete cleanly"), "{stderr}");
 }
 
 /// Two threads write in turns: the callbacks of every thread's calls and writes run in the
-/// recorded order, each naming its thread.
+/// recorded order, each naming its thread. The writes are recorded events, so their order is
+/// fixed; a call of `say` is not one, so only its place in its own thread is: between that
+/// thread's previous write and the write it makes (the other thread may enter `say` in between).
 pub fn callbacks_of_every_thread_run_in_the_recorded_order() {
     let (tmp, recorded) = record_c("threads", &[]);
     let out = replay_c(tmp.path(), "threads");
@@ -463,14 +470,31 @@ pub fn callbacks_of_every_thread_run_in_the_recorded_order() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), recorded.lines().count() * 3, "{stdout}");
     let mut threads: std::collections::HashMap<String, String> = Default::default();
-    for (k, chunk) in lines.chunks(3).enumerate() {
-        let said = chunk[1];
-        let (who, i) = said.split_once(' ').unwrap();
-        assert_eq!(chunk[0], format!("[rdb] say({who}, {i}) #{}", k + 1), "{stdout}");
-        let thread =
-            chunk[2].strip_prefix("[rdb] thread ").and_then(|r| r.strip_suffix(&format!(" wrote {said}"))).unwrap();
-        let seen = threads.entry(who.to_string()).or_insert_with(|| thread.to_string());
-        assert_eq!(seen, thread, "{who} wrote from two threads:\n{stdout}");
+    // Per writer: the `say` callback seen since its last write.
+    let mut pending: std::collections::HashMap<String, String> = Default::default();
+    let mut calls = 0;
+    for (k, line) in lines.iter().enumerate() {
+        if let Some(call) = line.strip_prefix("[rdb] say(") {
+            calls += 1;
+            let (args, number) = call.split_once(") #").unwrap();
+            assert_eq!(number, calls.to_string(), "{stdout}");
+            let (who, i) = args.split_once(", ").unwrap();
+            let earlier = pending.insert(who.to_string(), i.to_string());
+            assert_eq!(earlier, None, "{who} called say twice without writing:\n{stdout}");
+        } else if let Some(wrote) = line.strip_prefix("[rdb] thread ") {
+            let (thread, said) = wrote.split_once(" wrote ").unwrap();
+            assert_eq!(lines[k - 1], said, "the write callback does not follow its write:\n{stdout}");
+            let (who, _) = said.split_once(' ').unwrap();
+            let seen = threads.entry(who.to_string()).or_insert_with(|| thread.to_string());
+            assert_eq!(seen, thread, "{who} wrote from two threads:\n{stdout}");
+        } else {
+            let (who, i) = line.split_once(' ').unwrap();
+            assert_eq!(
+                pending.remove(who).as_deref(),
+                Some(i),
+                "`{line}` without its say() callback before:\n{stdout}"
+            );
+        }
     }
     assert_ne!(threads["alpha"], threads["beta"]);
 }
@@ -652,4 +676,39 @@ pub fn c_watch_from_a_callback_reaches_new_heap_memory() {
     assert!(changes[0].contains("changed 0 -> ") && changes[0].contains(&pad), "{stderr}");
     assert!(changes[1].contains(&pad), "{stderr}");
     assert!(changes[2].contains("-> 667182") && changes[2].contains(&newline), "{stderr}");
+}
+
+/// At `-O2` clang inlines the formatter's static `pad_word` into its only caller: rdb-clang
+/// says at build time that `RDB_ON_CALL(pad_word)` will see no call (rather than look for a
+/// shared library's `pad_word` at run time), and the other callbacks still run in program
+/// order.
+pub fn c_call_callback_of_an_inlined_function_is_reported_at_build_time() {
+    let tmp = scratch("formatter-o2");
+    let dir = tmp.path();
+    for file in ["formatter.c", "formatter.rdb.c"] {
+        std::fs::copy(program(&format!("support/callbacks/{file}")), dir.join(file)).unwrap();
+    }
+    run_ok("clang-14", timed(600, "clang-14").args(["-O2", "-g", "formatter.c", "-o", "formatter"]).current_dir(dir));
+    let recorded = text(&rdb_tests::record(dir, Path::new("trace"), &["./formatter", "18"]).stdout);
+    let build = output(
+        timed(600, rdb_clang())
+            .args(["-O2", "-g", "formatter.c", "formatter.rdb.c", "-o", "formatter"])
+            .current_dir(dir),
+    );
+    let build_stderr = text(&build.stderr);
+    assert!(build.status.success(), "{build_stderr}");
+    assert!(
+        build_stderr.contains("rdb-clang: warning: callback ")
+            && build_stderr.contains("`pad_word`: every call of it was inlined"),
+        "{build_stderr}"
+    );
+    let out = output(rdb(&["replay", "trace", "--debug", "./formatter"]).current_dir(dir));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("callback `padding` ("), "{stderr}");
+    assert!(stderr.contains("was never called in this replay"), "{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[1].starts_with("[rdb] words_emitted 0 -> 1 at "), "{stdout}");
+    assert_eq!(lines[lines.len() - 1], "[rdb] malloc was called 4 times", "{stdout}");
 }

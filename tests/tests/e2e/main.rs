@@ -151,6 +151,7 @@ fn main() {
         c_read_and_return_callbacks_and_a_backtrace,
         rust_read_callbacks_see_every_access_with_a_backtrace,
         c_watch_from_a_callback_reaches_new_heap_memory,
+        c_call_callback_of_an_inlined_function_is_reported_at_build_time,
     ));
     trials.extend(scenarios!(clang_replay:
         every_inlined_and_unrolled_copy_runs_the_region,
