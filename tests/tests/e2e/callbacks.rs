@@ -712,3 +712,36 @@ pub fn c_call_callback_of_an_inlined_function_is_reported_at_build_time() {
     assert!(lines[1].starts_with("[rdb] words_emitted 0 -> 1 at "), "{stdout}");
     assert_eq!(lines[lines.len() - 1], "[rdb] malloc was called 4 times", "{stdout}");
 }
+
+/// A trait impl's method is a call callback's target by its type's path (the trait imported by
+/// a `#[debug_only] use`) and by the trait's path, and a generic function's return by its
+/// instantiation (`tally::<u32>`): each runs at every call, before the line the call feeds.
+pub fn call_callbacks_of_a_trait_impls_method_and_a_generic_functions_return() {
+    let rec = record_plain("scorer", &[]);
+    assert_eq!(
+        rec.stdout,
+        "text 0: 4 words, doubled 8, score 48\ntext 1: 5 words, doubled 10, score 58\ntext 2: 4 words, doubled 8, score 98\n"
+    );
+    rec.app.instrument();
+    let out = cargo_rdb_replay(&rec.app.dir, &rec.trace);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "replay failed:\n{stdout}\n{stderr}");
+    assert_same_binary(&rec.app, "scorer");
+    assert!(!stderr.contains("never"), "{stderr}");
+    let mut expected = String::new();
+    for (i, (words, letters, line)) in [
+        (4, 16, "text 0: 4 words, doubled 8, score 48"),
+        (5, 19, "text 1: 5 words, doubled 10, score 58"),
+        (4, 32, "text 2: 4 words, doubled 8, score 98"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        expected.push_str(&format!("[rdb] tally returned {}\n", words * 2));
+        // Both callbacks of the one function run at its call, in the order they are declared.
+        expected.push_str(&format!("[rdb] Counter::score(id {i}, weight 3) with {letters} letters\n"));
+        expected.push_str(&format!("[rdb] Scorer::score(id {i})\n"));
+        expected.push_str(&format!("{line}\n"));
+    }
+    assert_eq!(stdout, expected, "{stderr}");
+}
