@@ -186,6 +186,7 @@ fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
         "alloc.region.c",
         "threads.c",
         "threads.rdb.c",
+        "threads.clone.rdb.c",
         "spread.c",
         "spread.rdb.c",
         "reads.c",
@@ -755,4 +756,25 @@ pub fn call_callbacks_of_a_trait_impls_method_and_a_generic_functions_return() {
         expected.push_str(&format!("{line}\n"));
     }
     assert_eq!(stdout, expected, "{stderr}");
+}
+
+/// The system call that creates a thread (`clone3`, or `clone`) runs its `before` callbacks
+/// too: at its entry the thread's next recorded event is the new thread, and the call's own
+/// record (its result, the new thread's id) follows it. Before and after see the same result.
+pub fn syscall_callbacks_see_the_calls_that_create_threads_before_and_after() {
+    let (tmp, recorded) = record_c("threads", &[]);
+    let out = replay_c_with(tmp.path(), "threads", "threads.clone.rdb.c", &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    let calls: Vec<&str> = stdout.lines().filter(|l| l.starts_with("[rdb] ")).collect();
+    assert_eq!(calls.len(), 4, "{stdout}\n{stderr}");
+    for pair in calls.chunks(2) {
+        let before = pair[0].strip_prefix("[rdb] before ").unwrap_or_else(|| panic!("{stdout}"));
+        let after = pair[1].strip_prefix("[rdb] after ").unwrap_or_else(|| panic!("{stdout}"));
+        assert_eq!(before, after, "{stdout}");
+        let result: i64 = before.rsplit_once("result ").unwrap().1.parse().unwrap();
+        assert!(result > 0, "{stdout}");
+    }
+    assert_ne!(calls[0], calls[2]);
 }
