@@ -351,7 +351,9 @@ pub fn backtrace() -> Backtrace {
 /// The source location where debug code runs: the innermost frame of the program's own code (a
 /// syscall callback is called inside the C library and Rust's standard library; this is where
 /// the program's code called them; see [`Backtrace::program_frame`]).
-/// `None` outside a replay, or when the program's code there has no line information.
+/// `None` outside a replay or when no frame was found; where the program's code has no line
+/// information (a release build without debug information) the frame has its function but no
+/// `file`, and `line` 0.
 pub fn location() -> Option<Frame> {
     let bt = backtrace();
     bt.program_frame().or(bt.frames.first()).cloned()

@@ -77,7 +77,8 @@ int rdb_watch_at(const void *address, size_t size, int reads, const char *file, 
 #define rdb_watch(address, size) rdb_watch_at((address), (size), 0, __FILE__, __LINE__)
 #define rdb_watch_access(address, size) rdb_watch_at((address), (size), 1, __FILE__, __LINE__)
 /* The program's stack where debug code runs, one frame per line
- * ("#0 function at file:line:column"); valid until the next call. */
+ * ("#0 function at file:line:column", or "#2 0x7f... in libc.so.6" where no
+ * symbol or line is known); valid until the next call of either function. */
 const char *rdb_backtrace(void);
 /* The innermost frame of the program's own code ("function at file:line:column"). */
 const char *rdb_location(void);

@@ -90,13 +90,34 @@ static const char *rdb_format(int only_program) {
             frame++;
             continue;
         }
-        int w = snprintf(rdb_text + out, sizeof rdb_text - out, "%s%s%d %.*s", out ? "\n" : "", only_program ? "" : "#",
-                         frame, (int)lf, lf ? (const char *)fn : "??");
+        /* As Rust's `rdb::Frame` shows one: the function, or the pc when no symbol holds it;
+         * then the source, or the object the code is in. */
+        const char *sep = out ? "\n" : "";
+        int w;
         if (only_program)
-            w = snprintf(rdb_text + out, sizeof rdb_text - out, "%.*s", (int)lf, lf ? (const char *)fn : "??");
+            w = lf ? snprintf(rdb_text + out, sizeof rdb_text - out, "%.*s", (int)lf, (const char *)fn)
+                   : snprintf(rdb_text + out, sizeof rdb_text - out, "0x%.*s", (int)l0, (const char *)f0);
+        else
+            w = lf ? snprintf(rdb_text + out, sizeof rdb_text - out, "%s#%d %.*s", sep, frame, (int)lf, (const char *)fn)
+                   : snprintf(rdb_text + out, sizeof rdb_text - out, "%s#%d 0x%.*s", sep, frame, (int)l0, (const char *)f0);
         if (w < 0 || (size_t)w >= sizeof rdb_text - out)
             break;
         out += (size_t)w;
+        if (!lfile) {
+            size_t lobj;
+            const unsigned char *obj = rdb_field(rec, rend, 1, &lobj);
+            const unsigned char *base = obj;
+            for (size_t i = 0; i < lobj; i++)
+                if (obj[i] == '/')
+                    base = obj + i + 1;
+            size_t lbase = lobj - (size_t)(base - obj);
+            if (lbase) {
+                w = snprintf(rdb_text + out, sizeof rdb_text - out, " in %.*s", (int)lbase, (const char *)base);
+                if (w < 0 || (size_t)w >= sizeof rdb_text - out)
+                    break;
+                out += (size_t)w;
+            }
+        }
         if (lfile) {
             w = snprintf(rdb_text + out, sizeof rdb_text - out, " at %.*s:%.*s:%.*s", (int)lfile, (const char *)file,
                          (int)lline, (const char *)line, (int)lcol, (const char *)col);

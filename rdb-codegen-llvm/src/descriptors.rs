@@ -126,7 +126,12 @@ fn callback_descriptors(
                     return Err(at(e));
                 }
                 let program = matches!(&found.target, CallTarget::Program { sites, .. } if !sites.is_empty());
-                if !program {
+                if !program && found.inlined > 0 {
+                    // The program's function, but every call of it was inlined: no call is
+                    // seen (a library's function of that name must not stand in for it).
+                    warnings.extend(found.warnings);
+                    CallbackEvent::Call { function: target.clone(), target: found.target, returns }
+                } else if !program {
                     // Not a function of the program: a symbol of a shared library, by name.
                     if spec.params > 6 || own_sizes.iter().any(|(_, _, size)| *size > 8) {
                         return Err(at(format!(

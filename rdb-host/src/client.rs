@@ -710,6 +710,7 @@ impl DebugHost {
             }
             Some((signal, addr, why)) => {
                 let reason = match why {
+                    reason::UNMAPPED if addr < 4096 => "a null pointer (the program has no memory there)".to_string(),
                     reason::UNMAPPED => "the program has no memory at this address (bad pointer?)".to_string(),
                     reason::UNREADABLE => "the program's memory at this address cannot be read".to_string(),
                     reason::NOT_READABLE => {
@@ -719,7 +720,11 @@ impl DebugHost {
                     reason::STACK_OVERFLOW => "debug code overflowed its stack (runaway recursion?)".to_string(),
                     _ => String::new(),
                 };
-                let address = (addr != 0).then_some(addr);
+                // A fault at an address names it, null included (the commonest bad pointer);
+                // another signal has none.
+                let faulted =
+                    matches!(why, reason::UNMAPPED | reason::UNREADABLE | reason::NOT_READABLE | reason::COLLISION);
+                let address = (faulted || addr != 0).then_some(addr);
                 InvokeOutcome::Crashed { signal, address, reason }
             }
             None => {

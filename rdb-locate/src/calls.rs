@@ -46,6 +46,9 @@ pub struct LocatedCall {
     pub warnings: Vec<String>,
     /// A problem that makes the callback unusable (the build should fail).
     pub error: Option<String>,
+    /// Copies of the function inlined into others (calls there run no function and are not
+    /// seen). A function with no site but inlined copies is still the program's.
+    pub inlined: usize,
 }
 
 /// Locates `query` in the binary `index` describes; `code` reads the binary's bytes at a
@@ -60,10 +63,11 @@ pub fn locate_call(
     let mut instances = function::instances(index, &units, &query.function)?;
     // rustc's DWARF scopes of methods are `{impl#N}`, which match any type: the linkage name
     // (legacy mangling carries the type's path) decides.
+    // A trait impl's method is mangled `<Type as Trait>::method`: it is wanted by either path.
     instances.retain(|i| match i.linkage_name.as_deref().and_then(demangle_legacy) {
-        Some(path) => {
+        Some(path) => impl_paths(&path).iter().any(|path| {
             path.len() >= wanted.len() && path[path.len() - wanted.len()..].iter().zip(&wanted).all(|(p, w)| p == w)
-        }
+        }),
         None => true,
     });
     let mut warnings = Vec::new();
@@ -96,6 +100,7 @@ pub fn locate_call(
         arguments: Vec::new(),
         warnings: Vec::new(),
         error: Some(error),
+        inlined: 0,
     };
     if paths.len() > 1 {
         return Ok(fail(format!(
@@ -112,7 +117,9 @@ pub fn locate_call(
     }
     if concrete.is_empty() {
         let why = if inlined > 0 {
-            "every call of it was inlined (build without optimizations, or mark it `#[inline(never)]`)".to_string()
+            "every call of it was inlined (build without optimizations, or keep it out of line: Rust \
+             `#[inline(never)]`, C `__attribute__((noinline))`)"
+                .to_string()
         } else {
             "no such function is in the binary (never called, so not compiled in?)".to_string()
         };
@@ -120,6 +127,7 @@ pub fn locate_call(
         let mut located = fail(String::new());
         located.error = None;
         located.warnings = warnings;
+        located.inlined = inlined;
         return Ok(located);
     }
     concrete.sort_by_key(|i| i.ranges.iter().map(|r| r.begin).min().unwrap_or(0));
@@ -203,6 +211,7 @@ pub fn locate_call(
         arguments,
         warnings,
         error: None,
+        inlined,
     })
 }
 
@@ -287,9 +296,61 @@ fn is_float(index: &Index<'_>, mut ty: Option<DieRef>) -> Result<bool, gimli::Er
     Ok(false)
 }
 
+/// The paths a demangled function path answers to: itself, or for a method of an impl
+/// (`<app::Counter as app::Scorer>`, `<app::Stack<T>>`, then the method), the self type's path
+/// (generic arguments left out) and the trait's, each followed by the method.
+fn impl_paths(path: &[String]) -> Vec<Vec<String>> {
+    let Some((first, rest)) = path.split_first() else { return vec![Vec::new()] };
+    let Some(inner) = first.strip_prefix('<').and_then(|f| f.strip_suffix('>')) else {
+        return vec![path.to_vec()];
+    };
+    // ` as ` at nesting depth 0 splits the self type from the trait.
+    let mut depth = 0i32;
+    let mut split = None;
+    for (i, c) in inner.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth -= 1,
+            _ if depth == 0 && inner[i..].starts_with(" as ") => {
+                split = Some(i);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let parts = match split {
+        Some(i) => vec![&inner[..i], &inner[i + 4..]],
+        None => vec![inner],
+    };
+    parts
+        .into_iter()
+        .map(|part| {
+            let bare = part.find('<').map_or(part, |i| &part[..i]);
+            let mut out: Vec<String> = bare.split("::").map(|s| s.trim().to_string()).collect();
+            out.extend(rest.iter().cloned());
+            out
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::branch_targets;
+    use super::{branch_targets, impl_paths};
+
+    #[test]
+    fn a_trait_impls_method_answers_to_the_type_and_the_trait() {
+        let path = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            impl_paths(&path(&["<app::stats::Counter as app::stats::Scorer>", "score"])),
+            [path(&["app", "stats", "Counter", "score"]), path(&["app", "stats", "Scorer", "score"])]
+        );
+        assert_eq!(
+            impl_paths(&path(&["<app::Stack<alloc::vec::Vec<u8>> as core::fmt::Display>", "fmt"])),
+            [path(&["app", "Stack", "fmt"]), path(&["core", "fmt", "Display", "fmt"])]
+        );
+        assert_eq!(impl_paths(&path(&["<app::Stack<T>>", "push"])), [path(&["app", "Stack", "push"])]);
+        assert_eq!(impl_paths(&path(&["app", "vm", "Vm", "push"])), [path(&["app", "vm", "Vm", "push"])]);
+    }
 
     #[test]
     fn a_loop_back_to_the_start_is_seen() {

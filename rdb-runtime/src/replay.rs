@@ -2022,6 +2022,19 @@ impl Replayer<'_> {
         regs: ptrace::Regs,
     ) -> Result<(), Error> {
         let policy = syscalls::policy(nr);
+        // At the entry of a `clone`/`fork` the thread's next event is the new process or
+        // thread; the call's own record comes after it.
+        let following;
+        let event = match event {
+            Event::NewProcess { .. } if !exit => {
+                following = self.ev.nth_of(tid, 1)?.cloned();
+                match &following {
+                    Some(e) => e,
+                    None => return Ok(()),
+                }
+            }
+            e => e,
+        };
         let (result, writes, file) = match event {
             Event::Syscall { nr: rnr, args: rargs, ret, writes, file, .. } => {
                 let n = syscalls::nargs(nr);

@@ -140,6 +140,17 @@ impl Mirror {
         r.prot & libc::PROT_READ as u32 != 0 && !r.collided && addr.checked_add(len).is_some_and(|end| end <= r.end)
     }
 
+    /// [`readable`](Self::readable), asking the replayer for the current mappings first when
+    /// the mirror's do not cover the bytes (a heap or mapping the program made since they were
+    /// last fetched: only a fault fetches them otherwise). Debug code's thread only, inside a
+    /// call.
+    pub fn readable_now(&mut self, addr: u64, len: u64) -> bool {
+        if !self.readable(addr, len) && self.in_call {
+            refresh_maps(self, addr);
+        }
+        self.readable(addr, len)
+    }
+
     fn ranges(&self) -> &[Range] {
         &self.tables[self.current][..self.lens[self.current]]
     }

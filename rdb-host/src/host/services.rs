@@ -216,7 +216,7 @@ unsafe extern "C" fn service_watch(
 fn readable(address: u64, len: u64) -> bool {
     // SAFETY: debug code (the caller) is the only user of the state during its call.
     let st = unsafe { mirror::state() };
-    st.readable(address, len)
+    st.readable_now(address, len)
 }
 
 /// 8 bytes of program memory, if mirrored and readable.
@@ -251,11 +251,15 @@ struct Object {
     segments: Vec<(u64, u64)>,
     dynamic: Option<u64>,
     names: Option<addr2line::Loader>,
+    /// Function symbols (static and dynamic) with a size, as (start, end, name), by start:
+    /// an address past a symbol's end is not named after it (a stripped library's local
+    /// functions, `start_thread`, are not the exported function before them).
+    symbols: Vec<(u64, u64, String)>,
 }
 
 impl Object {
     fn load(path: &Path) -> Option<Object> {
-        use object::{Object as _, ObjectSection, ObjectSegment};
+        use object::{Object as _, ObjectSection, ObjectSegment, ObjectSymbol};
         let data = std::fs::read(path).ok()?;
         let file = object::File::parse(&*data).ok()?;
         let segments = file.segments().map(|s| (s.address(), s.address() + s.size())).collect();
@@ -273,7 +277,22 @@ impl Object {
             }
             Some((eh, bases))
         });
-        Some(Object { eh_frame, segments, dynamic, names: addr2line::Loader::new(path).ok() })
+        let mut symbols: Vec<(u64, u64, String)> = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
+            .filter_map(|s| Some((s.address(), s.address() + s.size(), s.name().ok()?.to_string())))
+            .collect();
+        symbols.sort();
+        symbols.dedup_by_key(|s| s.0);
+        Some(Object { eh_frame, segments, dynamic, names: addr2line::Loader::new(path).ok(), symbols })
+    }
+
+    /// The function symbol whose bytes hold `relative`.
+    fn symbol(&self, relative: u64) -> Option<&str> {
+        let i = self.symbols.partition_point(|s| s.0 <= relative).checked_sub(1)?;
+        let (_, end, name) = &self.symbols[i];
+        (relative < *end).then_some(name.as_str())
     }
 
     fn contains(&self, relative: u64) -> bool {
@@ -425,7 +444,7 @@ fn backtrace_in(
                 }
             }
             if !named {
-                if let Some(symbol) = loader.find_symbol(relative) {
+                if let Some(symbol) = object.symbol(relative) {
                     named = true;
                     let name = addr2line::demangle_auto(symbol.into(), None);
                     out.extend(record(pc, Some(&path), Some(&strip_hash(&name)), None, in_program));

@@ -186,6 +186,7 @@ fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
         "alloc.region.c",
         "threads.c",
         "threads.rdb.c",
+        "threads.clone.rdb.c",
         "spread.c",
         "spread.rdb.c",
         "reads.c",
@@ -199,6 +200,8 @@ fn record_c(name: &str, args: &[&str]) -> (tempfile::TempDir, String) {
         "watchstack.c",
         "watchstack.rdb.c",
         "watchstack.region.c",
+        "formatter.c",
+        "formatter.rdb.c",
     ] {
         std::fs::copy(program(&format!("support/callbacks/{file}")), dir.join(file)).unwrap();
     }
@@ -446,12 +449,19 @@ pub fn a_misbehaving_callback_is_reported_and_never_changes_the_replay() {
             && warnings[0].contains("The program is unchanged")
     );
     assert!(warnings[1].contains("did not return within 1.0 s and was stopped"), "{}", warnings[1]);
-    assert!(warnings[2].contains("debug code crashed with SIGSEGV"), "{}", warnings[2]);
+    assert!(
+        warnings[2]
+            .contains("debug code crashed with SIGSEGV at 0x0: a null pointer (the program has no memory there)"),
+        "{}",
+        warnings[2]
+    );
     assert!(stderr.contains("rdb: 3 of 12 debug calls (regions and callbacks) did not complete cleanly"), "{stderr}");
 }
 
 /// Two threads write in turns: the callbacks of every thread's calls and writes run in the
-/// recorded order, each naming its thread.
+/// recorded order, each naming its thread. The writes are recorded events, so their order is
+/// fixed; a call of `say` is not one, so only its place in its own thread is: between that
+/// thread's previous write and the write it makes (the other thread may enter `say` in between).
 pub fn callbacks_of_every_thread_run_in_the_recorded_order() {
     let (tmp, recorded) = record_c("threads", &[]);
     let out = replay_c(tmp.path(), "threads");
@@ -461,14 +471,31 @@ pub fn callbacks_of_every_thread_run_in_the_recorded_order() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), recorded.lines().count() * 3, "{stdout}");
     let mut threads: std::collections::HashMap<String, String> = Default::default();
-    for (k, chunk) in lines.chunks(3).enumerate() {
-        let said = chunk[1];
-        let (who, i) = said.split_once(' ').unwrap();
-        assert_eq!(chunk[0], format!("[rdb] say({who}, {i}) #{}", k + 1), "{stdout}");
-        let thread =
-            chunk[2].strip_prefix("[rdb] thread ").and_then(|r| r.strip_suffix(&format!(" wrote {said}"))).unwrap();
-        let seen = threads.entry(who.to_string()).or_insert_with(|| thread.to_string());
-        assert_eq!(seen, thread, "{who} wrote from two threads:\n{stdout}");
+    // Per writer: the `say` callback seen since its last write.
+    let mut pending: std::collections::HashMap<String, String> = Default::default();
+    let mut calls = 0;
+    for (k, line) in lines.iter().enumerate() {
+        if let Some(call) = line.strip_prefix("[rdb] say(") {
+            calls += 1;
+            let (args, number) = call.split_once(") #").unwrap();
+            assert_eq!(number, calls.to_string(), "{stdout}");
+            let (who, i) = args.split_once(", ").unwrap();
+            let earlier = pending.insert(who.to_string(), i.to_string());
+            assert_eq!(earlier, None, "{who} called say twice without writing:\n{stdout}");
+        } else if let Some(wrote) = line.strip_prefix("[rdb] thread ") {
+            let (thread, said) = wrote.split_once(" wrote ").unwrap();
+            assert_eq!(lines[k - 1], said, "the write callback does not follow its write:\n{stdout}");
+            let (who, _) = said.split_once(' ').unwrap();
+            let seen = threads.entry(who.to_string()).or_insert_with(|| thread.to_string());
+            assert_eq!(seen, thread, "{who} wrote from two threads:\n{stdout}");
+        } else {
+            let (who, i) = line.split_once(' ').unwrap();
+            assert_eq!(
+                pending.remove(who).as_deref(),
+                Some(i),
+                "`{line}` without its say() callback before:\n{stdout}"
+            );
+        }
     }
     assert_ne!(threads["alpha"], threads["beta"]);
 }
@@ -576,6 +603,17 @@ pub fn c_read_and_return_callbacks_and_a_backtrace() {
     assert_eq!(lines[..6], expected_start, "{stdout}\n{stderr}");
     assert_eq!(lines[6], format!("#0 square at {file}:{}:12", line_of("return v * v;")), "{stdout}");
     assert_eq!(lines[7], format!("#1 main at {file}:{}:16", line_of("sum += square(i);")), "{stdout}");
+    // main's caller is the C library's: named only by a symbol that holds the address (a
+    // stripped libc has no symbol for its local `__libc_start_call_main`; the exported one
+    // before it is not its name).
+    let caller = lines[8].strip_prefix("#2 ").unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        (caller.starts_with("__libc_start_call_main")
+            || caller.starts_with("__libc_start_main")
+            || caller.starts_with("0x"))
+            && caller.ends_with(" in libc.so.6"),
+        "{stdout}"
+    );
     let tail: Vec<&str> = lines.iter().skip_while(|l| !l.starts_with("[rdb] square returned 4")).copied().collect();
     assert_eq!(tail, ["[rdb] square returned 4", read.as_str(), "sum 5"], "{stdout}");
 }
@@ -613,4 +651,130 @@ pub fn rust_read_callbacks_see_every_access_with_a_backtrace() {
     let call = source.lines().position(|l| l.contains("bank::audited()")).unwrap() + 1;
     assert!(frames[audited + 1].starts_with(&format!("#{} events::main at {main}:{call}:", audited + 1)), "{stdout}");
     assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ") && !l.starts_with('#')), rec.stdout);
+}
+
+/// A text formatter overruns a heap record's buffer into the next field: a call callback
+/// `rdb_watch`es that field of the first record (heap memory no debug code had read yet, in a
+/// heap the program made after the replay started) and every change is reported with the
+/// line that made it; `RDB_ON_WRITE` of a global, `RDB_ON_CALL(malloc)` (counting what the
+/// program reports) and the `write` callback naming the line that wrote the corrupted report
+/// run in program order among the program's own output.
+pub fn c_watch_from_a_callback_reaches_new_heap_memory() {
+    let (tmp, recorded) = record_c("formatter", &["18"]);
+    assert!(recorded.ends_with("words=3 allocations=4\n"), "{recorded}");
+    let out = replay_c(tmp.path(), "formatter");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let source = std::fs::read_to_string(tmp.path().join("formatter.c")).unwrap();
+    let line_of = |s: &str| source.lines().position(|l| l.contains(s)).unwrap() + 1;
+    let file = tmp.path().join("formatter.c").display().to_string();
+    let lines: Vec<&str> = stdout.lines().collect();
+    let emitted =
+        |n: usize| format!("[rdb] words_emitted {} -> {n} at emit at {file}:{}:", n - 1, line_of("words_emitted++"));
+    let corrupted = format!("[rdb] corrupted line written by main at {file}:{}:", line_of("write(1, msg"));
+    assert_eq!(lines[0], "[rdb] watch: 0", "{stdout}\n{stderr}");
+    assert_eq!(lines[1], "alpha.............", "{stdout}");
+    assert!(lines[2].starts_with(&emitted(1)), "{stdout}");
+    assert_eq!(lines[3], "corrupted: lines_done=667182 expected 0", "{stdout}");
+    assert!(lines[4].starts_with(&corrupted), "{stdout}");
+    assert_eq!(lines[lines.len() - 2], "words=3 allocations=4", "{stdout}");
+    assert_eq!(lines[lines.len() - 1], "[rdb] malloc was called 4 times", "{stdout}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    let watch = format!("rdb: watch set at {}:24: ", tmp.path().join("formatter.rdb.c").display());
+    let changes: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&watch)).collect();
+    assert!(changes.len() >= 3, "{stderr}");
+    let pad = format!("at pad_word ({file}:{}:", line_of("l->text[i] = '.'"));
+    let newline = format!("at pad_word ({file}:{}:", line_of("l->text[l->width] = '\\n'"));
+    assert!(changes[0].contains("changed 0 -> ") && changes[0].contains(&pad), "{stderr}");
+    assert!(changes[1].contains(&pad), "{stderr}");
+    assert!(changes[2].contains("-> 667182") && changes[2].contains(&newline), "{stderr}");
+}
+
+/// At `-O2` clang inlines the formatter's static `pad_word` into its only caller: rdb-clang
+/// says at build time that `RDB_ON_CALL(pad_word)` will see no call (rather than look for a
+/// shared library's `pad_word` at run time), and the other callbacks still run in program
+/// order.
+pub fn c_call_callback_of_an_inlined_function_is_reported_at_build_time() {
+    let tmp = scratch("formatter-o2");
+    let dir = tmp.path();
+    for file in ["formatter.c", "formatter.rdb.c"] {
+        std::fs::copy(program(&format!("support/callbacks/{file}")), dir.join(file)).unwrap();
+    }
+    run_ok("clang-14", timed(600, "clang-14").args(["-O2", "-g", "formatter.c", "-o", "formatter"]).current_dir(dir));
+    let recorded = text(&rdb_tests::record(dir, Path::new("trace"), &["./formatter", "18"]).stdout);
+    let build = output(
+        timed(600, rdb_clang())
+            .args(["-O2", "-g", "formatter.c", "formatter.rdb.c", "-o", "formatter"])
+            .current_dir(dir),
+    );
+    let build_stderr = text(&build.stderr);
+    assert!(build.status.success(), "{build_stderr}");
+    assert!(
+        build_stderr.contains("rdb-clang: warning: callback ")
+            && build_stderr.contains("`pad_word`: every call of it was inlined"),
+        "{build_stderr}"
+    );
+    let out = output(rdb(&["replay", "trace", "--debug", "./formatter"]).current_dir(dir));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("callback `padding` ("), "{stderr}");
+    assert!(stderr.contains("was never called in this replay"), "{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[1].starts_with("[rdb] words_emitted 0 -> 1 at "), "{stdout}");
+    assert_eq!(lines[lines.len() - 1], "[rdb] malloc was called 4 times", "{stdout}");
+}
+
+/// A trait impl's method is a call callback's target by its type's path (the trait imported by
+/// a `#[debug_only] use`) and by the trait's path, and a generic function's return by its
+/// instantiation (`tally::<u32>`): each runs at every call, before the line the call feeds.
+pub fn call_callbacks_of_a_trait_impls_method_and_a_generic_functions_return() {
+    let rec = record_plain("scorer", &[]);
+    assert_eq!(
+        rec.stdout,
+        "text 0: 4 words, doubled 8, score 48\ntext 1: 5 words, doubled 10, score 58\ntext 2: 4 words, doubled 8, score 98\n"
+    );
+    rec.app.instrument();
+    let out = cargo_rdb_replay(&rec.app.dir, &rec.trace);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "replay failed:\n{stdout}\n{stderr}");
+    assert_same_binary(&rec.app, "scorer");
+    assert!(!stderr.contains("never"), "{stderr}");
+    let mut expected = String::new();
+    for (i, (words, letters, line)) in [
+        (4, 16, "text 0: 4 words, doubled 8, score 48"),
+        (5, 19, "text 1: 5 words, doubled 10, score 58"),
+        (4, 32, "text 2: 4 words, doubled 8, score 98"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        expected.push_str(&format!("[rdb] tally returned {}\n", words * 2));
+        // Both callbacks of the one function run at its call, in the order they are declared.
+        expected.push_str(&format!("[rdb] Counter::score(id {i}, weight 3) with {letters} letters\n"));
+        expected.push_str(&format!("[rdb] Scorer::score(id {i})\n"));
+        expected.push_str(&format!("{line}\n"));
+    }
+    assert_eq!(stdout, expected, "{stderr}");
+}
+
+/// The system call that creates a thread (`clone3`, or `clone`) runs its `before` callbacks
+/// too: at its entry the thread's next recorded event is the new thread, and the call's own
+/// record (its result, the new thread's id) follows it. Before and after see the same result.
+pub fn syscall_callbacks_see_the_calls_that_create_threads_before_and_after() {
+    let (tmp, recorded) = record_c("threads", &[]);
+    let out = replay_c_with(tmp.path(), "threads", "threads.clone.rdb.c", &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(lines_where(&stdout, |l| !l.starts_with("[rdb] ")), recorded);
+    let calls: Vec<&str> = stdout.lines().filter(|l| l.starts_with("[rdb] ")).collect();
+    assert_eq!(calls.len(), 4, "{stdout}\n{stderr}");
+    for pair in calls.chunks(2) {
+        let before = pair[0].strip_prefix("[rdb] before ").unwrap_or_else(|| panic!("{stdout}"));
+        let after = pair[1].strip_prefix("[rdb] after ").unwrap_or_else(|| panic!("{stdout}"));
+        assert_eq!(before, after, "{stdout}");
+        let result: i64 = before.rsplit_once("result ").unwrap().1.parse().unwrap();
+        assert!(result > 0, "{stdout}");
+    }
+    assert_ne!(calls[0], calls[2]);
 }

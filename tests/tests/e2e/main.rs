@@ -150,6 +150,10 @@ fn main() {
         symbol_and_memory_callbacks_follow_threads_and_forked_processes,
         c_read_and_return_callbacks_and_a_backtrace,
         rust_read_callbacks_see_every_access_with_a_backtrace,
+        c_watch_from_a_callback_reaches_new_heap_memory,
+        c_call_callback_of_an_inlined_function_is_reported_at_build_time,
+        call_callbacks_of_a_trait_impls_method_and_a_generic_functions_return,
+        syscall_callbacks_see_the_calls_that_create_threads_before_and_after,
     ));
     trials.extend(scenarios!(clang_replay:
         every_inlined_and_unrolled_copy_runs_the_region,
