@@ -15,8 +15,7 @@
 //!   no debug register, and the replayer writes a call's recorded effects itself. The search's
 //!   observer looks at every exit of a call of the searched process whose recorded writes
 //!   overlap the static ([`ReplayObserver::on_syscall`], no halt): a change there is reported
-//!   as that system call's event. (Caught syscalls would halt too, and a syscall exit of one
-//!   thread halting while another thread's watchpoint halt is pending would replace it.)
+//!   as that system call's event, without a halt.
 //!
 //! So every change of the static's bytes made by the searched process is found, in the
 //! replay's order, exactly (a write of the same value is no change). Not seen: writes by

@@ -771,9 +771,10 @@ impl Replayer<'_> {
     /// Run the replay until a debugger's halt (`Some`) or the end of the trace (`None`).
     pub(crate) fn run(&mut self) -> Result<Option<SessionStop>, Error> {
         loop {
-            if let Some(stop) = self.dbg.pending.take() {
+            if self.dbg.pending.is_some() {
+                // Still pending while the others stop: what they meet is queued after it.
                 self.quiesce()?;
-                return Ok(Some(stop));
+                return Ok(self.dbg.pending.take());
             }
             let head_tid = match self.ev.head()? {
                 Some(e) => e.tid(),
@@ -829,13 +830,13 @@ impl Replayer<'_> {
     /// Handle a stop in its turn, unless a debugger wants the replay halted before it: then it
     /// stays parked (handled when the replay goes on).
     fn handle_or_halt(&mut self, tid: Tid, stop: Stop) -> Result<(), Error> {
-        if self.dbg.reported == Some(tid) {
-            self.dbg.reported = None;
-        } else if let Some(reason) = self.halt_before(tid, &stop)? {
-            self.parked.insert(tid, stop);
-            self.dbg.reported = Some(tid);
-            self.dbg.halt(tid, HaltKind::Parked, reason);
-            return Ok(());
+        if !self.dbg.reported.remove(&tid) {
+            if let Some(reason) = self.halt_before(tid, &stop)? {
+                self.parked.insert(tid, stop);
+                self.dbg.reported.insert(tid);
+                self.dbg.halt(tid, HaltKind::Parked, reason);
+                return Ok(());
+            }
         }
         self.handle(tid, stop)
     }

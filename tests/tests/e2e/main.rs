@@ -32,6 +32,7 @@ mod cpuid;
 mod crafted;
 mod find;
 mod find_expr;
+mod gdb_halts;
 mod kept_files;
 mod record_replay;
 mod regions_in_generic_closure_async;
@@ -190,6 +191,7 @@ fn main() {
         c_global_overrun_and_kernel_write,
         racy_counter_changes_in_every_thread,
     ));
+    trials.extend(scenarios!(gdb_halts: watchpoints_and_caught_syscalls_of_threads_are_each_delivered_once));
     trials.extend(scenarios!(replay_debug:
         minibc_regions_show_branch_popping_an_empty_stack,
         a_trace_from_another_binary_is_refused,
