@@ -1789,6 +1789,13 @@ impl Recorder {
             }
         } else if !at_boundary && wanted {
             self.begin_search(pid, reason, tries, regs, true)?;
+        } else if at_boundary && p.in_kernel.is_none() && reason == Reason::Preempt {
+            // Stopped where its last syscall returned: it has not run an instruction of its
+            // slice yet (on a busy machine it waits for a CPU longer than the slice). The
+            // slice starts now; left as it was, the slice stays over, the next preemption is
+            // due at once, and its SIGSTOP comes before the thread gets a CPU, again and
+            // again: the recording stood still for minutes at load 15 on 2 CPUs.
+            self.procs.get_mut(&pid).expect("known process").user_since = Some(self.clock.now());
         }
         resume(pid, 0, "resuming")
     }
