@@ -570,8 +570,11 @@ impl<'o> Replayer<'o> {
     /// Kill what is left of the replayed processes and reap them.
     pub(crate) fn kill_all(&mut self) {
         // Threads before their process's leader: a traced thread that exits waits for its
-        // tracer to reap it, and the leader is only reaped after every other thread.
-        let mut threads: Vec<(bool, Pid)> = self.procs.iter().map(|(t, p)| (*t == p.group, p.pid)).collect();
+        // tracer to reap it, and the leader is only reaped after every other thread. The
+        // kernel's leader: a restored checkpoint's process is forked from one of its threads,
+        // not always the recorded leader (waiting for that one first waited forever).
+        let leader = |pid: Pid| procfs::thread_group(pid).is_ok_and(|g| g == pid);
+        let mut threads: Vec<(bool, Pid)> = self.procs.values().map(|p| (leader(p.pid), p.pid)).collect();
         threads.sort();
         let leftover: Vec<Pid> = threads.into_iter().map(|(_, pid)| pid).chain(self.early_children.drain()).collect();
         for p in &leftover {
@@ -829,7 +832,7 @@ impl Replayer<'_> {
 
     /// Handle a stop in its turn, unless a debugger wants the replay halted before it: then it
     /// stays parked (handled when the replay goes on).
-    fn handle_or_halt(&mut self, tid: Tid, stop: Stop) -> Result<(), Error> {
+    pub(crate) fn handle_or_halt(&mut self, tid: Tid, stop: Stop) -> Result<(), Error> {
         if !self.dbg.reported.remove(&tid) {
             if let Some(reason) = self.halt_before(tid, &stop)? {
                 self.parked.insert(tid, stop);

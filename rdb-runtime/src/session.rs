@@ -637,7 +637,18 @@ impl<'o> Session<'o> {
         }
         let stepping_me = r.dbg.stepping == Some(tid);
         match halt.kind {
-            HaltKind::Parked => Ok(None),
+            HaltKind::Parked => {
+                // A syscall entry with its event in sight is handled as soon as it comes (see
+                // `Replayer::run`): a re-executed call (mmap, munmap) then runs in the kernel in
+                // the order the recording ran it. The halt before it must not delay that: left
+                // parked until its event's turn, a thread's munmap ran after another thread's
+                // mmap that the recording ran it before, and the mmap's address diverged.
+                if matches!(r.parked.get(&tid), Some(Stop::Entry { .. })) && r.ev.next_of(tid)?.is_some() {
+                    let stop = r.parked.remove(&tid).expect("parked");
+                    r.handle_or_halt(tid, stop)?;
+                }
+                Ok(None)
+            }
             HaltKind::StretchStart { sig } => {
                 if stepping_me {
                     if let Some(stop) = r.step_in_code(tid, sig)? {

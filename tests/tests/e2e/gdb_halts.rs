@@ -59,3 +59,30 @@ pub fn watchpoints_and_caught_syscalls_of_threads_are_each_delivered_once() {
     assert!(changes > 0 && changes <= OPS, "{changes} changes:\n{all}");
     expect_stops(&app, &trace, "watch -l", true, (changes, 2 * OPS));
 }
+
+/// Going back over such points: forward until a caught syscall of one thread is followed by
+/// another thread's watchpoint stop, then back to just before that stop with
+/// `reverse-continue`, and forward again: the same stops come again, in the same order
+/// (`tests/gdb/support/reverse_over_halts.py`).
+pub fn going_back_over_halts_of_several_threads_gives_the_same_stops_again() {
+    let tmp = scratch("halts-back");
+    let trace = tmp.path().join("trace");
+    let (app, rec) = SampleApp::race_recorded_with_chaos(tmp.path(), &trace);
+    assert_eq!(rec.status.code(), Some(0), "{}", describe(&rec));
+    let script = trace.with_file_name("back.gdb");
+    let support = rdb_tests::repo_root().join("tests/gdb/support/reverse_over_halts.py");
+    let text_of_script = format!(
+        "set pagination off\nawatch -l race::COUNTER.v.value\ncatch syscall write\nsource {}\n",
+        support.display()
+    );
+    std::fs::write(&script, text_of_script).expect("write the gdb script");
+    let out = output(
+        rdb_timed(300, &["gdb", trace.to_str().unwrap(), "--", "-batch", "-nx", "-x", script.to_str().unwrap()])
+            .current_dir(&app.dir),
+    );
+    let all = text(&out.stdout) + &text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let verdict =
+        all.lines().find(|l| l.starts_with("again after stop ")).unwrap_or_else(|| panic!("no verdict:\n{all}"));
+    assert!(verdict.ends_with(": the same stops"), "{all}");
+}

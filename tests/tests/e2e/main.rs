@@ -191,7 +191,10 @@ fn main() {
         c_global_overrun_and_kernel_write,
         racy_counter_changes_in_every_thread,
     ));
-    trials.extend(scenarios!(gdb_halts: watchpoints_and_caught_syscalls_of_threads_are_each_delivered_once));
+    trials.extend(scenarios!(gdb_halts:
+        watchpoints_and_caught_syscalls_of_threads_are_each_delivered_once,
+        going_back_over_halts_of_several_threads_gives_the_same_stops_again,
+    ));
     trials.extend(scenarios!(replay_debug:
         minibc_regions_show_branch_popping_an_empty_stack,
         a_trace_from_another_binary_is_refused,
