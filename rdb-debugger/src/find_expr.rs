@@ -24,9 +24,7 @@
 //!   observer looks at every exit of a call of the searched process whose recorded writes
 //!   overlap the ranges ([`ReplayObserver::on_syscall`], no halt): a change there is reported
 //!   as that system call's event; a place the call moved halts the session (its interrupter)
-//!   where the thread resumes user code, and the registers are re-armed there. (Caught
-//!   syscalls would halt too, and a syscall exit of one thread halting while another
-//!   thread's watchpoint halt is pending would replace it.)
+//!   where the thread resumes user code, and the registers are re-armed there.
 //!
 //! So every change of the place's value made by the searched process is found, in the
 //! replay's order, exactly (a write of the same value is no change; a value may also be

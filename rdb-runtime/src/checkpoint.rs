@@ -34,7 +34,7 @@ use crate::fork::{self, StoppedAt};
 use crate::position::Position;
 use crate::process::inject_syscall;
 use crate::replay::{Breakpoint, Proc, Replayer, Stop};
-use crate::session::{Ctx, Halt, HaltKind};
+use crate::session::{Ctx, Halt, HaltKind, SessionStop};
 use crate::syscalls::Sysno;
 use crate::trace::Tid;
 use crate::Error;
@@ -76,7 +76,9 @@ struct Saved {
     hits: u64,
     steps: u64,
     halted: Option<Halt>,
-    reported: Option<Tid>,
+    /// The halts waiting to be delivered, with their threads' places in their stretches.
+    queued: Vec<(Halt, SessionStop, Option<Ctx>)>,
+    reported: HashSet<Tid>,
     /// Where the replay was halted, as a point of the debugged process.
     position: Option<Position>,
 }
@@ -280,7 +282,8 @@ impl Replayer<'_> {
                 hits: self.hits,
                 steps: self.steps,
                 halted: self.dbg.halted,
-                reported: self.dbg.reported,
+                queued: self.dbg.queued.iter().map(|&(h, stop)| (h, stop, self.dbg.ctx.get(&h.tid).cloned())).collect(),
+                reported: self.dbg.reported.clone(),
                 position,
             },
         })
@@ -362,12 +365,19 @@ impl Replayer<'_> {
         self.ev.reset_to(s.index, s.last_events.clone())?;
         self.restore_counters(s.root_status, s.hits, s.steps);
         self.dbg.halted = s.halted;
-        self.dbg.reported = s.reported;
+        self.dbg.reported = s.reported.clone();
         self.dbg.pending = None;
         self.dbg.stepping = None;
         self.dbg.single_stepping = None;
-        // The halted thread's place in its stretch; counting starts there again.
+        // The halted thread's place in its stretch; counting starts there again. A thread
+        // with a halt still to deliver has its place too.
         self.dbg.ctx.clear();
+        self.dbg.queued = s.queued.iter().map(|&(h, stop, _)| (h, stop)).collect();
+        for (h, _, ctx) in &s.queued {
+            if let Some(ctx) = ctx {
+                self.dbg.ctx.insert(h.tid, Ctx { log: None, ..ctx.clone() });
+            }
+        }
         if let (Some(Position::InStretch { tid, stretch, moves }), Some(h)) = (&s.position, s.halted) {
             if h.kind == HaltKind::InCode || moves.is_empty() {
                 let ctx = Ctx { stretch: *stretch, moves: moves.clone(), ..Ctx::default() };

@@ -362,6 +362,32 @@ struct Recorder {
 /// reach it. `None` for `/dev/null`: nothing written there was seen, so there is nothing to
 /// re-emit at replay (and a program writing to its own `/dev/null` would otherwise have every
 /// write copied into the trace whenever rdb's output is discarded).
+/// Resume `pid` to its next stop (`PTRACE_SYSCALL`), delivering `sig`. A tracee is killed,
+/// even in a ptrace stop, when another thread of its process ends the process (`exit_group`, a
+/// fatal signal, an `exec`): the recorder still holds it for stopped (waiting for its turn or
+/// its output turn, say) and resumes it, and ptrace fails with `ESRCH`. That is no failure of
+/// the recording: the thread's exit comes through `wait` and is logged then (`on_exit`), as
+/// for the process's other threads. Found with pbzip2 at load 12 ("tracing pid N failed
+/// (resuming)"). Any other failure, and `ESRCH` for a thread that is not dying, is an error.
+fn resume(pid: Pid, sig: i32, what: &'static str) -> Result<(), Error> {
+    match ptrace::resume_syscall(pid, sig) {
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) && killed(pid) => Ok(()),
+        r => r.map_err(Error::ptrace(pid, what)),
+    }
+}
+
+/// Whether `pid`, which a ptrace request just found out of its stop, is being killed. Between
+/// taking the `SIGKILL` and starting to exit a thread shows neither (microseconds, unless it
+/// loses its CPU there): look again a little while.
+fn killed(pid: Pid) -> bool {
+    (0..50).any(|i| {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        procfs::dying(pid)
+    })
+}
+
 fn file_id_of_fd(fd: i32) -> Option<(u64, u64)> {
     use std::os::unix::fs::FileTypeExt;
     let md = std::fs::metadata(format!("/proc/self/fd/{fd}")).ok()?;
@@ -509,7 +535,7 @@ pub fn record_with(opts: &RecordOptions, schedule: &Schedule) -> Result<RecordOu
         cwd: cwd.as_os_str().as_bytes().to_vec(),
     })?;
     let result = rec.after_exec(root, exe.clone()).and_then(|_| {
-        ptrace::resume_syscall(root, 0).map_err(Error::ptrace(root, "resuming"))?;
+        resume(root, 0, "resuming")?;
         // Like the tracees (see `rdb_tracee::this_process`): no CR4 write at each switch
         // between them. The waiter's helper thread, spawned next, inherits it (it wakes at
         // tracee stops too).
@@ -800,15 +826,15 @@ impl Recorder {
                 p.preempt_gave_up = false;
                 let PointKey { regs, stack, pages, digest } = *key;
                 self.w.push(&Event::Interrupt { tid: Tid(pid.0 as u32), regs, stack, pages, digest })?;
-                ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming an interrupted thread"))
+                resume(pid, 0, "resuming an interrupted thread")
             }
             Some(Pending::Start) => {
                 p.user_since = Some(self.clock.now());
                 p.warned = false;
                 self.w.push(&Event::ThreadStart { tid: Tid(pid.0 as u32) })?;
-                ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "starting a thread"))
+                resume(pid, 0, "starting a thread")
             }
-            None => ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming")),
+            None => resume(pid, 0, "resuming"),
         }
     }
 
@@ -844,7 +870,7 @@ impl Recorder {
             let now = self.clock.now();
             self.groups.insert(unit, Group { running: Some(child), since: Some(now), ..Group::default() });
             self.procs.get_mut(&child).expect("just inserted").user_since = Some(now);
-            return ptrace::resume_syscall(child, 0).map_err(Error::ptrace(child, "starting child"));
+            return resume(child, 0, "starting child");
         }
         // A thread, or a process sharing memory with its parent: it waits for a turn in the
         // unit, which its `ThreadStart` event marks.
@@ -949,7 +975,7 @@ impl Recorder {
         }
         if event != 0 {
             // Group-stop reported through an event (not used without PTRACE_SEIZE).
-            return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+            return resume(pid, 0, "resuming");
         }
         self.on_signal(pid, sig)
     }
@@ -995,7 +1021,7 @@ impl Recorder {
             }
             _ => {}
         }
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+        resume(pid, 0, "resuming")
     }
 
     /// After exec (or the initial start): hide the vDSO, trap `rdtsc`, log the image.
@@ -1074,7 +1100,7 @@ impl Recorder {
         match info.stop {
             SyscallStop::Entry { nr, args } => self.on_entry(pid, nr, args),
             SyscallStop::Exit { ret } => self.on_exit_stop(pid, ret, info.pc, info.sp),
-            SyscallStop::Other => ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming")),
+            SyscallStop::Other => resume(pid, 0, "resuming"),
         }
     }
 
@@ -1206,7 +1232,7 @@ impl Recorder {
         if p.entry.is_none() {
             // A new child returning from fork: nothing to log.
             p.user_since = Some(self.clock.now());
-            return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+            return resume(pid, 0, "resuming");
         }
         let tgid = p.tgid;
         let shared_mapping = p.entry.filter(|(d, a)| d.sysno == Sysno::mmap && share::is_shared_mapping(a[3]));
@@ -1349,7 +1375,7 @@ impl Recorder {
                 p.injecting = Some(info);
             }
         }
-        ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "resuming"))
+        resume(pid, sig, "resuming")
     }
 
     /// Output calls in the kernel's order. Calls that write to one of the recorder's output
@@ -1624,7 +1650,7 @@ impl Recorder {
     fn on_signal(&mut self, pid: Pid, sig: i32) -> Result<(), Error> {
         let Ok(info) = ptrace::get_siginfo(pid) else {
             // Group-stop: just continue (job control is not recorded).
-            return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+            return resume(pid, 0, "resuming");
         };
         let tid = Tid(pid.0 as u32);
         let regs = ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
@@ -1649,7 +1675,7 @@ impl Recorder {
                 cpuid::finish(&mut r, result);
                 ptrace::set_regs(pid, &r).map_err(Error::ptrace(pid, "emulating cpuid"))?;
                 self.w.push(&Event::Cpuid { tid, leaf, subleaf, result })?;
-                return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+                return resume(pid, 0, "resuming");
             }
         }
         if sig == libc::SIGSEGV {
@@ -1664,7 +1690,7 @@ impl Recorder {
                 process::finish_tsc(&mut r, len, rax, rdx, rcx);
                 ptrace::set_regs(pid, &r).map_err(Error::ptrace(pid, "emulating rdtsc"))?;
                 self.w.push(&Event::Rdtsc { tid, rax, rdx, rcx })?;
-                return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+                return resume(pid, 0, "resuming");
             }
         }
         let mut search = false;
@@ -1696,9 +1722,9 @@ impl Recorder {
         match deliver {
             Some((info, asynchronous)) => {
                 self.w.push(&Event::Signal { tid, sig, asynchronous, siginfo: info.to_vec() })?;
-                ptrace::resume_syscall(pid, sig).map_err(Error::ptrace(pid, "delivering a signal"))
+                resume(pid, sig, "delivering a signal")
             }
-            None => ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "holding back a signal")),
+            None => resume(pid, 0, "holding back a signal"),
         }
     }
 
@@ -1751,7 +1777,7 @@ impl Recorder {
         };
         if let Some((seek, _)) = &p.seek {
             if !seek.climbed {
-                return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+                return resume(pid, 0, "resuming");
             }
             // Its return address never came: search here, at the pc of this stop.
             self.points.stale_returns += 1;
@@ -1763,8 +1789,15 @@ impl Recorder {
             }
         } else if !at_boundary && wanted {
             self.begin_search(pid, reason, tries, regs, true)?;
+        } else if at_boundary && p.in_kernel.is_none() && reason == Reason::Preempt {
+            // Stopped where its last syscall returned: it has not run an instruction of its
+            // slice yet (on a busy machine it waits for a CPU longer than the slice). The
+            // slice starts now; left as it was, the slice stays over, the next preemption is
+            // due at once, and its SIGSTOP comes before the thread gets a CPU, again and
+            // again: the recording stood still for minutes at load 15 on 2 CPUs.
+            self.procs.get_mut(&pid).expect("known process").user_since = Some(self.clock.now());
         }
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+        resume(pid, 0, "resuming")
     }
 
     /// The thread arrived at the pc of its search again: is this the point?
@@ -1777,7 +1810,7 @@ impl Recorder {
             seek.arrival(key.clone(), || interrupt::page_hashes(tgid)).map_err(Error::ptrace(pid, "reading memory"))?;
         if verdict == Verdict::Again {
             self.procs.get_mut(&pid).expect("known process").seek = Some((seek, until));
-            return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+            return resume(pid, 0, "resuming");
         }
         rdb_tracee::debugreg::clear_watchpoint(pid, interrupt::RECORD_SLOT)
             .map_err(Error::ptrace(pid, "clearing a debug register"))?;
@@ -1791,7 +1824,7 @@ impl Recorder {
         if verdict == Verdict::NotASpin {
             self.points.not_spins += 1;
             self.procs.get_mut(&pid).expect("known process").preempt_gave_up = true;
-            return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+            return resume(pid, 0, "resuming");
         }
         self.points.ambiguous += 1;
         let tries = seek.tries + 1;
@@ -1812,7 +1845,7 @@ impl Recorder {
                 regs.rip
             );
         }
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+        resume(pid, 0, "resuming")
     }
 
     /// The thread stands at an interruption point: deliver the held signal here, or switch it
@@ -1824,7 +1857,7 @@ impl Recorder {
         match reason {
             Reason::Signal => {
                 let Some(info) = p.deferred.pop_front().filter(|_| p.injecting.is_none()) else {
-                    return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+                    return resume(pid, 0, "resuming");
                 };
                 let sig = si_signo(&info);
                 p.injecting = Some(info);
@@ -1835,13 +1868,13 @@ impl Recorder {
                 // Made pending again: delivered (its stop comes to `on_signal`) before the
                 // thread runs another instruction.
                 ptrace::tgkill(tgid, pid, sig).map_err(Error::ptrace(pid, "re-sending a signal"))?;
-                ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+                resume(pid, 0, "resuming")
             }
             Reason::Preempt => {
                 let unit = self.units.unit(tgid);
                 let g = self.groups.get_mut(&unit).expect("thread group");
                 if g.running != Some(pid) || g.ready.is_empty() {
-                    return ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"));
+                    return resume(pid, 0, "resuming");
                 }
                 g.running = None;
                 g.ready.push_back(pid);
@@ -1876,7 +1909,7 @@ impl Recorder {
                 spent.as_secs()
             );
         }
-        ptrace::resume_syscall(pid, 0).map_err(Error::ptrace(pid, "resuming"))
+        resume(pid, 0, "resuming")
     }
 }
 

@@ -579,8 +579,11 @@ impl<'o> Replayer<'o> {
     /// Kill what is left of the replayed processes and reap them.
     pub(crate) fn kill_all(&mut self) {
         // Threads before their process's leader: a traced thread that exits waits for its
-        // tracer to reap it, and the leader is only reaped after every other thread.
-        let mut threads: Vec<(bool, Pid)> = self.procs.iter().map(|(t, p)| (*t == p.group, p.pid)).collect();
+        // tracer to reap it, and the leader is only reaped after every other thread. The
+        // kernel's leader: a restored checkpoint's process is forked from one of its threads,
+        // not always the recorded leader (waiting for that one first waited forever).
+        let leader = |pid: Pid| procfs::thread_group(pid).is_ok_and(|g| g == pid);
+        let mut threads: Vec<(bool, Pid)> = self.procs.values().map(|p| (leader(p.pid), p.pid)).collect();
         threads.sort();
         let leftover: Vec<Pid> = threads.into_iter().map(|(_, pid)| pid).chain(self.early_children.drain()).collect();
         for p in &leftover {
@@ -780,9 +783,10 @@ impl Replayer<'_> {
     /// Run the replay until a debugger's halt (`Some`) or the end of the trace (`None`).
     pub(crate) fn run(&mut self) -> Result<Option<SessionStop>, Error> {
         loop {
-            if let Some(stop) = self.dbg.pending.take() {
+            if self.dbg.pending.is_some() {
+                // Still pending while the others stop: what they meet is queued after it.
                 self.quiesce()?;
-                return Ok(Some(stop));
+                return Ok(self.dbg.pending.take());
             }
             let head_tid = match self.ev.head()? {
                 Some(e) => e.tid(),
@@ -837,14 +841,14 @@ impl Replayer<'_> {
 
     /// Handle a stop in its turn, unless a debugger wants the replay halted before it: then it
     /// stays parked (handled when the replay goes on).
-    fn handle_or_halt(&mut self, tid: Tid, stop: Stop) -> Result<(), Error> {
-        if self.dbg.reported == Some(tid) {
-            self.dbg.reported = None;
-        } else if let Some(reason) = self.halt_before(tid, &stop)? {
-            self.parked.insert(tid, stop);
-            self.dbg.reported = Some(tid);
-            self.dbg.halt(tid, HaltKind::Parked, reason);
-            return Ok(());
+    pub(crate) fn handle_or_halt(&mut self, tid: Tid, stop: Stop) -> Result<(), Error> {
+        if !self.dbg.reported.remove(&tid) {
+            if let Some(reason) = self.halt_before(tid, &stop)? {
+                self.parked.insert(tid, stop);
+                self.dbg.reported.insert(tid);
+                self.dbg.halt(tid, HaltKind::Parked, reason);
+                return Ok(());
+            }
         }
         self.handle(tid, stop)
     }

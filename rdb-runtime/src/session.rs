@@ -27,8 +27,21 @@
 //!   on an interrupt, at a `goto` target);
 //! - *before an event*: the thread stopped for its next event (a syscall entry, a recorded
 //!   fault) and waits, unhandled, until the replay goes on.
+//!
+//! # Several halts at once
+//!
+//! A thread may halt before an event (a caught syscall entry, say) while another thread of its
+//! process runs user code (an entry consumes nothing, so it is handled while another thread's
+//! stretch runs). Before the halt is reported that thread is stopped too (every thread is in a
+//! ptrace stop at a halt), and it may stop at a watchpoint or breakpoint of the debugger on the
+//! way: a second halt. Every halt is delivered, each once, in the order the replay met them
+//! (which is the same in every replay): the later ones wait in a queue, and each
+//! [`Session::resume`] delivers the next queued halt, without running anything, before the
+//! replay goes on. Halts are queued only after a halt before an event, whose thread does not
+//! run while it is left (its stop stays parked for its turn), so no thread runs while a queued
+//! halt waits. Checkpoints keep the queue.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -120,8 +133,12 @@ pub(crate) struct Debugger {
     /// The halt to report, set where the replayer halted.
     pub(crate) pending: Option<SessionStop>,
     pub(crate) halted: Option<Halt>,
-    /// A parked stop that was reported: handled, not reported again, when the replay goes on.
-    pub(crate) reported: Option<Tid>,
+    /// Halts met while the replayer stopped the other threads for `pending`, in order: each is
+    /// delivered by a later resume, before anything runs (see the module docs).
+    pub(crate) queued: VecDeque<(Halt, SessionStop)>,
+    /// The threads whose parked stop was reported: handled, not reported again, when the
+    /// replay goes on (several: another thread's entry may halt before the first is handled).
+    pub(crate) reported: HashSet<Tid>,
     /// The syscall whose exit the replayer just handled (for caught syscalls).
     pub(crate) exit_of: Option<u64>,
     /// A watchpoint slot armed for a goal, not by the debugger.
@@ -182,10 +199,27 @@ pub(crate) enum Goal {
 
 impl Debugger {
     pub(crate) fn halt(&mut self, tid: Tid, kind: HaltKind, stop: SessionStop) {
-        self.halted = Some(Halt { tid, kind });
-        self.pending = Some(stop);
         self.stepping = None;
         self.single_stepping = None;
+        if self.pending.is_some() {
+            // A halt is being reported (its process is being stopped): this one comes next.
+            self.queued.push_back((Halt { tid, kind }, stop));
+            return;
+        }
+        self.halted = Some(Halt { tid, kind });
+        self.pending = Some(stop);
+    }
+
+    /// Stopping the other threads for a halt: what they meet on the way halts after it (see
+    /// the module docs), even while going to a point quietly.
+    fn stopping_for_halt(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Whether `tid` is halted in user code or at a stretch start, now or in the queue (it
+    /// is then stopped where its halt left it, neither parked nor running).
+    pub(crate) fn halted_in_place(&self, tid: Tid) -> bool {
+        self.halted.iter().chain(self.queued.iter().map(|(h, _)| h)).any(|h| h.tid == tid && h.kind != HaltKind::Parked)
     }
 
     fn interrupted(&self) -> bool {
@@ -200,6 +234,7 @@ impl Replayer<'_> {
         if self.dbg.focus != Some(self.procs[&tid].group) {
             return None;
         }
+        let quiet = self.dbg.quiet && !self.dbg.stopping_for_halt();
         let ctx = self.dbg.ctx.entry(tid).or_default();
         if let Some(log) = ctx.log.as_mut() {
             log.push(addr);
@@ -222,7 +257,7 @@ impl Replayer<'_> {
         if !user {
             return None;
         }
-        if self.dbg.quiet {
+        if quiet {
             let here = ctx.position(tid).then(m);
             if let Some(seen) = self.dbg.observed.as_mut() {
                 seen.push(here);
@@ -238,6 +273,7 @@ impl Replayer<'_> {
         if self.dbg.focus != Some(self.procs[&tid].group) || slots == 0 {
             return None;
         }
+        let quiet = self.dbg.quiet && !self.dbg.stopping_for_halt();
         let ctx = self.dbg.ctx.entry(tid).or_default();
         let mut halt = None;
         for slot in (0..debugreg::SLOTS).filter(|s| slots & (1 << s) != 0) {
@@ -261,7 +297,7 @@ impl Replayer<'_> {
             if self.dbg.internal_watch == Some(slot) {
                 continue;
             }
-            if self.dbg.quiet {
+            if quiet {
                 let here = ctx.position(tid).then(m);
                 if let Some(seen) = self.dbg.observed.as_mut() {
                     seen.push(here);
@@ -577,6 +613,19 @@ impl<'o> Session<'o> {
         let r = &mut self.r;
         r.dbg.pending = None;
         r.dbg.single_stepping = None;
+        if let Some((next, stop)) = r.dbg.queued.pop_front() {
+            // The current halt is before an event (see the module docs): its thread stays
+            // parked, and the next halt is delivered where it happened, nothing run.
+            if let Some(h) = r.dbg.halted.filter(|h| h.kind != HaltKind::Parked) {
+                return Err(Error::Observer(format!(
+                    "internal: a halt ({stop:?}) waits behind a halt of thread {} in its code ({:?}), which would never run again",
+                    h.tid, h.kind
+                )));
+            }
+            r.dbg.stepping = None;
+            r.dbg.halted = Some(next);
+            return Ok(Some(stop));
+        }
         r.dbg.stepping = match how {
             Resume::Step(tid) => Some(tid),
             Resume::Continue => None,
@@ -588,7 +637,18 @@ impl<'o> Session<'o> {
         }
         let stepping_me = r.dbg.stepping == Some(tid);
         match halt.kind {
-            HaltKind::Parked => Ok(None),
+            HaltKind::Parked => {
+                // A syscall entry with its event in sight is handled as soon as it comes (see
+                // `Replayer::run`): a re-executed call (mmap, munmap) then runs in the kernel in
+                // the order the recording ran it. The halt before it must not delay that: left
+                // parked until its event's turn, a thread's munmap ran after another thread's
+                // mmap that the recording ran it before, and the mmap's address diverged.
+                if matches!(r.parked.get(&tid), Some(Stop::Entry { .. })) && r.ev.next_of(tid)?.is_some() {
+                    let stop = r.parked.remove(&tid).expect("parked");
+                    r.handle_or_halt(tid, stop)?;
+                }
+                Ok(None)
+            }
             HaltKind::StretchStart { sig } => {
                 if stepping_me {
                     if let Some(stop) = r.step_in_code(tid, sig)? {
@@ -997,7 +1057,7 @@ impl Replayer<'_> {
         if p.running {
             return Err(Error::Observer(format!("thread {tid} is running")));
         }
-        let halted_here = self.dbg.halted.is_some_and(|h| h.tid == tid && h.kind != HaltKind::Parked);
+        let halted_here = self.dbg.halted_in_place(tid);
         let (at, redeliver) = match self.parked.get(&tid) {
             _ if halted_here || p.unstarted || self.interrupted.contains(&tid) => (StoppedAt::Elsewhere, None),
             Some(Stop::Entry { .. }) => (StoppedAt::SyscallEntry, None),

@@ -101,6 +101,34 @@ pub fn signal_mask(tid: Pid) -> io::Result<u64> {
         .ok_or_else(|| io::Error::other(format!("/proc/{tid}/status has no SigBlk")))
 }
 
+/// Whether thread `tid` is being killed or is gone: `SIGKILL` pending for it (what
+/// `exit_group`, an `exec` or a fatal signal of another thread sends each thread), already
+/// exiting (`PF_EXITING` in `/proc/TID/stat`), a zombie, or no longer there. Such a thread
+/// leaves any ptrace stop, and ptrace requests on it fail with `ESRCH`.
+pub fn dying(tid: Pid) -> bool {
+    const PF_EXITING: u64 = 0x4;
+    const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
+    let (Ok(stat), Ok(status)) =
+        (std::fs::read_to_string(format!("/proc/{tid}/stat")), std::fs::read_to_string(format!("/proc/{tid}/status")))
+    else {
+        return true;
+    };
+    // After the command's closing parenthesis: state, ppid, pgrp, session, tty, tpgid, flags.
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+    let state = fields.first().copied().unwrap_or("X");
+    let flags: u64 = fields.get(6).and_then(|f| f.parse().ok()).unwrap_or(0);
+    let pending = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .unwrap_or(0)
+    };
+    matches!(state, "Z" | "X" | "x")
+        || flags & PF_EXITING != 0
+        || (pending("SigPnd:") | pending("ShdPnd:")) & SIGKILL_BIT != 0
+}
+
 /// The thread group (process) of thread `tid` (`Tgid:` of `/proc/TID/status`).
 pub fn thread_group(tid: Pid) -> io::Result<Pid> {
     let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
@@ -271,6 +299,23 @@ pub fn process_load_bias(pid: Pid) -> io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_killed_process_is_dying_until_gone() {
+        let mut child = std::process::Command::new("sleep").arg("100").spawn().expect("start sleep");
+        let pid = Pid(child.id() as i32);
+        assert!(!dying(pid), "a sleeping process");
+        // Killed and not reaped: a zombie.
+        child.kill().expect("kill");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ") {
+            assert!(std::time::Instant::now() < deadline, "never became a zombie");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(dying(pid), "a zombie");
+        child.wait().expect("reap");
+        assert!(dying(pid), "gone");
+    }
 
     #[test]
     fn parses_proc_maps_lines() {

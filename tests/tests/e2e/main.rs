@@ -32,6 +32,7 @@ mod cpuid;
 mod crafted;
 mod find;
 mod find_expr;
+mod gdb_halts;
 mod kept_files;
 mod record_replay;
 mod regions_in_generic_closure_async;
@@ -198,6 +199,10 @@ fn main() {
         racy_counter_changes_in_every_thread,
         c_places_follow_their_pointers,
         rust_places_follow_vec_box_and_pointers,
+    ));
+    trials.extend(scenarios!(gdb_halts:
+        watchpoints_and_caught_syscalls_of_threads_are_each_delivered_once,
+        going_back_over_halts_of_several_threads_gives_the_same_stops_again,
     ));
     trials.extend(scenarios!(replay_debug:
         minibc_regions_show_branch_popping_an_empty_stack,
