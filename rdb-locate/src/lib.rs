@@ -87,12 +87,12 @@
 pub mod build;
 mod calls;
 mod cfg;
-mod copies;
 mod coroutine;
 pub mod eval;
 mod function;
 mod identity;
 mod index;
+mod joins;
 pub mod loader;
 mod module;
 mod place;
@@ -944,7 +944,7 @@ fn held_across_join(
         return Ok(Err(String::new()));
     }
     let lines = function::LineLookup::new(index, instance, &site.anchor.file)?;
-    copies::held_across_join(index, instance, die, address, size, &lines)
+    joins::held_across_join(index, instance, die, address, size, &lines)
 }
 
 fn incomplete(
