@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use rdb_debugger::RegionObserver;
-use rdb_gdb::{serve, start_debugging, Ended, StartAt};
+use rdb_gdb::{start_debugging, Ended, ServeError, StartAt};
 use rdb_host::HostOptions;
 use rdb_runtime::trace::Tid;
 use rdb_runtime::{NoObserver, ReplayObserver, ReplayOptions, Session};
@@ -127,9 +127,10 @@ pub fn run_gdb(session: Session<'_>, gdb_args: &[String]) -> Result<i32> {
         .arg(&exe);
     let mut child = session.with_tsc(|| gdb.spawn()).context("starting gdb (set RDB_GDB to use another one)")?;
     let stream = accept_from(&listener, &mut child)?;
-    let ended = serve(session, stream)?;
+    let served = serve(session, stream);
     // gdb ends by itself once the connection is gone; the replay may already have reaped it.
     let status = child.wait().ok().and_then(|s| s.code()).unwrap_or(0);
+    let ended = served?;
     Ok(if status != 0 { status } else { finish(ended) })
 }
 
@@ -165,4 +166,13 @@ pub fn serve_replay(a: ServerArgs) -> Result<i32> {
     ignore_sigint();
     let (stream, _) = listener.accept().context("accepting gdb's connection")?;
     Ok(finish(serve(session, stream)?))
+}
+
+/// Serve gdb; a replay error gdb met (a divergence, a trace that ends early) is the engine's
+/// own, so that its exit status applies (`rdb gdb` then exits 3 or 4, not 0).
+fn serve(session: Session<'_>, stream: TcpStream) -> Result<Ended> {
+    match rdb_gdb::serve(session, stream) {
+        Err(ServeError::Replay(e)) => Err(e.into()),
+        other => Ok(other?),
+    }
 }

@@ -95,7 +95,8 @@ pub enum Ended {
 }
 
 /// Serve one gdb connection on `stream` until gdb goes away. The session must be halted where
-/// gdb is to start (see [`start_debugging`]).
+/// gdb is to start (see [`start_debugging`]). A replay error met on the way (gdb is told the
+/// program was killed and may still look around) is returned once gdb goes away.
 pub fn serve(session: Session<'_>, stream: TcpStream) -> Result<Ended, ServeError> {
     stream.set_nodelay(true)?;
     let mut target = ReplayTarget::new(session);
@@ -105,10 +106,16 @@ pub fn serve(session: Session<'_>, stream: TcpStream) -> Result<Ended, ServeErro
     let stub = GdbStub::builder(writer).build().map_err(|e| ServeError::Protocol(e.to_string()))?;
     let mut gdb = stub.run_state_machine(&mut target).map_err(|e| ServeError::Protocol(e.to_string()))?;
     let protocol = |e: gdbstub::stub::GdbStubError<ServeError, std::io::Error>| ServeError::Protocol(e.to_string());
+    // The first replay error (a divergence, a trace that ends early): what the session ends with.
+    let mut failure: Option<rdb_runtime::Error> = None;
+    let ended = |how: Ended, failure: Option<rdb_runtime::Error>| match failure {
+        Some(e) => Err(ServeError::Replay(e)),
+        None => Ok(how),
+    };
     loop {
         gdb = match gdb {
             GdbStubStateMachine::Idle(mut g) => match reader.next(true) {
-                None => return Ok(Ended::Disconnected),
+                None => return ended(Ended::Disconnected, failure),
                 Some(Incoming::Own(body)) => {
                     let reply = commands::own_packet(&mut target, &body);
                     g.borrow_conn().send_own(&reply)?;
@@ -130,6 +137,11 @@ pub fn serve(session: Session<'_>, stream: TcpStream) -> Result<Ended, ServeErro
                     Err(e) => {
                         eprintln!("rdb: error: {e}");
                         target.exited = true;
+                        // gdb may still look at the stopped state; the error is the session's
+                        // outcome once gdb goes away (a divergence must not end with status 0).
+                        if let (None, ServeError::Replay(e)) = (&failure, e) {
+                            failure = Some(e);
+                        }
                         MultiThreadStopReason::Terminated(gdbstub::common::Signal::SIGKILL)
                     }
                 };
@@ -162,8 +174,8 @@ pub fn serve(session: Session<'_>, stream: TcpStream) -> Result<Ended, ServeErro
                 // The debugged process exited: gdb stays connected (extended mode) and may
                 // `run` it again.
                 DisconnectReason::TargetExited(_) | DisconnectReason::TargetTerminated(_) => g.return_to_idle(),
-                DisconnectReason::Kill => return Ok(Ended::Killed),
-                DisconnectReason::Disconnect => return Ok(Ended::Disconnected),
+                DisconnectReason::Kill => return ended(Ended::Killed, failure),
+                DisconnectReason::Disconnect => return ended(Ended::Disconnected, failure),
             },
         };
     }

@@ -147,6 +147,11 @@ impl<'o> ReplayTarget<'o> {
             }
             Err(e) => return Err(e.into()),
         };
+        // A trace cut short ends where the recording stopped, not where the program exited:
+        // an error (exit status 4), never a normal exit shown to gdb.
+        if let (SessionStop::End, Some(e)) = (&stop, self.session.end_error()) {
+            return Err(e.into());
+        }
         self.exited = false;
         Ok(self.stop_reason(stop))
     }

@@ -964,6 +964,12 @@ impl<'o> Session<'o> {
         read_without_breakpoints(p.pid, &p.breakpoints, addr, buf)
     }
 
+    /// Once [`SessionStop::End`] came: the error the replay ends with when the trace ended before
+    /// the recording did ([`Error::EndsEarly`]), else `None`.
+    pub fn end_error(&self) -> Option<Error> {
+        self.r.outcome().err()
+    }
+
     /// How the replay went: call once [`SessionStop::End`] came.
     pub fn finish(mut self) -> Result<ReplayOutcome, Error> {
         self.r.kill_all();

@@ -173,6 +173,7 @@ fn main() {
         changed_binary_is_refused_by_name,
         killed_recorder_leaves_a_trace_that_replays_to_its_end,
         killed_recorder_of_a_forking_script_replays_to_its_end,
+        gdb_on_a_trace_cut_short_says_so_and_exits_4,
         info_describes_a_trace,
         default_trace_dir_and_latest_link,
         recorded_stdin_is_not_needed_for_replay,

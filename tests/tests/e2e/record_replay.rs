@@ -114,6 +114,23 @@ pub fn killed_recorder_leaves_a_trace_that_replays_to_its_end() {
     }
 }
 
+/// `rdb gdb` on a trace cut short: the replay ends where the recording stopped, which gdb must
+/// not be told is the program's normal exit; rdb says so and exits 4, as `rdb replay` does.
+pub fn gdb_on_a_trace_cut_short_says_so_and_exits_4() {
+    let dir = scratch("cutgdb");
+    let trace = dir.path().join("trace");
+    record(dir.path(), &trace, &["/usr/bin/python3", "-u", "-c", "for i in range(20000): print(i)"]);
+    std::fs::remove_file(trace.join("summary.json")).unwrap();
+    let events = trace.join("events");
+    let len = std::fs::metadata(&events).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&events).unwrap().set_len(len / 2).unwrap();
+    let gdb = output(rdb(&["gdb", trace.to_str().unwrap(), "--", "-batch", "-ex", "continue"]).current_dir(dir.path()));
+    assert_eq!(gdb.status.code(), Some(EXIT_ENDS_EARLY), "{}", describe(&gdb));
+    let said = text(&gdb.stderr) + &text(&gdb.stdout);
+    assert!(said.contains("the trace ends early after"), "{}", describe(&gdb));
+    assert!(!said.contains("exited normally"), "gdb was told the program exited: {}", describe(&gdb));
+}
+
 /// A recorder killed with SIGKILL in the middle of a fork-heavy script (every line of output is
 /// one fork, exec and exit behind), at several points: each trace replays up to where it was cut
 /// and says so (exit 4), never panicking or hanging (a cut right after an exec once ended the
