@@ -57,6 +57,8 @@ fn main() -> ExitCode {
         function: args[2].clone(),
         arguments,
         ends_block: false,
+        first_in_body: false,
+        in_loop: false,
         block_end: None,
         bodies: Vec::new(),
     };

@@ -165,6 +165,8 @@ pub fn site(region: u32, file: &str, marker: &str, function: &str, arguments: Ve
         function: function.into(),
         arguments,
         ends_block: false,
+        first_in_body: false,
+        in_loop: false,
         block_end: None,
         bodies: Vec::new(),
     }
