@@ -552,9 +552,11 @@ fn locate_site(
             } else {
                 format!(
                     "none of the {copies} cop{} of {what} in this binary has code from {} or later lines: the \
-                     optimizer removed that code (its result was not used, or it was computed at compile time); \
-                     put the region where the program still does something, or use in the program a value the \
-                     region reads",
+                     optimizer removed that code (its result was not used, or it was computed at compile time; \
+                     a tail expression such as `Ok(next)` of a function inlined into its caller has no code of \
+                     its own when its value stays in registers); put the region where the program still does \
+                     something (before the statement that computes that value), use in the program a value the \
+                     region reads, or {keep}",
                     if copies == 1 { "y" } else { "ies" },
                     show(&site.anchor)
                 )
