@@ -66,15 +66,18 @@ pub fn judge(
 
     let inlined = instance.frame_owner.is_some_and(|owner| owner != die);
     let entry = if inlined { single_entry(index, &cfg, instance, &inside, &copy)? } else { None };
-    let window = entry.map(|e| window(&cfg, e, &copy));
+    let window = entry.and_then(|e| window(&cfg, e, &copy));
+    let entry = entry.filter(|_| window.is_some());
 
     let coroutine = function::is_coroutine(function::last_segment(&instance.name));
     // A loop of a coroutine that holds an `.await` goes through the executor: no loop in
     // the code.
     if site.in_loop && at.len() == 1 && !coroutine {
         let keep = |m: usize| window.as_ref().is_none_or(|w| w[m]);
+        // A jump table's targets are not in the graph: its loops would be missed.
+        let tables = (0..insns.len()).any(|m| keep(m) && insns[m].flow == crate::cfg::Flow::Indirect);
         let cycles = cfg.cycles(keep);
-        if cycles[at[0]].is_none() {
+        if !tables && cycles[at[0]].is_none() {
             return Ok(Verdict::Unserved {
                 at: report_at,
                 reason: "the loop around the region has no loop in this copy's code: the optimizer unrolled it \
@@ -100,6 +103,10 @@ pub fn judge(
             // No single entry: the copy's code running again without passing a
             // location is a loop around the copy (code of the caller in the
             // cycle), each pass of which is another call.
+            if insns.iter().any(|i| i.flow == crate::cfg::Flow::Indirect) {
+                // A jump table's targets are not in the graph: its loops would be missed.
+                return Ok(Verdict::Keep);
+            }
             let cycles = cfg.cycles(|m| !at.contains(&m));
             let mut with_copy = std::collections::HashSet::new();
             let mut with_other = std::collections::HashSet::new();
@@ -172,17 +179,21 @@ fn single_entry(
 
 /// The code of one pass through the copy entered at `e`: what `e` reaches without passing
 /// it again, up to the copy's last code (the caller's code interleaved with the copy's is in
-/// it, the code after the copy is not). Empty when the copy's code may take a jump table, or
+/// it, the code after the copy is not). `None` when the copy's code may take a jump table, or
 /// jumps back to its entry.
-fn window(cfg: &crate::cfg::Cfg, e: usize, copy: &[usize]) -> Vec<bool> {
+fn window(cfg: &crate::cfg::Cfg, e: usize, copy: &[usize]) -> Option<Vec<bool>> {
     let n = cfg.insns().len();
-    let Some(forward) = cfg.reach(&[e], |m| m == e) else { return vec![false; n] };
-    let back = cfg.reaching(copy, |m| m == e);
+    let others: Vec<usize> = copy.iter().copied().filter(|&c| c != e).collect();
+    let mut back = cfg.reaching(&others, |m| m == e);
+    back[e] = true;
+    // Only a jump table inside the window matters (the caller's code after the copy may have
+    // some).
+    let forward = cfg.reach(&[e], |m| m == e || !back[m])?;
     let window: Vec<bool> = (0..n).map(|m| forward[m] && back[m]).collect();
     if (0..n).any(|m| window[m] && cfg.successors(m).contains(&e)) {
-        return vec![false; n];
+        return None;
     }
-    window
+    Some(window)
 }
 
 /// Whether each pass through the copy (from `e`, in `window`) passes one of `at` exactly
