@@ -52,6 +52,8 @@ pub fn write_descriptors(
                 ends_block: r.ends_block,
                 last_statement: r.last_statement,
                 block_end: None,
+                first_in_body: r.first_in_body,
+                in_loop: r.in_loop,
                 bodies: r
                     .nesting
                     .iter()
@@ -163,6 +165,9 @@ fn never_stale_shared_locals(located: &mut rdb_locate::Located, regions: &[&Regi
         let function = located.functions.iter().find(|f| f.region == id)?;
         if function.locations.is_empty() {
             return Some("it has no code location".into());
+        }
+        if let Some(copy) = function.unserved.first() {
+            return Some(format!("its copy at {:#x} cannot run it", copy.address));
         }
         located
             .arguments

@@ -34,7 +34,7 @@ pub const FUNCTIONS_FORMAT: &str = "rdb-functions";
 /// Value of the `format` field of an argument descriptor file.
 pub const ARGUMENTS_FORMAT: &str = "rdb-arguments";
 /// The descriptor format version this crate reads and writes.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
 /// Name of the ELF section of a Rust debug module that maps region ids to
 /// debug functions: pairs of little-endian `u64` (region id, function address).
@@ -148,6 +148,25 @@ pub struct FunctionDescriptor {
     /// Human-readable remark (e.g. why `locations` is empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Copies of the region's code where it cannot run (version 5): the optimizer
+    /// computes several calls at once there, or gave the copy no point where the
+    /// region's place is well defined. A replayer stops at each address too and
+    /// reports, each time the program passes there, that the region did not run
+    /// and why, never running the debug function there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unserved: Vec<UnservedCopy>,
+}
+
+/// A copy of a region's code where the region cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UnservedCopy {
+    /// Where the program passes once per pass through the copy (module-relative),
+    /// with its symbol and offset, as in [`CodeLocation`].
+    pub address: u64,
+    pub symbol: String,
+    pub offset: u64,
+    /// Why the region cannot run there, one sentence.
+    pub reason: String,
 }
 
 /// How a replayer finds a region's debug function in the debug module.

@@ -903,6 +903,9 @@ fn c_region(info: &ObjectInfo, region: &RegionInfo, at_block_end: (u32, u32), ou
         last_statement: region.before,
         block_end: (at_block_end != region.anchor).then(|| loc(&info.source, at_block_end)),
         bodies: Vec::new(),
+        // Not known to the C front end: copies are placed at their anchor rows only.
+        first_in_body: false,
+        in_loop: false,
         function: outlined.function.clone(),
         arguments: outlined
             .arguments

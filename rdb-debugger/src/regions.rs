@@ -24,6 +24,11 @@ pub struct Regions {
     calls: u64,
     problems: u64,
     hit: BTreeSet<u32>,
+    /// Module-relative address -> the regions that cannot run in the copy of their code
+    /// there, with why (descriptor `unserved`): each pass is reported, never skipped.
+    unserved: BTreeMap<u64, Vec<(u32, String)>>,
+    /// Per region, the passes through such copies so far.
+    unserved_passes: BTreeMap<u32, u64>,
 }
 
 /// What the regions did over a whole run.
@@ -41,6 +46,9 @@ pub struct RegionReport {
     pub callback_calls: u64,
     /// Callbacks never called in this run (`` `name` (file:line:col) `` each).
     pub callbacks_never_called: Vec<String>,
+    /// Per region, how many times the program passed through a copy of its code where it
+    /// cannot run (each pass also counted in `calls` and `problems`).
+    pub unserved_passes: Vec<(u32, u64)>,
 }
 
 impl Regions {
@@ -53,6 +61,12 @@ impl Regions {
             .filter(|f| f.locations.is_empty())
             .map(|f| (f.region, f.note.clone().unwrap_or_else(|| "no code location".to_string())))
             .collect();
+        let mut unserved: BTreeMap<u64, Vec<(u32, String)>> = BTreeMap::new();
+        for f in &functions.functions {
+            for copy in &f.unserved {
+                unserved.entry(copy.address).or_default().push((f.region, copy.reason.clone()));
+            }
+        }
         let host = DebugHost::for_binary(binary, host)?;
         let locations = host.code_locations();
         let entries = host.entry_points().into_iter().collect();
@@ -65,13 +79,21 @@ impl Regions {
             calls: 0,
             problems: 0,
             hit: BTreeSet::new(),
+            unserved,
+            unserved_passes: BTreeMap::new(),
         })
     }
 
     /// Absolute addresses to break at in a process whose main binary is loaded at `load_bias`.
     /// Function entries where arguments' values are kept are breakpoints too.
     pub fn breakpoints(&self, load_bias: u64) -> Vec<u64> {
-        let mut out: Vec<u64> = self.locations.keys().chain(&self.entries).map(|a| a.wrapping_add(load_bias)).collect();
+        let mut out: Vec<u64> = self
+            .locations
+            .keys()
+            .chain(&self.entries)
+            .chain(self.unserved.keys())
+            .map(|a| a.wrapping_add(load_bias))
+            .collect();
         out.sort_unstable();
         out.dedup();
         out
@@ -100,6 +122,16 @@ impl Regions {
         // A function's entry: keep what its regions' optimized-out arguments need.
         if self.entries.contains(&address) {
             self.host.keep_entry_values(address, target);
+        }
+        if let Some(copies) = self.unserved.get(&address) {
+            crate::callbacks::flush_program_output();
+            for (region, reason) in copies {
+                self.calls += 1;
+                self.problems += 1;
+                self.hit.insert(*region);
+                *self.unserved_passes.entry(*region).or_default() += 1;
+                eprintln!("rdb: warning: region {region} could not run: its code at {address:#x} is a copy where it cannot run: {reason}");
+            }
         }
         let Some(regions) = self.locations.get(&address).cloned() else {
             return;
@@ -151,6 +183,7 @@ impl Regions {
             regions_without_location: self.without_location.clone(),
             callback_calls: 0,
             callbacks_never_called: Vec::new(),
+            unserved_passes: self.unserved_passes.iter().map(|(r, n)| (*r, *n)).collect(),
         }
     }
 }
@@ -166,6 +199,13 @@ impl RegionReport {
     pub fn print(&self, run: &str) -> i32 {
         for (region, why) in &self.regions_without_location {
             eprintln!("rdb: warning: region {region} cannot run: {why}");
+        }
+        for (region, passes) in &self.unserved_passes {
+            eprintln!(
+                "rdb: warning: region {region} did not run at {passes} pass{} through copies of its code where it \
+                 cannot run (see the warnings above; the build listed them)",
+                if *passes == 1 { "" } else { "es" }
+            );
         }
         for region in &self.regions_never_hit {
             eprintln!("rdb: note: region {region} was never reached in this {run}");

@@ -166,6 +166,12 @@ pub struct Region {
     /// (empty for a region in a function's own body): their code is a
     /// function of its own in the binary.
     pub nesting: Vec<Nested>,
+    /// The region is the first statement of the body of its function or of
+    /// the innermost closure or `async` body around it: nothing of that
+    /// body runs before it, so each call runs it once, first.
+    pub first_in_body: bool,
+    /// The region is inside a loop of that body (it runs once per iteration).
+    pub in_loop: bool,
 }
 
 /// A closure or `async` body around a region.

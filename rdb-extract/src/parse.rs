@@ -72,6 +72,7 @@ pub(crate) fn walk(input: &SourceInput, file: &syn::File, statics: &Statics, nex
         bindings: Vec::new(),
         awaits: Vec::new(),
         loops: Vec::new(),
+        body_blocks: HashSet::new(),
         shared: Vec::new(),
         calls: Vec::new(),
         region: None,
@@ -202,6 +203,9 @@ struct FileWalk<'a> {
     /// The loops around the walk's position (outside regions): start offset
     /// and the first `.await` of their body that suspends the same body.
     loops: Vec<(usize, Option<usize>)>,
+    /// The blocks that are the whole body of a function, a closure or an
+    /// `async` block (by address: the syntax tree outlives the walk).
+    body_blocks: HashSet<usize>,
     /// Debug-only locals regions declared (their top-level `let`s), visible
     /// to later regions of the same function body while the region's
     /// program scope is open.
@@ -281,6 +285,7 @@ impl<'a> FileWalk<'a> {
         writes.visit_block(block);
         let writes = writes.0.into_iter().map(|(n, span)| (n, self.range(span).start)).collect();
         self.fns.push(FnCtx { name, mut_names, writes });
+        self.body_blocks.insert(block as *const Block as usize);
         self.visit_block(block);
         self.fns.pop();
         self.scopes = saved_scopes;
@@ -474,6 +479,11 @@ impl<'a> FileWalk<'a> {
             last_statement: None,
             shares_from: Vec::new(),
             nesting: self.bodies.iter().map(|b| Nested { kind: b.kind, at: LineCol { line: 0, column: 0 } }).collect(),
+            first_in_body: b == 0 && self.body_blocks.contains(&(block as *const Block as usize)),
+            in_loop: {
+                let body = self.bodies.last().map_or(0, |b| b.start);
+                self.loops.iter().any(|(start, _)| *start > body)
+            },
             arguments: ctx
                 .args
                 .into_iter()
@@ -968,6 +978,9 @@ impl<'a> Visit<'a> for FileWalk<'a> {
         } else {
             let start = self.range(c.span()).start;
             let used = used_names(|v| v.visit_expr(&c.body));
+            if let syn::Expr::Block(b) = &*c.body {
+                self.body_blocks.insert(&b.block as *const Block as usize);
+            }
             self.enter_body(NestKind::Closure, start, names, used, |w| w.visit_expr(&c.body));
         }
     }
@@ -980,6 +993,7 @@ impl<'a> Visit<'a> for FileWalk<'a> {
         } else {
             let start = self.range(a.async_token.span).start;
             let used = used_names(|v| v.visit_block(&a.block));
+            self.body_blocks.insert(&a.block as *const Block as usize);
             self.enter_body(NestKind::AsyncBlock, start, Vec::new(), used, |w| w.visit_block(&a.block));
         }
     }

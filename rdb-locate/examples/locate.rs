@@ -60,6 +60,8 @@ fn main() -> ExitCode {
         arguments,
         ends_block: false,
         last_statement: None,
+        first_in_body: false,
+        in_loop: false,
         block_end: None,
         bodies: Vec::new(),
     };

@@ -117,8 +117,136 @@ impl Cfg {
         Cfg { insns, successors, entries, back_edges }
     }
 
-    fn index(&self, address: u64) -> Option<usize> {
+    pub(crate) fn index(&self, address: u64) -> Option<usize> {
         self.insns.binary_search_by_key(&address, |i| i.address).ok()
+    }
+
+    /// The loops' back edges `(from, to)`: `to` is the loop's header.
+    pub(crate) fn back_edges(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.back_edges.iter().copied()
+    }
+
+    pub(crate) fn successors(&self, n: usize) -> &[usize] {
+        &self.successors[n]
+    }
+
+    pub(crate) fn insns(&self) -> &[Insn] {
+        &self.insns
+    }
+
+    /// Instructions reachable from `from` (included) without entering one
+    /// that `blocked` says (loops' back edges taken); `None` when that code
+    /// may take a jump table (it may go anywhere).
+    pub(crate) fn reach(&self, from: &[usize], blocked: impl Fn(usize) -> bool) -> Option<Vec<bool>> {
+        let mut seen = vec![false; self.insns.len()];
+        let mut work: Vec<usize> = from.to_vec();
+        for &n in from {
+            seen[n] = true;
+        }
+        while let Some(n) = work.pop() {
+            if self.insns[n].flow == Flow::Indirect {
+                return None;
+            }
+            for &s in &self.successors[n] {
+                if !seen[s] && !blocked(s) {
+                    seen[s] = true;
+                    work.push(s);
+                }
+            }
+        }
+        Some(seen)
+    }
+
+    /// Instructions from which one of `to` (included) is reachable without
+    /// passing an instruction that `blocked` says.
+    pub(crate) fn reaching(&self, to: &[usize], blocked: impl Fn(usize) -> bool) -> Vec<bool> {
+        let mut predecessors: Vec<Vec<usize>> = vec![Vec::new(); self.insns.len()];
+        for (n, s) in self.successors.iter().enumerate() {
+            for &m in s {
+                predecessors[m].push(n);
+            }
+        }
+        let mut seen = vec![false; self.insns.len()];
+        let mut work: Vec<usize> = to.to_vec();
+        for &n in to {
+            seen[n] = true;
+        }
+        while let Some(n) = work.pop() {
+            for &p in &predecessors[n] {
+                if !seen[p] && !blocked(p) {
+                    seen[p] = true;
+                    work.push(p);
+                }
+            }
+        }
+        seen
+    }
+
+    /// The strongly connected components of the graph restricted to the
+    /// instructions `keep` says: for each instruction its component's
+    /// number, `None` outside `keep` or on no cycle (a component of one
+    /// instruction without an edge to itself).
+    pub(crate) fn cycles(&self, keep: impl Fn(usize) -> bool) -> Vec<Option<usize>> {
+        let n = self.insns.len();
+        let kept: Vec<bool> = (0..n).map(&keep).collect();
+        // Kosaraju: finishing order on the graph, then components on the reverse graph.
+        let mut order = Vec::with_capacity(n);
+        let mut state = vec![false; n];
+        for root in (0..n).filter(|&r| kept[r]) {
+            if state[root] {
+                continue;
+            }
+            state[root] = true;
+            let mut stack = vec![(root, 0usize)];
+            while let Some((node, child)) = stack.last_mut() {
+                let node = *node;
+                if let Some(&next) = self.successors[node].get(*child) {
+                    *child += 1;
+                    if kept[next] && !state[next] {
+                        state[next] = true;
+                        stack.push((next, 0));
+                    }
+                } else {
+                    order.push(node);
+                    stack.pop();
+                }
+            }
+        }
+        let mut predecessors: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (from, s) in self.successors.iter().enumerate() {
+            for &to in s {
+                if kept[from] && kept[to] {
+                    predecessors[to].push(from);
+                }
+            }
+        }
+        let mut component = vec![usize::MAX; n];
+        let mut sizes = Vec::new();
+        for &root in order.iter().rev() {
+            if component[root] != usize::MAX {
+                continue;
+            }
+            let id = sizes.len();
+            let mut size = 0;
+            component[root] = id;
+            let mut work = vec![root];
+            while let Some(m) = work.pop() {
+                size += 1;
+                for &p in &predecessors[m] {
+                    if component[p] == usize::MAX {
+                        component[p] = id;
+                        work.push(p);
+                    }
+                }
+            }
+            sizes.push(size);
+        }
+        (0..n)
+            .map(|m| {
+                let id = component[m];
+                (id != usize::MAX && (sizes[id] > 1 || self.successors[m].contains(&m))).then_some(id)
+            })
+            .collect()
     }
 
     /// Instructions reachable from `from` without taking a loop's back edge
@@ -624,5 +752,33 @@ mod tests {
         let code = decode(&bytes, 0x100, |a| (0x100..0x109).contains(&a), |_| Some(1));
         let flows: Vec<Flow> = code.iter().map(|i| i.flow).collect();
         assert_eq!(flows, [Flow::Next, Flow::Branch(0x106), Flow::Jump(0x106), Flow::Stop, Flow::Indirect]);
+    }
+
+    #[test]
+    fn cycles_are_the_loops_of_the_kept_code_only() {
+        // 0 -> 1 -> 2 -> 3 -> 1 (a loop), 3 -> 4 -> 5 -> 4 (a loop), 5 -> 6 (end).
+        let cfg = Cfg::new(vec![
+            insn(0, Flow::Next, 1),
+            insn(1, Flow::Next, 1),
+            insn(2, Flow::Next, 1),
+            insn(3, Flow::Branch(1), 1),
+            insn(4, Flow::Next, 1),
+            insn(5, Flow::Branch(4), 1),
+            insn(6, Flow::Stop, 1),
+        ]);
+        let all = cfg.cycles(|_| true);
+        assert_eq!(all[0], None);
+        assert!(all[1].is_some() && all[1] == all[2] && all[2] == all[3]);
+        assert!(all[4].is_some() && all[4] == all[5] && all[4] != all[1]);
+        assert_eq!(all[6], None);
+        // Without instruction 2 the first loop is no loop.
+        let cut = cfg.cycles(|n| n != 2);
+        assert_eq!(&cut[..4], &[None, None, None, None]);
+        assert!(cut[4].is_some());
+        // What 1 reaches without entering 4, and what reaches 4 without passing 1.
+        let reach = cfg.reach(&[1], |n| n == 4).unwrap();
+        assert_eq!(reach, [false, true, true, true, false, false, false]);
+        let reaching = cfg.reaching(&[4], |n| n == 1);
+        assert_eq!(reaching, [false, false, true, true, true, true, false]);
     }
 }

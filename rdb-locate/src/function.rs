@@ -229,7 +229,7 @@ pub fn last_segment(name: &str) -> &str {
 }
 
 /// Whether a DWARF function name is an `async` body's (a coroutine's `poll`).
-fn is_coroutine(name: &str) -> bool {
+pub(crate) fn is_coroutine(name: &str) -> bool {
     ["{async_block#", "{async_fn#", "{coroutine#"].iter().any(|p| name.starts_with(p))
 }
 
@@ -289,7 +289,7 @@ fn frame_owner(index: &Index<'_>, r: DieRef) -> Result<DieRef, gimli::Error> {
     Ok(r)
 }
 
-fn in_ranges(ranges: &[gimli::Range], address: u64) -> bool {
+pub(crate) fn in_ranges(ranges: &[gimli::Range], address: u64) -> bool {
     ranges.iter().any(|r| r.begin <= address && address < r.end)
 }
 
@@ -609,7 +609,7 @@ fn join_after_side_block(binary: &crate::loader::Binary, frame: &[gimli::Range],
 
 /// The loops of the code in `ranges`, as (target, branch) address pairs of
 /// its backward jumps.
-fn back_edges(binary: &crate::loader::Binary, ranges: &[gimli::Range]) -> Vec<(u64, u64)> {
+pub(crate) fn back_edges(binary: &crate::loader::Binary, ranges: &[gimli::Range]) -> Vec<(u64, u64)> {
     use iced_x86::{Decoder, DecoderOptions, FlowControl};
     let mut out = Vec::new();
     for range in ranges {
@@ -709,16 +709,28 @@ pub fn bypasses(
     anchor: &SourceLocation,
     line: u32,
 ) -> Result<Vec<crate::cfg::Bypass>, gimli::Error> {
+    let Some(cfg) = frame_cfg(index, instance, &anchor.file)? else { return Ok(Vec::new()) };
+    Ok(cfg.bypasses(locations, anchor.line, line))
+}
+
+/// The control-flow graph of the function whose frame holds `instance`, with each
+/// instruction's line in `file` as [`LineLookup`] gives it; `None` when its code is not in
+/// the binary's file.
+pub fn frame_cfg(
+    index: &Index<'_>,
+    instance: &Instance,
+    file: &std::path::Path,
+) -> Result<Option<crate::cfg::Cfg>, gimli::Error> {
     let frame = frame_ranges(index, instance)?;
-    let lookup = LineLookup::new(index, instance, &anchor.file)?;
+    let lookup = LineLookup::new(index, instance, file)?;
     let line_of = |address: u64| lookup.line(address);
     let mut code = Vec::new();
     for range in &frame {
-        let Some(bytes) = index.binary.code(range.begin, range.end) else { return Ok(Vec::new()) };
+        let Some(bytes) = index.binary.code(range.begin, range.end) else { return Ok(None) };
         code.extend(crate::cfg::decode(bytes, range.begin, |a| in_ranges(&frame, a), line_of));
     }
     code.sort_by_key(|i| i.address);
-    Ok(crate::cfg::Cfg::new(code).bypasses(locations, anchor.line, line))
+    Ok(Some(crate::cfg::Cfg::new(code)))
 }
 
 /// Where control leaves the code of the statement of lines `first..=last` in `instance` (see
@@ -784,7 +796,7 @@ fn directly_inlined(index: &Index<'_>, die: DieRef) -> Result<Vec<DieRef>, gimli
 }
 
 /// Address ranges of the callees inlined into `instance` (at any depth).
-fn nested_inlined_ranges(index: &Index<'_>, instance: &Instance) -> Result<Vec<gimli::Range>, gimli::Error> {
+pub(crate) fn nested_inlined_ranges(index: &Index<'_>, instance: &Instance) -> Result<Vec<gimli::Range>, gimli::Error> {
     let Some(die) = instance.die else { return Ok(Vec::new()) };
     let dies = index.dies(die.unit)?;
     let depth = dies[die.die].depth;

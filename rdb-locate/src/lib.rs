@@ -87,6 +87,7 @@
 pub mod build;
 mod calls;
 mod cfg;
+mod copies;
 mod coroutine;
 pub mod eval;
 mod function;
@@ -106,6 +107,7 @@ mod variable;
 use rdb_descriptors::{
     ArgumentDescriptor, ArgumentDescriptors, ArgumentKind, BinaryIdentity, CodeLocation, DebugEntry, EnclosingFunction,
     FunctionDescriptor, FunctionDescriptors, Language, Location, PlacedLocation, Register, SourceLocation,
+    UnservedCopy,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -156,6 +158,16 @@ pub struct RegionSite {
     /// declared at that line, never in the enclosing function's code that
     /// happens to share the anchor's line.
     pub bodies: Vec<Body>,
+    /// The region is the first statement of its function's body (or of the
+    /// innermost closure's): each call runs it once, before anything else
+    /// of the body. Then a copy's entry is the region's point in that copy
+    /// when no anchor row is (see `copies`).
+    pub first_in_body: bool,
+    /// The region is inside a loop of that body: it runs once per
+    /// iteration, so a copy whose only location is in no loop of the copy's
+    /// code (the optimizer fully unrolled the loop without rows for each
+    /// iteration, or turned it into a `memcpy`) cannot serve it.
+    pub in_loop: bool,
 }
 
 /// A closure or `async` body around a region.
@@ -272,6 +284,23 @@ impl Located {
                         ));
                         dropped.push((region, location.address));
                     }
+                }
+            }
+            for copy in std::mem::take(&mut function.unserved) {
+                match map.map(copy.address) {
+                    Ok((address, symbol, offset)) => {
+                        function.unserved.push(UnservedCopy { address, symbol, offset, ..copy })
+                    }
+                    // Code not proven identical is reported as such above when it held locations;
+                    // a copy where the region cannot run anyway says so too.
+                    Err(why) => self.warnings.push(format!(
+                        "region {region} ({}): the copy at {:#x} in `{}`, where the region cannot run ({}), cannot be \
+                         reported during replay either: {why}",
+                        show(&function.begin),
+                        copy.address,
+                        function.function.name,
+                        copy.reason
+                    )),
                 }
             }
             if kept.is_empty() && function.note.is_none() {
@@ -455,6 +484,7 @@ fn locate_site(
     // Locations where the block's last statement ends (its closing brace has no code).
     let mut block_exits: Vec<u64> = Vec::new();
     let mut function = EnclosingFunction { name: site.function.clone(), linkage_name: None };
+    let mut unserved: Vec<UnservedCopy> = Vec::new();
     if units.is_empty() {
         note = Some(format!(
             "the DWARF has no line information for {}: the file was not compiled into this binary, or its path differs",
@@ -464,6 +494,7 @@ fn locate_site(
         let instances = function::instances(index, &units, &site.function)?;
         let instances = function::in_body(index, instances, site.bodies.last())?;
         let copies = instances.len();
+        let all_instances = instances.clone();
         let mut found = Vec::new();
         for instance in &instances {
             for code in function::code_addresses(index, instance, &site.anchor)? {
@@ -546,6 +577,16 @@ fn locate_site(
             }
         }
         serve_bypasses(index, site, &mut placed, &stand_ins, &mut located.warnings)?;
+        judge_copies(index, site, &all_instances, &mut placed, &mut unserved, &mut located.warnings)?;
+        if placed.is_empty() && !unserved.is_empty() && note.is_none() {
+            note = Some(format!(
+                "none of the {} cop{} of `{}` in this binary can run the region (see the build's warnings); \
+                 the replay reports each pass through them",
+                all_instances.len(),
+                if all_instances.len() == 1 { "y" } else { "ies" },
+                site.function
+            ));
+        }
         if placed.is_empty() && note.is_none() {
             let name = &site.function;
             let what = match site.bodies.last() {
@@ -575,9 +616,11 @@ fn locate_site(
             } else {
                 format!(
                     "none of the {copies} cop{} of {what} in this binary has code from {} or later lines: the \
-                     optimizer removed that code (its result was not used, or it was computed at compile time); \
-                     put the region where the program still does something, or use in the program a value the \
-                     region reads",
+                     optimizer removed that code (its result was not used, or it was computed at compile time; \
+                     a tail expression such as `Ok(next)` of a function inlined into its caller has no code of \
+                     its own when its value stays in registers); put the region where the program still does \
+                     something (before the statement that computes that value), use in the program a value the \
+                     region reads, or {keep}",
                     if copies == 1 { "y" } else { "ies" },
                     show(&site.anchor)
                 )
@@ -613,6 +656,7 @@ fn locate_site(
         function,
         locations,
         note,
+        unserved,
     });
 
     for (position, argument) in site.arguments.iter().enumerate() {
@@ -685,6 +729,53 @@ fn serve_bypasses(
             placed.push((instance, address));
         }
     }
+    Ok(())
+}
+
+/// Judges each copy of the region's function ([`copies::judge`]): a copy whose anchor rows
+/// do not run the region once per call runs it at its entry, or, when no point of the copy
+/// can, is reported (build warning, `unserved` descriptor) and loses its locations.
+fn judge_copies(
+    index: &index::Index<'_>,
+    site: &RegionSite,
+    instances: &[function::Instance],
+    placed: &mut Vec<(function::Instance, u64)>,
+    unserved: &mut Vec<UnservedCopy>,
+    warnings: &mut Vec<String>,
+) -> Result<(), gimli::Error> {
+    let same = |a: &function::Instance, b: &function::Instance| a.die == b.die && a.ranges == b.ranges;
+    for instance in instances {
+        let mine: Vec<u64> = placed.iter().filter(|(i, _)| same(i, instance)).map(|(_, a)| *a).collect();
+        let verdict = copies::judge(index, site, instance, &mine)?;
+        if verdict == copies::Verdict::Keep {
+            continue;
+        }
+        placed.retain(|(i, _)| !same(i, instance));
+        let frame = |address: u64| index.binary.symbols.lookup(address);
+        match verdict {
+            copies::Verdict::Keep => {}
+            copies::Verdict::AtEntry(address) => {
+                if !placed.iter().any(|(_, a)| *a == address) {
+                    placed.push((instance.clone(), address));
+                }
+            }
+            copies::Verdict::Unserved { at, reason } => {
+                let (symbol, offset) = frame(at);
+                warnings.push(format!(
+                    "region {} ({}): the copy of `{}` at {at:#x} (in `{:#}`) cannot run it: {reason}; the replay \
+                     reports each pass there as a region that could not run",
+                    site.region,
+                    show(&site.begin),
+                    instance.name,
+                    rustc_demangle::demangle(&symbol),
+                ));
+                if !unserved.iter().any(|u| u.address == at) {
+                    unserved.push(UnservedCopy { address: at, symbol, offset: offset as u64, reason });
+                }
+            }
+        }
+    }
+    unserved.sort_by_key(|u| u.address);
     Ok(())
 }
 

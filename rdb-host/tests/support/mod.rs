@@ -211,6 +211,7 @@ pub fn descriptors(
             function: EnclosingFunction { name: "checkpoint".into(), linkage_name: None },
             locations: vec![CodeLocation { address: location, symbol: "checkpoint".into(), offset: 0, entry_id: None }],
             note: None,
+            unserved: Vec::new(),
         });
         let args = [
             ("head", 8, Location::Register { register: Register::x86_64(5) }),

@@ -168,6 +168,8 @@ pub fn site(region: u32, file: &str, marker: &str, function: &str, arguments: Ve
         arguments,
         ends_block: false,
         last_statement: None,
+        first_in_body: false,
+        in_loop: false,
         block_end: None,
         bodies: Vec::new(),
     }
