@@ -593,7 +593,7 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
         event_checkpoints: std::collections::HashSet::from([0]),
     };
     // Ctrl-C halts the replay at its next event, wherever it is.
-    let forward = ForwardInterrupt::start(opts.interrupt, search.session.interrupter());
+    let forward = forward_interrupt(opts.interrupt, search.session.interrupter());
     let result = if opts.scan { search.scan(opts.mode) } else { search.bisect(opts.mode, opts.between) };
     drop(forward);
     let mut outcome = result?;
@@ -787,7 +787,7 @@ impl Search {
     fn count_with_stubs(&mut self, upto: Option<u64>) -> Result<Option<u64>, FindError> {
         // No hit reaches the observer to say a checkpoint is due: a ticker halts the replay.
         let spacing = Arc::new(std::sync::atomic::AtomicU64::new(self.shared.borrow().spacing_ns));
-        let _ticker = Ticker::start(self.session.interrupter(), spacing.clone());
+        let _ticker = ticker(self.session.interrupter(), spacing.clone());
         loop {
             spacing.store(self.shared.borrow().spacing_ns, Ordering::Relaxed);
             let stop = self.session.resume(Resume::Continue).map_err(|e| self.replay_error(e))?;
@@ -1300,68 +1300,53 @@ pub fn parse_at(text: &str) -> Option<RegionChoice> {
 
 /// A thread that halts the replay every `spacing` nanoseconds (the counting replay with stubs
 /// takes its checkpoints at those halts), until dropped.
-struct Ticker {
-    done: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Ticker {
-    fn start(halt: Arc<AtomicBool>, spacing: Arc<std::sync::atomic::AtomicU64>) -> Ticker {
-        let done = Arc::new(AtomicBool::new(false));
-        let done_tick = done.clone();
-        let thread = std::thread::spawn(move || {
-            let mut slept = 0;
-            while !done_tick.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(10));
-                slept += 10_000_000;
-                if slept >= spacing.load(Ordering::Relaxed) {
-                    slept = 0;
-                    halt.store(true, Ordering::SeqCst);
-                }
+fn ticker(halt: Arc<AtomicBool>, spacing: Arc<std::sync::atomic::AtomicU64>) -> Background {
+    Background::spawn(move |done| {
+        let mut slept = 0;
+        while !done.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(10));
+            slept += 10_000_000;
+            if slept >= spacing.load(Ordering::Relaxed) {
+                slept = 0;
+                halt.store(true, Ordering::SeqCst);
             }
-        });
-        Ticker { done, thread: Some(thread) }
-    }
-}
-
-impl Drop for Ticker {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
-    }
+    })
 }
 
 /// A thread that turns the user's Ctrl-C (`user`, set by the command's signal handler) into
 /// a halt of the replay at its next event, until dropped.
-pub(crate) struct ForwardInterrupt {
-    done: Arc<AtomicBool>,
-    watcher: Option<std::thread::JoinHandle<()>>,
+pub(crate) fn forward_interrupt(user: &'static AtomicBool, session_interrupt: Arc<AtomicBool>) -> Background {
+    Background::spawn(move |done| {
+        while !done.load(Ordering::Relaxed) {
+            if user.load(Ordering::Relaxed) {
+                session_interrupt.store(true, Ordering::SeqCst);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
 }
 
-impl ForwardInterrupt {
-    pub(crate) fn start(user: &'static AtomicBool, session_interrupt: Arc<AtomicBool>) -> ForwardInterrupt {
+/// A helper thread told to stop (its `done` flag) and joined when dropped.
+pub(crate) struct Background {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    fn spawn(body: impl FnOnce(Arc<AtomicBool>) + Send + 'static) -> Background {
         let done = Arc::new(AtomicBool::new(false));
-        let done_watch = done.clone();
-        let watcher = std::thread::spawn(move || {
-            while !done_watch.load(Ordering::Relaxed) {
-                if user.load(Ordering::Relaxed) {
-                    session_interrupt.store(true, Ordering::SeqCst);
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        });
-        ForwardInterrupt { done, watcher: Some(watcher) }
+        let flag = done.clone();
+        Background { done, thread: Some(std::thread::spawn(move || body(flag))) }
     }
 }
 
-impl Drop for ForwardInterrupt {
+impl Drop for Background {
     fn drop(&mut self) {
         self.done.store(true, Ordering::Relaxed);
-        if let Some(w) = self.watcher.take() {
-            let _ = w.join();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }

@@ -597,7 +597,7 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
         watch.arm()?;
     }
     // Ctrl-C halts the replay at its next event.
-    let forward = crate::find::ForwardInterrupt::start(opts.interrupt, watch.session.interrupter());
+    let forward = crate::find::forward_interrupt(opts.interrupt, watch.session.interrupter());
     let mut outcome = ExprOutcome {
         watched: w.clone(),
         initial: initial.value,

@@ -138,6 +138,13 @@ impl Cfg {
     /// that `blocked` says (loops' back edges taken); `None` when that code
     /// may take a jump table (it may go anywhere).
     pub(crate) fn reach(&self, from: &[usize], blocked: impl Fn(usize) -> bool) -> Option<Vec<bool>> {
+        self.walk(from, |_, s| blocked(s))
+    }
+
+    /// Instructions reachable from `from` (included) without taking an edge
+    /// `(n, s)` that `blocked` says; `None` when that code may take a jump
+    /// table.
+    fn walk(&self, from: &[usize], blocked: impl Fn(usize, usize) -> bool) -> Option<Vec<bool>> {
         let mut seen = vec![false; self.insns.len()];
         let mut work: Vec<usize> = from.to_vec();
         for &n in from {
@@ -148,7 +155,7 @@ impl Cfg {
                 return None;
             }
             for &s in &self.successors[n] {
-                if !seen[s] && !blocked(s) {
+                if !seen[s] && !blocked(n, s) {
                     seen[s] = true;
                     work.push(s);
                 }
@@ -253,23 +260,7 @@ impl Cfg {
     /// (`from` included); `None` when that code may take a jump table (it
     /// may go anywhere).
     fn forward(&self, from: &[usize]) -> Option<Vec<bool>> {
-        let mut seen = vec![false; self.insns.len()];
-        let mut work: Vec<usize> = from.to_vec();
-        for &n in from {
-            seen[n] = true;
-        }
-        while let Some(n) = work.pop() {
-            if self.insns[n].flow == Flow::Indirect {
-                return None;
-            }
-            for &s in &self.successors[n] {
-                if !seen[s] && !self.back_edges.contains(&(n, s)) {
-                    seen[s] = true;
-                    work.push(s);
-                }
-            }
-        }
-        Some(seen)
+        self.walk(from, |n, s| self.back_edges.contains(&(n, s)))
     }
 
     /// The line of the code before the anchor's that instruction `n` ends:

@@ -1014,7 +1014,7 @@ fn entry_value_of_parameter(
 /// any of its `size` bytes) that no piece gives. Padding may go without a
 /// piece (rustc describes `(char, i16)` by 6 of its 8 bytes).
 /// A local the DWARF lost where paths join, in the register holding it on
-/// every path (`copies`), when no statement before the region may change it.
+/// every path (`joins`), when no statement before the region may change it.
 fn held_across_join(
     index: &index::Index<'_>,
     site: &RegionSite,

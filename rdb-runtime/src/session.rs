@@ -898,14 +898,7 @@ impl<'o> Session<'o> {
         if let Some(h) = self.r.dbg.halted {
             return Ok(h.tid);
         }
-        let group = self.r.dbg.focus.ok_or_else(|| io::Error::other("no process is debugged"))?;
-        self.r
-            .procs
-            .iter()
-            .filter(|(_, p)| p.group == group)
-            .map(|(t, _)| *t)
-            .min()
-            .ok_or_else(|| io::Error::other(format!("process {group} is not running")))
+        self.a_focus_thread()
     }
 
     /// The threads of the debugged process, by recorded id.
