@@ -323,7 +323,7 @@ pub fn ctrl_c_prints_the_interval_and_the_resumed_search_finds_the_same() {
 pub fn counting_stubs_number_hits_as_breakpoints_do() {
     let tmp = scratch("find-counting");
     let dir = tmp.path();
-    std::fs::copy(rdb_tests::program("find_counting_threads.c"), dir.join("threads.c")).unwrap();
+    std::fs::copy(rdb_tests::program("support/find_counting_threads.c"), dir.join("threads.c")).unwrap();
     run_ok(
         "rdb-clang",
         timed(600, rdb_clang()).args(["-O0", "-g", "threads.c", "-lpthread", "-o", "threads"]).current_dir(dir),
