@@ -150,6 +150,9 @@ pub struct RegionInfo {
     /// The lines of the statement before the region in its block (stripped source).
     #[serde(default)]
     pub before: Option<(u32, u32)>,
+    /// Inside the braced body of a loop of its function (see `source::Region::in_loop`).
+    #[serde(default)]
+    pub in_loop: bool,
 }
 
 fn pos(p: Pos) -> (u32, u32) {
@@ -545,6 +548,7 @@ impl Run {
                     anchor: pos(r.anchor),
                     identifiers: r.identifiers.clone(),
                     before: r.before,
+                    in_loop: r.in_loop,
                 })
                 .collect(),
             debug_only: analysis.debug_only.clone(),
@@ -905,7 +909,7 @@ fn c_region(info: &ObjectInfo, region: &RegionInfo, at_block_end: (u32, u32), ou
         bodies: Vec::new(),
         // Not known to the C front end: copies are placed at their anchor rows only.
         first_in_body: false,
-        in_loop: false,
+        in_loop: region.in_loop,
         function: outlined.function.clone(),
         arguments: outlined
             .arguments

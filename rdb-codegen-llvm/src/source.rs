@@ -69,6 +69,10 @@ pub struct Region {
     /// block, when there is one: a region ending a loop body runs where that statement's code
     /// ends when the loop's step has no code of its own (an unrolled loop).
     pub before: Option<(u32, u32)>,
+    /// Whether the region is inside the braced body of a `for`, `while` or `do` loop of its
+    /// function: the locator then refuses a copy whose only location is in no loop of the
+    /// machine code (a loop the optimizer unrolled, or merged into one statement after it).
+    pub in_loop: bool,
 }
 
 /// Everything rdb-clang needs to know about one instrumented C file.
@@ -619,7 +623,15 @@ pub fn analyse(file: &Path, text: &str) -> Result<Analysis, Vec<Diagnostic>> {
             let start = ((k + 1)..=j).find(|&m| kept(m))?;
             Some((stripped_of(&tokens[start])?, stripped_of(&tokens[j])?))
         });
-        regions.push(Region { begin: tokens[b].pos, end: tokens[end_marker].pos, anchor, identifiers, before });
+        let in_loop = in_loop_body(&tokens, b, tok);
+        regions.push(Region {
+            begin: tokens[b].pos,
+            end: tokens[end_marker].pos,
+            anchor,
+            identifiers,
+            before,
+            in_loop,
+        });
     }
     Ok(Analysis {
         file: file.to_path_buf(),
@@ -629,6 +641,44 @@ pub fn analyse(file: &Path, text: &str) -> Result<Analysis, Vec<Diagnostic>> {
         debug_only,
         stripped,
     })
+}
+
+/// Whether token `at` is inside the braced body of a `for (..) {`, `while (..) {` or `do {`:
+/// each block around it (back from `at`, balanced blocks passed over) is looked at up to the
+/// function's body.
+fn in_loop_body<'t>(tokens: &[Token], at: usize, tok: impl Fn(&Token) -> &'t str) -> bool {
+    let mut depth = 0usize;
+    for j in (0..at).rev() {
+        match tokens[j].kind {
+            Kind::Punct(b'}') => depth += 1,
+            Kind::Punct(b'{') if depth > 0 => depth -= 1,
+            Kind::Punct(b'{') => {
+                let Some(p) = j.checked_sub(1) else { return false };
+                if tokens[p].kind == Kind::Ident && tok(&tokens[p]) == "do" {
+                    return true;
+                }
+                if tokens[p].kind == Kind::Punct(b')') {
+                    // Back to the `(` that opens this `)`, then the keyword before it.
+                    let mut parens = 0usize;
+                    let open = (0..=p).rev().find(|&k| {
+                        match tokens[k].kind {
+                            Kind::Punct(b')') => parens += 1,
+                            Kind::Punct(b'(') => parens -= 1,
+                            _ => {}
+                        }
+                        parens == 0
+                    });
+                    if let Some(kw) = open.and_then(|o| o.checked_sub(1)) {
+                        if tokens[kw].kind == Kind::Ident && matches!(tok(&tokens[kw]), "for" | "while") {
+                            return true;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The line a token's last character is on.
@@ -710,6 +760,14 @@ mod tests {
         let a = ok("void f(void) {\n  int y;\n  rdb_begin\n  y = 2;\n  rdb_end\n}\n");
         assert_eq!(a.regions[0].anchor, Pos { line: 3, column: 1 });
         assert_eq!(a.stripped, "void f(void) {\n  int y;\n}\n");
+    }
+
+    #[test]
+    fn a_region_in_a_loop_body_is_known_to_be_in_a_loop() {
+        let text = "void f(int n) {\n  rdb_begin\n  rdb_end\n  for (int i = g(n); i < n; i++) {\n    if (i) {\n      rdb_begin\n      rdb_end\n    }\n  }\n  while (n--) {\n    rdb_begin\n    rdb_end\n  }\n  do {\n    rdb_begin\n    rdb_end\n  } while (n);\n  if (h(n)) {\n    rdb_begin\n    rdb_end\n  }\n}\n";
+        let a = ok(text);
+        let in_loop: Vec<bool> = a.regions.iter().map(|r| r.in_loop).collect();
+        assert_eq!(in_loop, [false, true, true, true, false]);
     }
 
     #[test]

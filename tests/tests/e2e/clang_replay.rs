@@ -259,6 +259,37 @@ pub fn a_global_the_optimizer_keeps_in_a_register_is_never_read_stale() {
     assert_eq!(out, "total 30\n");
 }
 
+/// `merged_after_unrolled.c`: a region in a loop whose anchor statement (`s->seen++`) clang
+/// -O2 takes out of the fully unrolled loop as one `addq $0xa` after it. At -O0 the region runs
+/// at each of the ten iterations; at -O2 it ran once there, printing the last total, with no
+/// warning. Now the build and the replay say that the copy cannot run it, and it never prints a
+/// line -O0 does not.
+pub fn a_region_whose_statement_leaves_an_unrolled_loop_is_reported_not_run_once() {
+    let replay = |opt: &str| {
+        let tmp = scratch("c");
+        let dir = tmp.path();
+        std::fs::copy(program("support/merged_after_unrolled.c"), dir.join("m.c")).unwrap();
+        let build = ok(run(dir, rdb_clang().to_str().unwrap(), &[opt, "-g", "m.c", "-o", "m"]), "rdb-clang");
+        let recorded = record(dir, &["./m"]);
+        assert_eq!(text(&recorded.stdout), "seen 10 total 55\n");
+        let replay = rdb_in(dir, &["replay", "trace", "--debug", "./m"]);
+        let (out, stderr) = (text(&replay.stdout), text(&replay.stderr));
+        let ran: Vec<String> = out.lines().filter(|l| l.starts_with("rdb: ")).map(str::to_string).collect();
+        (ran, text(&build.stderr), stderr, replay.status.code())
+    };
+    let (o0, _, _, status) = replay("-O0");
+    assert_eq!(status, Some(0));
+    let totals = [1, 3, 6, 10, 15, 21, 28, 36, 45, 55].map(|t| format!("rdb: total {t}"));
+    assert_eq!(o0, totals);
+    let (o2, warnings, stderr, status) = replay("-O2");
+    if o2 != o0 {
+        assert!(o2.is_empty(), "{o2:?}\n{warnings}\n{stderr}");
+        assert!(warnings.contains("the loop around the region has no loop in this copy's code"), "{warnings}");
+        assert!(stderr.contains("region 1 did not run at 1 pass"), "{stderr}");
+        assert_eq!(status, Some(5), "{stderr}");
+    }
+}
+
 /// `unrolled_end.c`: a region ending a loop body, anchored at the loop's step. clang -O2 unrolls
 /// the loop fully: the step has no code, and the next line with code is the next copy's first
 /// statement, where `w` is already the next iteration's (before: the region ran there once, at

@@ -158,6 +158,7 @@ fn main() {
     ));
     trials.extend(scenarios!(clang_replay:
         every_inlined_and_unrolled_copy_runs_the_region,
+        a_region_whose_statement_leaves_an_unrolled_loop_is_reported_not_run_once,
         a_region_ending_an_unrolled_loop_body_never_runs_with_another_iterations_values,
         a_path_the_optimizer_threads_past_the_anchor_runs_the_region,
         entry_values_give_the_o0_values_at_o2,
