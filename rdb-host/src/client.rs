@@ -8,7 +8,7 @@ use rdb_descriptors::{
     ArgumentDescriptor, ArgumentDescriptors, CallbackDescriptor, DebugEntry, FunctionDescriptor, FunctionDescriptors,
 };
 use rdb_tracee::{Mapping, Target};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
@@ -120,7 +120,7 @@ pub struct DebugHost {
     program: PathBuf,
     options: HostOptions,
     regions: HashMap<u32, Region>,
-    callbacks: HashMap<u32, CallbackDescriptor>,
+    callbacks: BTreeMap<u32, CallbackDescriptor>,
     /// Argument descriptors of call callbacks, by callback id, in position order.
     callback_arguments: HashMap<u32, Vec<ArgumentDescriptor>>,
     process: Option<Process>,
@@ -210,7 +210,7 @@ impl DebugHost {
                 r.arguments.push(a.clone());
             }
         }
-        let callbacks: HashMap<u32, CallbackDescriptor> =
+        let callbacks: BTreeMap<u32, CallbackDescriptor> =
             functions.callbacks.iter().map(|c| (c.id, c.clone())).collect();
         let mut callback_arguments: HashMap<u32, Vec<ArgumentDescriptor>> = HashMap::new();
         for a in arguments.arguments.iter().filter(|a| callbacks.contains_key(&a.region)) {
@@ -393,6 +393,7 @@ impl DebugHost {
     }
 
     /// The event callbacks of the debug module (from the function descriptors).
+    /// In id order (declaration order): callbacks of one event run in that order.
     pub fn callbacks(&self) -> impl Iterator<Item = &CallbackDescriptor> {
         self.callbacks.values()
     }
