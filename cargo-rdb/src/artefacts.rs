@@ -54,6 +54,7 @@ pub fn write_descriptors(
                 block_end: None,
                 first_in_body: r.first_in_body,
                 in_loop: r.in_loop,
+                block_close_line: None,
                 bodies: r
                     .nesting
                     .iter()

@@ -153,6 +153,9 @@ pub struct RegionInfo {
     /// Inside the braced body of a loop of its function (see `source::Region::in_loop`).
     #[serde(default)]
     pub in_loop: bool,
+    /// The line of the `}` closing the region's block (stripped source).
+    #[serde(default)]
+    pub block_close: Option<u32>,
 }
 
 fn pos(p: Pos) -> (u32, u32) {
@@ -549,6 +552,7 @@ impl Run {
                     identifiers: r.identifiers.clone(),
                     before: r.before,
                     in_loop: r.in_loop,
+                    block_close: r.block_close,
                 })
                 .collect(),
             debug_only: analysis.debug_only.clone(),
@@ -910,6 +914,7 @@ fn c_region(info: &ObjectInfo, region: &RegionInfo, at_block_end: (u32, u32), ou
         // Not known to the C front end: copies are placed at their anchor rows only.
         first_in_body: false,
         in_loop: region.in_loop,
+        block_close_line: region.block_close,
         function: outlined.function.clone(),
         arguments: outlined
             .arguments

@@ -73,6 +73,10 @@ pub struct Region {
     /// function: the locator then refuses a copy whose only location is in no loop of the
     /// machine code (a loop the optimizer unrolled, or merged into one statement after it).
     pub in_loop: bool,
+    /// The line (stripped source) of the `}` closing the region's block: code of a later line
+    /// runs after the block, or also when it is not entered, and never stands in for the
+    /// anchor.
+    pub block_close: Option<u32>,
 }
 
 /// Everything rdb-clang needs to know about one instrumented C file.
@@ -624,6 +628,21 @@ pub fn analyse(file: &Path, text: &str) -> Result<Analysis, Vec<Diagnostic>> {
             Some((stripped_of(&tokens[start])?, stripped_of(&tokens[j])?))
         });
         let in_loop = in_loop_body(&tokens, b, tok);
+        // Forward from the end marker to the `}` that closes the region's block.
+        let mut depth = 0usize;
+        let close = tokens[e + 1..].iter().find(|t| match t.kind {
+            Kind::Punct(b'{') => {
+                depth += 1;
+                false
+            }
+            Kind::Punct(b'}') if depth > 0 => {
+                depth -= 1;
+                false
+            }
+            Kind::Punct(b'}') => true,
+            _ => false,
+        });
+        let block_close = close.and_then(stripped_of);
         regions.push(Region {
             begin: tokens[b].pos,
             end: tokens[end_marker].pos,
@@ -631,6 +650,7 @@ pub fn analyse(file: &Path, text: &str) -> Result<Analysis, Vec<Diagnostic>> {
             identifiers,
             before,
             in_loop,
+            block_close,
         });
     }
     Ok(Analysis {

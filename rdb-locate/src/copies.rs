@@ -7,9 +7,9 @@
 //! - *vectorized*: the copy's own code in a loop whose header is not the
 //!   copy's is all vector code, with packed arithmetic (the caller's loop
 //!   computes several calls per pass): the region cannot run there;
-//! - *merged loop*: a region inside a loop whose copy has one location in no
-//!   loop of the copy's code (the loop became straight-line code or a
-//!   `memcpy`): its iterations cannot be told apart;
+//! - *merged loop*: a region inside a loop whose copy has one location that
+//!   no loop of the copy's code reaches (the loop became straight-line code or
+//!   a `memcpy`): its iterations cannot be told apart;
 //! - *entry*: a region that is the first statement of its body runs, in an
 //!   inlined copy, at the copy's entry when its anchor rows are not passed
 //!   exactly once on every path through the copy (a test that ends the
@@ -77,7 +77,10 @@ pub fn judge(
         // A jump table's targets are not in the graph: its loops would be missed.
         let tables = (0..insns.len()).any(|m| keep(m) && insns[m].flow == crate::cfg::Flow::Indirect);
         let cycles = cfg.cycles(keep);
-        if !tables && cycles[at[0]].is_none() {
+        // The location is in the loop when a cycle reaches it: on it, or after an exit of it
+        // (a region in the loop's body before a `return` or `break`, which runs once).
+        let in_a_loop = cfg.reaching(&at[..1], |m| !keep(m)).iter().zip(&cycles).any(|(r, c)| *r && c.is_some());
+        if !tables && !in_a_loop {
             return Ok(Verdict::Unserved {
                 at: report_at,
                 reason: "the loop around the region has no loop in this copy's code: the optimizer unrolled it \

@@ -29,6 +29,10 @@ pub struct CodeAddress {
     pub address: u64,
     /// The line the address belongs to when it is not the anchor's line.
     pub fallback_line: Option<u32>,
+    /// The anchor's line has code here, but none at the anchor's column or after it: the
+    /// address is that of an earlier part of the line (a `for` loop's condition standing in
+    /// for its step).
+    pub earlier_column: bool,
 }
 
 /// `foo<T>` → `foo`: generic arguments are not part of what the user writes.
@@ -340,7 +344,10 @@ pub fn code_addresses(
         // files. Their call sites say where the statement starts.
         let calls = inlined_calls_at(index, instance, anchor)?;
         if !calls.is_empty() {
-            return Ok(calls.into_iter().map(|address| CodeAddress { address, fallback_line: None }).collect());
+            return Ok(calls
+                .into_iter()
+                .map(|address| CodeAddress { address, fallback_line: None, earlier_column: false })
+                .collect());
         }
     }
     let Some(line) = line else { return Ok(Vec::new()) };
@@ -351,6 +358,7 @@ pub fn code_addresses(
         on_line.clone()
     };
     let pool: Vec<&Row> = if after_column.is_empty() { &on_line } else { &after_column }.iter().map(|r| **r).collect();
+    let earlier_column = line == anchor.line && after_column.is_empty();
     let first = |copy: &[&Row]| -> Option<u64> {
         let statements: Vec<_> = copy.iter().filter(|r| r.is_stmt).collect();
         if statements.is_empty() {
@@ -462,7 +470,9 @@ pub fn code_addresses(
     }
     // Rows of the line only inside inlined callees (call-site rows).
     if copies.is_empty() {
-        return Ok(first(&pool).map(|address| vec![CodeAddress { address, fallback_line }]).unwrap_or_default());
+        return Ok(first(&pool)
+            .map(|address| vec![CodeAddress { address, fallback_line, earlier_column }])
+            .unwrap_or_default());
     }
     let frame = frame_ranges(index, instance)?;
     let mut out: Vec<CodeAddress> = copies
@@ -473,7 +483,7 @@ pub fn code_addresses(
             let end = row_starts.iter().copied().find(|&a| a > last).unwrap_or(last + 1);
             first(c).map(|a| join_after_side_block(index.binary, &frame, a, end))
         })
-        .map(|address| CodeAddress { address, fallback_line })
+        .map(|address| CodeAddress { address, fallback_line, earlier_column })
         .collect();
     out.sort_by_key(|c| c.address);
     out.dedup();

@@ -168,6 +168,10 @@ pub struct RegionSite {
     /// code (the optimizer fully unrolled the loop without rows for each
     /// iteration, or turned it into a `memcpy`) cannot serve it.
     pub in_loop: bool,
+    /// The line of the `}` that closes the region's block, when known (C): code of a later
+    /// line runs after the block (after the loop, or also when the `if` is not taken), so it
+    /// never stands in for an anchor without code of its own.
+    pub block_close_line: Option<u32>,
 }
 
 /// A closure or `async` body around a region.
@@ -506,11 +510,28 @@ fn locate_site(
         // A C region ending a loop body is anchored at the loop's step; when the step has no
         // code of its own (an unrolled loop), the next line with code is the body's first
         // statement, which runs before each iteration (the first one included), never after.
+        // Likewise when the step's line has code only at earlier columns (the loop's
+        // condition: clang -O2 gives `e = e->next` no row of its own).
         let in_block = |line: u32| site.block_end.as_ref().is_some_and(|end| line <= end.line);
-        let step_without_code =
-            !found.is_empty() && found.iter().all(|(_, code)| code.fallback_line.is_some_and(in_block));
-        if found.iter().any(|(_, code)| code.fallback_line.is_none()) {
+        let step_without_code = !found.is_empty()
+            && found.iter().all(|(_, code)| {
+                code.fallback_line.is_some_and(in_block) || (site.block_end.is_some() && code.earlier_column)
+            });
+        // Code after the region's block is no stand-in for an anchor inside it.
+        let after_block = |line: u32| site.block_end.is_none() && site.block_close_line.is_some_and(|c| line > c);
+        if !step_without_code && found.iter().any(|(_, code)| code.fallback_line.is_none()) {
             found.retain(|(_, code)| code.fallback_line.is_none());
+        } else if !step_without_code && found.iter().any(|(_, code)| code.fallback_line.is_some_and(after_block)) {
+            found.retain(|(_, code)| !code.fallback_line.is_some_and(after_block));
+            if found.is_empty() {
+                note = Some(format!(
+                    "the statement after the region ({}) has no code of its own in this build, and the next code \
+                     is after the region's block: it runs after the loop, or also when the branch is \
+                     not taken, so the region is not placed there; put the region before a statement of its block \
+                     that still has code",
+                    show(&site.anchor)
+                ));
+            }
         } else if site.ends_block || step_without_code {
             found.clear();
             // The closing brace has no code: the region runs where control leaves the code of
@@ -528,7 +549,10 @@ fn locate_site(
                         Ok(exits) => {
                             block_exits.extend(&exits);
                             found.extend(exits.into_iter().map(|address| {
-                                (instance.clone(), function::CodeAddress { address, fallback_line: None })
+                                (
+                                    instance.clone(),
+                                    function::CodeAddress { address, fallback_line: None, earlier_column: false },
+                                )
                             }))
                         }
                         Err(e) => why = Some(format!("in `{}` {e}", instance.name)),
@@ -601,24 +625,35 @@ fn locate_site(
                 ),
                 None => format!("`{name}`"),
             };
+            let c = matches!(site.anchor.file.extension().and_then(|e| e.to_str()), Some("c" | "h"));
             let keep = match site.bodies.last() {
                 Some(_) => "move that body into a function marked `#[inline(never)]`".to_string(),
+                None if c => format!("mark `{name}` `__attribute__((noinline))`"),
                 None => format!("mark `{name}` `#[inline(never)]`"),
+            };
+            let (inliner, tail, unoptimized) = if c {
+                ("", "a value a function inlined into its caller returns", "an -O0 build")
+            } else {
+                (
+                    " (rustc's MIR inlining; a closure passed to `sort_by` or `map` is inlined into the library \
+                     code calling it)",
+                    "a tail expression such as `Ok(next)` of a function inlined into its caller",
+                    "a dev build",
+                )
             };
             note = Some(if copies == 0 {
                 format!(
                     "{what} has no code of its own in this binary: it is never called (or, if generic, never \
                      instantiated), or the optimizer inlined it into its callers without keeping debug information \
-                     for the inlined copies (rustc's MIR inlining; a closure passed to `sort_by` or `map` is inlined \
-                     into the library code calling it) or removed it; to run the region in an optimized build, \
-                     {keep}, rebuild and record again (a dev build runs it as written)"
+                     for the inlined copies{inliner} or removed it; to run the region in an optimized build, \
+                     {keep}, rebuild and record again ({unoptimized} runs it as written)"
                 )
             } else {
                 format!(
                     "none of the {copies} cop{} of {what} in this binary has code from {} or later lines: the \
-                     optimizer removed that code (its result was not used, or it was computed at compile time; \
-                     a tail expression such as `Ok(next)` of a function inlined into its caller has no code of \
-                     its own when its value stays in registers); put the region where the program still does \
+                     optimizer removed that code or merged it with other code (its result was not used, or it \
+                     was computed at compile time; {tail} has no code of its own when its value stays in \
+                     registers); put the region where the program still does \
                      something (before the statement that computes that value), use in the program a value the \
                      region reads, or {keep}",
                     if copies == 1 { "y" } else { "ies" },

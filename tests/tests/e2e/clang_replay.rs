@@ -290,6 +290,72 @@ pub fn a_region_whose_statement_leaves_an_unrolled_loop_is_reported_not_run_once
     }
 }
 
+/// `loop_exit.c`: regions in loop bodies before a `return` and a `break`. Their code is on no
+/// cycle of the machine code, yet their loops are there; the merged-loop check took them for
+/// loops the optimizer merged away and refused them (-O0 included). They run as plain code
+/// would at -O0; at -O2, where the statements after them have no code, they are reported
+/// (they ran at the code after the `if`, on every call, before).
+pub fn regions_on_a_path_leaving_a_loop_run_once_per_pass() {
+    for opt in ["-O0", "-O2"] {
+        let tmp = scratch("c");
+        let dir = tmp.path();
+        std::fs::copy(program("support/loop_exit.c"), dir.join("e.c")).unwrap();
+        let build = ok(run(dir, rdb_clang().to_str().unwrap(), &[opt, "-g", "e.c", "-o", "e"]), "rdb-clang");
+        let recorded = record(dir, &["./e"]);
+        assert_eq!(text(&recorded.stdout), "found 3 at 3\n");
+        let replay = rdb_in(dir, &["replay", "trace", "--debug", "./e"]);
+        let (out, stderr, warnings) = (text(&replay.stdout), text(&replay.stderr), text(&build.stderr));
+        let ran: Vec<&str> = out.lines().filter(|l| l.starts_with("rdb: ")).collect();
+        let expected = ["rdb: found 1", "rdb: found 2", "rdb: found 3", "rdb: negative at 2", "rdb: negative at 1"];
+        if opt == "-O0" || ran == expected {
+            assert_eq!(replay.status.code(), Some(0), "{opt}: {out}\n{stderr}\n{warnings}");
+            assert_eq!(ran, expected, "{opt}: {stderr}\n{warnings}");
+            assert!(!warnings.contains("warning"), "{opt}: {warnings}");
+        } else {
+            // clang -O2 gives `return n;` and `break;` no code of their own: the next code is
+            // after the `if` (the loop's step, the return after the loop), which runs also
+            // when the branch is not taken. Never run there; say so.
+            assert!(ran.is_empty(), "{opt}: {ran:?}\n{warnings}");
+            for region in ["region 1", "region 2"] {
+                assert!(warnings.contains(&format!("{region} (")), "{warnings}");
+                assert!(stderr.contains(&format!("{region} cannot run")), "{stderr}");
+            }
+            assert!(warnings.contains("is after the region's block"), "{warnings}");
+            // The statement named in the user's lines (`return n;`), not the stripped source's.
+            assert!(warnings.contains("(e.c:19:7)"), "{warnings}");
+        }
+    }
+}
+
+/// `step_merged.c`: a region ending a loop body whose step has no row of its own at -O2 (only
+/// the condition's columns on the step's line). It ran at the condition, before each add, and
+/// printed sums one element behind; now it prints -O0's lines or is reported, never others.
+pub fn a_region_before_a_step_without_code_never_prints_the_sum_before_the_add() {
+    let replay = |opt: &str| {
+        let tmp = scratch("c");
+        let dir = tmp.path();
+        std::fs::copy(program("support/step_merged.c"), dir.join("s.c")).unwrap();
+        let build = ok(run(dir, rdb_clang().to_str().unwrap(), &[opt, "-g", "s.c", "-o", "s"]), "rdb-clang");
+        let recorded = record(dir, &["./s"]);
+        assert_eq!(text(&recorded.stdout), "sum 280\n");
+        let replay = rdb_in(dir, &["replay", "trace", "--debug", "./s"]);
+        let (out, stderr) = (text(&replay.stdout), text(&replay.stderr));
+        let ran: Vec<String> = out.lines().filter(|l| l.starts_with("rdb: ")).map(str::to_string).collect();
+        (ran, text(&build.stderr), stderr, replay.status.code())
+    };
+    let (o0, _, stderr, status) = replay("-O0");
+    assert_eq!(status, Some(0), "{stderr}");
+    let sums = [(40, 40), (50, 90), (10, 100), (60, 160), (20, 180), (70, 250), (30, 280)];
+    assert_eq!(o0, sums.map(|(v, s)| format!("rdb: val {v} sum {s}")));
+    let (o2, warnings, stderr, status) = replay("-O2");
+    if o2 != o0 {
+        assert!(o2.is_empty(), "{o2:?}\n{warnings}\n{stderr}");
+        assert!(warnings.contains("s.c:21:"), "the step named in the user's lines: {warnings}");
+        assert!(stderr.contains("region 1 cannot run"), "{stderr}");
+        assert_eq!(status, Some(0), "{stderr}");
+    }
+}
+
 /// `unrolled_end.c`: a region ending a loop body, anchored at the loop's step. clang -O2 unrolls
 /// the loop fully: the step has no code, and the next line with code is the next copy's first
 /// statement, where `w` is already the next iteration's (before: the region ran there once, at
