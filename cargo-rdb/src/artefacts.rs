@@ -54,7 +54,7 @@ pub fn write_descriptors(
                 block_end: None,
                 first_in_body: r.first_in_body,
                 in_loop: r.in_loop,
-                block_close_line: None,
+                block_close_line: Some(r.block_close),
                 bodies: r
                     .nesting
                     .iter()
@@ -124,6 +124,7 @@ pub fn write_descriptors(
         located.retarget(map);
     }
     never_stale_shared_locals(&mut located, regions);
+    located.in_user_lines(&sites, line_maps);
     let table = rdb_locate::region_table(&paths.debug_module)
         .with_context(|| format!("cannot read the region table of {}", paths.debug_module.display()))?;
     let patches = dispatch_instantiations(&mut located, &table);

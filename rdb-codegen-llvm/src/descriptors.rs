@@ -52,13 +52,12 @@ pub fn write(
     binary.path = std::fs::canonicalize(prog).map_err(io(prog))?;
     let module = paths.debug_module.file_name().unwrap_or_default().to_string_lossy().into_owned();
     let sites: Vec<RegionSite> = regions.iter().map(|r| r.site.clone()).collect();
-    let located = rdb_locate::locate(dwarf_binary, &sites)?;
-    let shown = |text: &str| in_user_lines(text, regions, line_maps);
-    let mut warnings: Vec<String> = located.warnings.iter().map(|w| shown(w)).collect();
+    let mut located = rdb_locate::locate(dwarf_binary, &sites)?;
+    located.in_user_lines(&sites, line_maps);
+    let mut warnings = located.warnings.clone();
     let (mut functions, mut arguments) = located.into_descriptors(Language::C, toolchain, binary, module);
     for (f, region) in functions.functions.iter_mut().zip(regions) {
         f.entry = DebugEntry::Symbol { name: region.entry.clone() };
-        f.note = f.note.as_deref().map(shown);
     }
     let first_id = functions.functions.iter().map(|f| f.region).max().unwrap_or(0) + 1;
     functions.callbacks =
@@ -67,30 +66,6 @@ pub fn write(
     rdb_descriptors::store(&paths.functions, &functions).map_err(io(&paths.functions))?;
     rdb_descriptors::store(&paths.arguments, &arguments).map_err(io(&paths.arguments))?;
     Ok(warnings)
-}
-
-/// `text` with each region's anchor and block end (`file:line:col` in the stripped source,
-/// the lines the DWARF knows) written in the lines of the user's file, which the user reads.
-fn in_user_lines(text: &str, regions: &[CRegion], line_maps: &[rdb_descriptors::LineMap]) -> String {
-    let mut shown = Vec::new();
-    for region in regions {
-        let site = &region.site;
-        let Some(map) = line_maps.iter().find(|m| m.file == site.begin.file) else { continue };
-        for at in std::iter::once(&site.anchor).chain(&site.block_end) {
-            let Some(&user) = (at.line as usize).checked_sub(1).and_then(|i| map.lines.get(i)) else { continue };
-            let show = |line: u32| format!("{}:{line}:{}", at.file.display(), at.column);
-            shown.push((show(at.line), show(user)));
-        }
-    }
-    // Through placeholders, so that a replacement is never replaced again.
-    let mut text = text.to_string();
-    for (k, (stripped, _)) in shown.iter().enumerate() {
-        text = text.replace(stripped, &format!("\u{0}{k}\u{0}"));
-    }
-    for (k, (_, user)) in shown.iter().enumerate() {
-        text = text.replace(&format!("\u{0}{k}\u{0}"), user);
-    }
-    text
 }
 
 /// The descriptors of the debug module's callbacks (ids from `first_id`), each checked against

@@ -172,6 +172,10 @@ pub struct Region {
     pub first_in_body: bool,
     /// The region is inside a loop of that body (it runs once per iteration).
     pub in_loop: bool,
+    /// The line, in the stripped text, of the `}` closing the region's block: code of a later
+    /// line runs after the block (or also when it is not entered) and never stands in for the
+    /// anchor.
+    pub block_close: u32,
 }
 
 /// A closure or `async` body around a region.

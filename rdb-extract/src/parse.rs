@@ -50,6 +50,8 @@ pub(crate) struct FoundRegion {
     pub(crate) anchor: usize,
     /// When the region ends its block: the span (start, last byte) of the statement before it.
     pub(crate) last_statement: Option<(usize, usize)>,
+    /// The `}` closing the region's block.
+    pub(crate) close: usize,
     /// The starts of the closures or `async` bodies around the region.
     pub(crate) bodies: Vec<usize>,
     /// Per argument: where later statements of the block may change it.
@@ -411,7 +413,8 @@ impl<'a> FileWalk<'a> {
             }
         }
         let ends_block = anchor.is_none();
-        let anchor = anchor.unwrap_or_else(|| self.idx.offset(block.brace_token.span.close().start()));
+        let block_close = self.idx.offset(block.brace_token.span.close().start());
+        let anchor = anchor.unwrap_or(block_close);
         // The statement before the region (another region, debug-only items passed over).
         let mut last_statement = None;
         let mut k = b;
@@ -484,6 +487,7 @@ impl<'a> FileWalk<'a> {
                 let body = self.bodies.last().map_or(0, |b| b.start);
                 self.loops.iter().any(|(start, _)| *start > body)
             },
+            block_close: 0,
             arguments: ctx
                 .args
                 .into_iter()
@@ -513,7 +517,7 @@ impl<'a> FileWalk<'a> {
             .iter()
             .map(|a| writes.0.iter().filter(|(n, _)| *n == a.name).map(|(_, span)| self.range(*span).start).collect())
             .collect();
-        self.model.regions.push(FoundRegion { region, anchor, last_statement, bodies, written });
+        self.model.regions.push(FoundRegion { region, anchor, last_statement, close: block_close, bodies, written });
     }
 
     /// For a local `name` read by a region starting at `begin` in an

@@ -326,6 +326,38 @@ impl Located {
         }
     }
 
+    /// Writes the sites' anchors and block ends (`file:line:col` in the lines the DWARF knows:
+    /// the stripped source's) in the lines of the user's files, which the user reads, in the
+    /// warnings, notes and reasons.
+    pub fn in_user_lines(&mut self, sites: &[RegionSite], line_maps: &[rdb_descriptors::LineMap]) {
+        let mut shown = Vec::new();
+        for site in sites {
+            let Some(map) = line_maps.iter().find(|m| m.file == site.begin.file) else { continue };
+            for at in std::iter::once(&site.anchor).chain(&site.block_end) {
+                let Some(&user) = (at.line as usize).checked_sub(1).and_then(|i| map.lines.get(i)) else { continue };
+                let show = |line: u32| format!("{}:{line}:{}", at.file.display(), at.column);
+                shown.push((show(at.line), show(user)));
+            }
+        }
+        if shown.is_empty() {
+            return;
+        }
+        // Through placeholders, so that a replacement is never replaced again.
+        let rewrite = |text: &mut String| {
+            for (k, (stripped, _)) in shown.iter().enumerate() {
+                *text = text.replace(stripped, &format!("\u{0}{k}\u{0}"));
+            }
+            for (k, (_, user)) in shown.iter().enumerate() {
+                *text = text.replace(&format!("\u{0}{k}\u{0}"), user);
+            }
+        };
+        self.warnings.iter_mut().for_each(rewrite);
+        for function in &mut self.functions {
+            function.note.iter_mut().for_each(rewrite);
+            function.unserved.iter_mut().for_each(|u| rewrite(&mut u.reason));
+        }
+    }
+
     /// The two descriptor files' contents for these results.
     pub fn into_descriptors(
         self,
@@ -518,7 +550,9 @@ fn locate_site(
                 code.fallback_line.is_some_and(in_block) || (site.block_end.is_some() && code.earlier_column)
             });
         // Code after the region's block is no stand-in for an anchor inside it.
-        let after_block = |line: u32| site.block_end.is_none() && site.block_close_line.is_some_and(|c| line > c);
+        // (A region ending its block is anchored at the closing brace: handled below.)
+        let after_block =
+            |line: u32| !site.ends_block && site.block_end.is_none() && site.block_close_line.is_some_and(|c| line > c);
         if !step_without_code && found.iter().any(|(_, code)| code.fallback_line.is_none()) {
             found.retain(|(_, code)| code.fallback_line.is_none());
         } else if !step_without_code && found.iter().any(|(_, code)| code.fallback_line.is_some_and(after_block)) {
@@ -527,8 +561,9 @@ fn locate_site(
                 note = Some(format!(
                     "the statement after the region ({}) has no code of its own in this build, and the next code \
                      is after the region's block: it runs after the loop, or also when the branch is \
-                     not taken, so the region is not placed there; put the region before a statement of its block \
-                     that still has code",
+                     not taken, so the region is not placed there (a `break`, `continue` or `return` right after \
+                     the region is often only the branch of the `if` around it); put the region before a statement \
+                     of its block that still has code, or before the `if`, testing its condition inside the region",
                     show(&site.anchor)
                 ));
             }

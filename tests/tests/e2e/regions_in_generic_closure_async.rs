@@ -678,3 +678,31 @@ pub fn a_scheduler_written_fresh_runs_its_regions_as_in_place_code_would() {
         assert_eq!(have, want, "{replayed}\n{stderr}");
     }
 }
+
+/// `tests/fixtures/exits`: regions in loop bodies right before the statement leaving the loop.
+/// `return Some(i)` has code in a dev build and the region runs there once per find; `break`
+/// has none (the `if`'s jump goes to the code after the loop), and the code of the next line,
+/// which also runs when the branch is not taken, used to stand in for it: the region printed
+/// at every call. Now it is reported with what to do instead; in release, each region prints
+/// the dev lines or is reported.
+pub fn regions_before_a_loops_exit_run_there_or_are_reported() {
+    let tmp = scratch("exits");
+    let found = ["[rdb] found 1 at 0", "[rdb] found 4 at 1", "[rdb] found 7 at 2", "[rdb] found 10 at 3"];
+    for release in [false, true] {
+        let dir = tmp.path().join(if release { "release" } else { "dev" });
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = record_and_replay_fixture("exits", &dir, release, 0);
+        assert_eq!(run.recorded, "hits 10 at 10\n");
+        let stderr = &run.stderr;
+        let got: Vec<&str> = run.replayed.lines().filter(|l| l.starts_with("[rdb] ")).collect();
+        assert!(!got.iter().any(|l| l.starts_with("[rdb] big")), "release {release}: {got:?}\n{stderr}");
+        assert!(stderr.contains("region 2 cannot run"), "release {release}: {stderr}");
+        assert!(stderr.contains("testing its condition inside the region"), "{stderr}");
+        if !release || got.len() == found.len() {
+            assert_eq!(got, found, "release {release}: {stderr}");
+        } else {
+            assert!(got.is_empty(), "{got:?}\n{stderr}");
+            assert!(stderr.contains("region 1 cannot run"), "{stderr}");
+        }
+    }
+}
