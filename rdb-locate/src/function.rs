@@ -559,7 +559,13 @@ fn inlined_calls_at(index: &Index<'_>, instance: &Instance, anchor: &SourceLocat
             Some(gimli::AttributeValue::Addr(a)) => Some(a),
             _ => None,
         };
-        let start = entry.or_else(|| index.ranges(r).ok()?.iter().map(|range| range.begin).min());
+        let start = match entry {
+            Some(a) => Some(a),
+            None => {
+                let ranges = index.ranges(r)?;
+                entered_at(index, instance, &anchor.file, &ranges)?.or_else(|| ranges.iter().map(|r| r.begin).min())
+            }
+        };
         if let Some(start) = start.filter(|&a| in_ranges(&instance.ranges, a)) {
             found.push((column, start));
         }
@@ -569,6 +575,42 @@ fn inlined_calls_at(index: &Index<'_>, instance: &Instance, anchor: &SourceLocat
     out.sort_unstable();
     out.dedup();
     Ok(out)
+}
+
+/// Where the code of `ranges` (an inlined copy without `DW_AT_entry_pc`) is entered from the
+/// rest of `instance`'s frame, when that is one address: the lowest address of the copy may be
+/// alignment padding, or a later block of the copy laid out first (clang -O2 put a loop's
+/// `malloc` path of an inlined `put` before the hash that starts it; the padding before it
+/// never ran). `None` when no one address dominates the copy's code, or the code cannot be
+/// read.
+fn entered_at(
+    index: &Index<'_>,
+    instance: &Instance,
+    file: &std::path::Path,
+    ranges: &[gimli::Range],
+) -> Result<Option<u64>, gimli::Error> {
+    let Some(cfg) = frame_cfg(index, instance, file)? else { return Ok(None) };
+    let insns = cfg.insns();
+    let inside: Vec<bool> = insns.iter().map(|i| in_ranges(ranges, i.address)).collect();
+    let Some(reachable) = cfg.reach(&[0], |_| false) else { return Ok(None) };
+    let mut entries: Vec<usize> = (0..insns.len())
+        .filter(|&n| !inside[n] && reachable[n])
+        .flat_map(|n| cfg.successors(n).iter().copied().filter(|&s| inside[s]))
+        .collect();
+    if inside.first() == Some(&true) {
+        entries.push(0);
+    }
+    entries.sort_unstable();
+    entries.dedup();
+    // The entry is the one every path from the frame's entry to the copy's code passes (code
+    // of the copy that no path reaches, such as padding, does not count).
+    for e in entries {
+        let Some(reached) = cfg.reach(&[0], |m| m == e) else { return Ok(None) };
+        if !(0..insns.len()).any(|m| m != e && inside[m] && reachable[m] && reached[m]) {
+            return Ok(Some(insns[e].address));
+        }
+    }
+    Ok(None)
 }
 
 /// The address where a copy's executions all pass, from its lowest

@@ -356,6 +356,41 @@ pub fn a_region_before_a_step_without_code_never_prints_the_sum_before_the_add()
     }
 }
 
+/// `hashtable.c`: 3 threads fill a table through `put`, which clang -O2 inlines into the
+/// worker's loop. The worker's region (before the call) must print each worker's 6 steps at
+/// -O0 and -O2: at -O2 it was placed at the inlined copy's lowest address, padding that never
+/// runs, and refused as a loop merged away. The other regions print -O0's lines or are reported.
+pub fn a_region_before_a_call_inlined_into_a_loop_runs_at_every_iteration() {
+    for opt in ["-O0", "-O2"] {
+        let tmp = scratch("c");
+        let dir = tmp.path();
+        std::fs::copy(program("support/hashtable.c"), dir.join("h.c")).unwrap();
+        let build =
+            ok(run(dir, rdb_clang().to_str().unwrap(), &[opt, "-g", "-pthread", "h.c", "-o", "h"]), "rdb-clang");
+        let recorded = record(dir, &["./h"]);
+        let replay = rdb_in(dir, &["replay", "trace", "--debug", "./h"]);
+        let (out, stderr, warnings) = (text(&replay.stdout), text(&replay.stderr), text(&build.stderr));
+        let program: String = out.lines().filter(|l| !l.starts_with("[dbg] ")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(program, text(&recorded.stdout), "{opt}: {stderr}");
+        for worker in 0..3 {
+            let steps: Vec<&str> = out.lines().filter(|l| l.starts_with(&format!("[dbg] worker {worker} "))).collect();
+            let expected: Vec<String> =
+                (0..6).map(|i| format!("[dbg] worker {worker} step {i} key k{}", (i * 7 + worker) % 9)).collect();
+            assert_eq!(steps, expected, "{opt}: {stderr}\n{warnings}");
+        }
+        let puts = out.lines().filter(|l| l.starts_with("[dbg] insert") || l.starts_with("[dbg] update")).count();
+        if opt == "-O0" {
+            assert_eq!(replay.status.code(), Some(0), "{stderr}\n{warnings}");
+            assert_eq!(puts, 18, "{out}");
+            assert_eq!(out.lines().filter(|l| l.starts_with("[dbg] sum ")).count(), 9, "{out}");
+        } else {
+            // What does not run at -O2 is reported, never run elsewhere.
+            assert!(puts <= 18, "{out}");
+            assert!(puts == 18 || stderr.contains("could not run") || stderr.contains("cannot run"), "{stderr}");
+        }
+    }
+}
+
 /// `unrolled_end.c`: a region ending a loop body, anchored at the loop's step. clang -O2 unrolls
 /// the loop fully: the step has no code, and the next line with code is the next copy's first
 /// statement, where `w` is already the next iteration's (before: the region ran there once, at
