@@ -699,20 +699,23 @@ impl Run {
             for o in outlined {
                 let mut r = info.regions[(o.id - specs[0].id) as usize].clone();
                 let at_block_end = r.anchor;
-                // A region ending its block runs before whatever executes
-                // next (a loop's step, the code after an `if`): anchor there.
+                let text = std::fs::read_to_string(&info.source_abs).unwrap_or_default();
+                let at_brace = text
+                    .lines()
+                    .nth(crate::source::instrumented_line(&info.removed_lines, r.anchor.0) as usize - 1)
+                    .and_then(|l| l.chars().nth(r.anchor.1 as usize - 1))
+                    == Some('}');
+                // A region ending its block runs before whatever executes next when only the
+                // region's path goes there (a `for` loop's step): anchor there. Otherwise (the
+                // end of an `if`, a `while` loop's condition) it is anchored at the brace and
+                // runs where its block's last statement ends (`ends_block`).
                 if let Some((line, column)) = o.continues_at {
-                    let text = std::fs::read_to_string(&info.source_abs).unwrap_or_default();
-                    let at_brace = text
-                        .lines()
-                        .nth(crate::source::instrumented_line(&info.removed_lines, r.anchor.0) as usize - 1)
-                        .and_then(|l| l.chars().nth(r.anchor.1 as usize - 1))
-                        == Some('}');
                     if at_brace && !info.removed_lines.contains(&line) {
                         r.anchor = (crate::source::stripped_line(&info.removed_lines, line), column);
                     }
                 }
-                regions.push(c_region(info, &r, at_block_end, o));
+                let ends_block = at_brace && r.anchor == at_block_end;
+                regions.push(c_region(info, &r, at_block_end, ends_block, o));
             }
             outlined_bc.push(out);
         }
@@ -898,16 +901,22 @@ pub fn check_same_code(main: &Path, twin: &Path) -> Result<(), DriverError> {
 /// A located region's site: positions in the user's file (`begin`, `end`)
 /// and in the stripped one (`anchor`, `block_end`), its arguments (program
 /// functions are statics found by symbol).
-fn c_region(info: &ObjectInfo, region: &RegionInfo, at_block_end: (u32, u32), outlined: OutlinedRegion) -> CRegion {
+fn c_region(
+    info: &ObjectInfo,
+    region: &RegionInfo,
+    at_block_end: (u32, u32),
+    ends_block: bool,
+    outlined: OutlinedRegion,
+) -> CRegion {
     let loc = |file: &Path, (line, column): (u32, u32)| SourceLocation { file: file.to_path_buf(), line, column };
     let site = RegionSite {
         region: outlined.id,
         begin: loc(&info.source_abs, region.begin),
         end: loc(&info.source_abs, region.end),
         anchor: loc(&info.source, region.anchor),
-        // C regions that end a block are anchored where execution continues (see
-        // `source.rs`), never at the brace; the brace says which variables they see.
-        ends_block: false,
+        // C regions that end a block are anchored where execution continues when only their
+        // path goes there (see `source.rs`); the brace says which variables they see.
+        ends_block,
         last_statement: region.before,
         block_end: (at_block_end != region.anchor).then(|| loc(&info.source, at_block_end)),
         bodies: Vec::new(),

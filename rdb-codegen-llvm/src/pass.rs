@@ -1144,7 +1144,11 @@ fn source_name(ir: &str, identifiers: &BTreeSet<String>) -> String {
 }
 
 /// The debug location of the first instruction executed after `ecall`
-/// (skipping unconditional branches and debug intrinsics).
+/// (skipping unconditional branches and debug intrinsics), when only the
+/// region's path reaches it: a block other branches enter too (the end of an
+/// `if`, which also runs when the branch is not taken; a `while` loop's
+/// condition, also tested before the first iteration) is no place of the
+/// region's, and `None` says so.
 unsafe fn continues_at(ecall: LLVMValueRef) -> Option<(u32, u32)> {
     let mut i = LLVMGetNextInstruction(ecall);
     for _ in 0..64 {
@@ -1154,6 +1158,15 @@ unsafe fn continues_at(ecall: LLVMValueRef) -> Option<(u32, u32)> {
         let unconditional_br = !LLVMIsABranchInst(i).is_null() && LLVMIsConditional(i) == 0;
         if unconditional_br {
             let target = LLVMGetSuccessor(i, 0);
+            let mut branches = 0;
+            let mut u = LLVMGetFirstUse(LLVMBasicBlockAsValue(target));
+            while !u.is_null() {
+                branches += 1;
+                u = LLVMGetNextUse(u);
+            }
+            if branches > 1 {
+                return None;
+            }
             i = LLVMGetFirstInstruction(target);
             continue;
         }

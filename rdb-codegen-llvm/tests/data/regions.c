@@ -22,6 +22,7 @@ int step(int k) {
     int arr[3] = { k, total, calls };
     for (int i = 0; i < 3; i++) printf("rdb: arr[%d]=%d\n", i, arr[i]);
     rdb_end
+    k = -k; /* the region runs here: ending the `if` body, it would have no place of its own */
   }
   return total;
 }

@@ -391,6 +391,36 @@ pub fn a_region_before_a_call_inlined_into_a_loop_runs_at_every_iteration() {
     }
 }
 
+/// `block_ends.c`: a region ending an `if` body and one ending a `while` body. Both were
+/// anchored at the code that runs next, which other paths reach too: the `if` region printed at
+/// every iteration (`odd 0`, `odd 2`, ...), the `while` one once more than the loop ran. Now
+/// each prints only its own passes (`odd 1`, `odd 3`, `odd 5`; `while n 12`, `while n 8`) or is
+/// reported, at -O0 and -O2.
+pub fn a_region_ending_a_block_never_runs_on_the_paths_that_skip_it() {
+    for opt in ["-O0", "-O2"] {
+        let tmp = scratch("c");
+        let dir = tmp.path();
+        std::fs::copy(program("support/block_ends.c"), dir.join("b.c")).unwrap();
+        let build = ok(run(dir, rdb_clang().to_str().unwrap(), &[opt, "-g", "b.c", "-o", "b"]), "rdb-clang");
+        let recorded = record(dir, &["./b"]);
+        assert_eq!(text(&recorded.stdout), "odd 9 argc 16 n 8\n");
+        let replay = rdb_in(dir, &["replay", "trace", "--debug", "./b"]);
+        let (out, stderr, warnings) = (text(&replay.stdout), text(&replay.stderr), text(&build.stderr));
+        let odd: Vec<&str> = out.lines().filter(|l| l.starts_with("rdb: odd")).collect();
+        let whiles: Vec<&str> = out.lines().filter(|l| l.starts_with("rdb: while")).collect();
+        if !odd.is_empty() {
+            assert_eq!(odd, ["rdb: odd 1 sum 1", "rdb: odd 3 sum 4", "rdb: odd 5 sum 9"], "{opt}: {warnings}");
+        } else {
+            assert!(stderr.contains("region 1 cannot run"), "{opt}: {stderr}");
+        }
+        if !whiles.is_empty() {
+            assert_eq!(whiles, ["rdb: while n 12", "rdb: while n 8"], "{opt}: {warnings}");
+        } else {
+            assert!(stderr.contains("region 2 cannot run"), "{opt}: {stderr}");
+        }
+    }
+}
+
 /// `unrolled_end.c`: a region ending a loop body, anchored at the loop's step. clang -O2 unrolls
 /// the loop fully: the step has no code, and the next line with code is the next copy's first
 /// statement, where `w` is already the next iteration's (before: the region ran there once, at
