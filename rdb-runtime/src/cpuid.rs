@@ -56,8 +56,11 @@ pub fn disarm(pid: Pid) -> io::Result<()> {
     Ok(())
 }
 
+/// What [`scan_last`] gives for a trace it could not read to its end.
+pub const NEVER: u64 = u64::MAX - 1;
+
 /// The trace index from which no `Cpuid` event remains (0 when the trace has none), found by a
-/// thread reading `events` to its end; `u64::MAX` until it has, and for good when the trace
+/// thread reading `events` to its end; `u64::MAX` until it has, [`NEVER`] when the trace
 /// cannot be read to its end. Past that index a faithful replay runs no `cpuid` any more, so
 /// the replayer turns faulting off: a thread with CPUID faulting costs a model-specific
 /// register write at every switch to or from it, which under virtualisation traps to the
@@ -76,12 +79,12 @@ pub fn scan_last(mut events: EventReader) -> Arc<AtomicU64> {
                     }
                 }
                 Ok(None) => break done.store(after, Ordering::Release),
-                Err(_) => break, // never known: faulting stays on
+                Err(_) => break done.store(NEVER, Ordering::Release), // faulting stays on
             }
         }
     };
     if std::thread::Builder::new().name("rdb-cpuid-scan".into()).spawn(scan).is_err() {
-        // No thread: faulting stays on (the replay is only slower).
+        result.store(NEVER, Ordering::Release); // no thread: faulting stays on
     }
     result
 }

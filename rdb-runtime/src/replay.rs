@@ -407,6 +407,8 @@ pub(crate) struct Replayer<'o> {
     cpuid_done: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// Threads (by pid) whose `cpuid` faulting was turned off (see `cpuid_done`).
     cpuid_released: HashSet<Pid>,
+    /// Half-milliseconds the replay may still wait for the scan behind `cpuid_done`.
+    cpuid_wait_left: u32,
 }
 
 /// The high-water mark of a replay that goes back and forth: the recorded output of events
@@ -569,6 +571,7 @@ impl<'o> Replayer<'o> {
             cpuid_trap: cpuid_plan.trap,
             cpuid_done,
             cpuid_released: HashSet::new(),
+            cpuid_wait_left: 200,
         };
         r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
         r.by_pid.insert(pid, tid);
@@ -1645,7 +1648,17 @@ impl Replayer<'_> {
     /// or restart brings back threads as they were then, and an exec arms faulting again.
     fn release_cpuid(&mut self, tid: Tid) -> Result<(), Error> {
         let Some(done) = &self.cpuid_done else { return Ok(()) };
-        if self.ev.index < done.load(std::sync::atomic::Ordering::Acquire) {
+        let mut after = done.load(std::sync::atomic::Ordering::Acquire);
+        // A scan still under way (this exit may be the thread's last for long: a program that
+        // opens a file and computes): wait for it a little, it reads events far faster than a
+        // replay runs them. Still not done: the thread's next exit tries again.
+        // At most 100 ms in all, for the whole replay.
+        while after == u64::MAX && self.cpuid_wait_left > 0 {
+            self.cpuid_wait_left -= 1;
+            std::thread::sleep(std::time::Duration::from_micros(500));
+            after = done.load(std::sync::atomic::Ordering::Acquire);
+        }
+        if self.ev.index < after {
             return Ok(());
         }
         let pid = self.proc(tid).pid;
