@@ -15,15 +15,14 @@
 //! natively, and [`native_differences`] says which recorded results this CPU would not give.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use rdb_tracee::ptrace::{si_code, Regs, SigInfo};
 use rdb_tracee::{mem, this_process as sys, Pid};
 
 use crate::process;
 use crate::syscalls::Sysno;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-
 use crate::trace::{Event, EventReader, Trace, TraceError};
 
 /// `si_code` of a signal the kernel raises itself: what a faulting `cpuid` (a #GP) delivers.

@@ -1651,8 +1651,8 @@ impl Replayer<'_> {
         let mut after = done.load(std::sync::atomic::Ordering::Acquire);
         // A scan still under way (this exit may be the thread's last for long: a program that
         // opens a file and computes): wait for it a little, it reads events far faster than a
-        // replay runs them. Still not done: the thread's next exit tries again.
-        // At most 100 ms in all, for the whole replay.
+        // replay runs them; at most 100 ms in all, for the whole replay. Still not done: the
+        // thread's next exit tries again.
         while after == u64::MAX && self.cpuid_wait_left > 0 {
             self.cpuid_wait_left -= 1;
             std::thread::sleep(std::time::Duration::from_micros(500));
