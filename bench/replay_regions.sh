@@ -4,10 +4,13 @@
 # time per hit is compared with gdb `dprintf` at the same line on a live run of the same
 # program, measured in the same invocation.
 #   bench/replay_regions.sh            # RDB_HITS=20000 by default
+#   RDB_BASELINE=/tmp/old bench/replay_regions.sh   # also an older build's rdb (its rdb,
+#     rdb-debug-host, rdb-call-region copied there) replaying the same traces, one CPU
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 N=${RDB_HITS:-20000}
 CPU=${RDB_BENCH_CPU:-0}
+BASE=${RDB_BASELINE:-}
 (cd "$root" && cargo build -q --release --workspace --bins)
 export PATH="$root/target/release:$PATH"
 tmp=$(mktemp -d)
@@ -82,6 +85,13 @@ regions1_one=$(best taskset -c "$CPU" rdb replay "$tmp/trace1" --debug "$bin")
 # starting the debug host (measured with a 1-hit trace).
 per_hit=$(echo "scale=2; (($regions - $replay) - ($regions1 - $replay1)) * 1000000 / ($N - 1)" | bc)
 per_hit_one=$(echo "scale=2; (($regions_one - $replay) - ($regions1_one - $replay1)) * 1000000 / ($N - 1)" | bc)
+if [ -n "$BASE" ]; then
+  b_replay=$(best "$BASE/rdb" replay "$tmp/trace")
+  b_replay1=$(best "$BASE/rdb" replay "$tmp/trace1")
+  b_regions=$(best taskset -c "$CPU" "$BASE/rdb" replay "$tmp/trace" --debug "$bin")
+  b_regions1=$(best taskset -c "$CPU" "$BASE/rdb" replay "$tmp/trace1" --debug "$bin")
+  base_one=$(echo "scale=2; (($b_regions - $b_replay) - ($b_regions1 - $b_replay1)) * 1000000 / ($N - 1)" | bc)
+fi
 
 gdb_run() { # $1: iterations
   gdb -batch -nx -ex 'set pagination off' -ex 'set startup-with-shell off' \
@@ -93,7 +103,7 @@ gdb_hits=$(gdb_run 3 2>&1 | grep -c '^hit' || true)
 [ "$gdb_hits" = 3 ] || { echo "gdb dprintf did not hit (saw $gdb_hits hits for 3 iterations)" >&2; exit 1; }
 gdb_per_hit=$(echo "scale=2; ($gdbN - $gdb1) * 1000000 / ($N - 1)" | bc)
 
-printf 'hot loop, %d iterations, one trivial region per iteration (best of 3 runs each)\n' "$N"
+printf 'hot loop, %d iterations, one trivial region per iteration (best of 3 runs each); load average %s\n' "$N" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '  native run                      %8.3f s\n' "$native"
 printf '  rdb replay (no regions)         %8.3f s   (%.2fx native)\n' "$replay" "$(echo "$replay / $native" | bc -l)"
 printf '  rdb replay --debug (regions)    %8.3f s   (%.2fx plain replay)\n' "$regions" "$(echo "$regions / $replay" | bc -l)"
@@ -101,3 +111,7 @@ printf '  per region hit                  %8.2f us   (RDB_HOST_OWN_CPU=1: host o
 printf '  per region hit, one CPU         %8.2f us   (default, taskset -c %s: host shares the CPU)\n' "$per_hit_one" "$CPU"
 printf '  gdb dprintf per hit (pinned)    %8.2f us\n' "$gdb_per_hit"
 printf '  rdb per hit vs gdb dprintf      %8.2fx cheaper (one CPU: %.2fx)\n' "$(echo "$gdb_per_hit / $per_hit" | bc -l)" "$(echo "$gdb_per_hit / $per_hit_one" | bc -l)"
+if [ -n "$BASE" ]; then
+  printf '  baseline per hit, one CPU       %8.2f us   (%s; vs gdb dprintf: %.2fx cheaper)\n' "$base_one" "$BASE" "$(echo "$gdb_per_hit / $base_one" | bc -l)"
+fi
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -15,13 +15,15 @@
 //! natively, and [`native_differences`] says which recorded results this CPU would not give.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use rdb_tracee::ptrace::{si_code, Regs, SigInfo};
 use rdb_tracee::{mem, this_process as sys, Pid};
 
 use crate::process;
 use crate::syscalls::Sysno;
-use crate::trace::{Event, Trace, TraceError};
+use crate::trace::{Event, EventReader, Trace, TraceError};
 
 /// `si_code` of a signal the kernel raises itself: what a faulting `cpuid` (a #GP) delivers.
 const SI_KERNEL: i32 = 0x80;
@@ -42,6 +44,48 @@ pub fn arm(pid: Pid) -> io::Result<bool> {
         r if r == -(libc::ENODEV as i64) => Ok(false),
         r => Err(io::Error::other(format!("arch_prctl(ARCH_SET_CPUID, 0) failed in the tracee: {r}"))),
     }
+}
+
+/// Make `cpuid` run natively again in the stopped tracee thread `pid` (same stops as [`arm`]).
+pub fn disarm(pid: Pid) -> io::Result<()> {
+    let r = process::inject_syscall(pid, Sysno::arch_prctl as u64, [sys::ARCH_SET_CPUID, 1, 0, 0, 0, 0])?;
+    if r != 0 {
+        return Err(io::Error::other(format!("arch_prctl(ARCH_SET_CPUID, 1) failed in the tracee: {r}")));
+    }
+    Ok(())
+}
+
+/// What [`scan_last`] gives for a trace it could not read to its end.
+pub const NEVER: u64 = u64::MAX - 1;
+
+/// The trace index from which no `Cpuid` event remains (0 when the trace has none), found by a
+/// thread reading `events` to its end; `u64::MAX` until it has, [`NEVER`] when the trace
+/// cannot be read to its end. Past that index a faithful replay runs no `cpuid` any more, so
+/// the replayer turns faulting off: a thread with CPUID faulting costs a model-specific
+/// register write at every switch to or from it, which under virtualisation traps to the
+/// hypervisor (about 10 µs a switch on the test machines, two switches per replay stop).
+pub fn scan_last(mut events: EventReader) -> Arc<AtomicU64> {
+    let done = Arc::new(AtomicU64::new(u64::MAX));
+    let result = done.clone();
+    let scan = move || {
+        let (mut index, mut after) = (0u64, 0u64);
+        loop {
+            match events.next_event() {
+                Ok(Some(ev)) => {
+                    index += 1;
+                    if matches!(ev, Event::Cpuid { .. }) {
+                        after = index;
+                    }
+                }
+                Ok(None) => break done.store(after, Ordering::Release),
+                Err(_) => break done.store(NEVER, Ordering::Release), // faulting stays on
+            }
+        }
+    };
+    if std::thread::Builder::new().name("rdb-cpuid-scan".into()).spawn(scan).is_err() {
+        result.store(NEVER, Ordering::Release); // no thread: faulting stays on
+    }
+    result
 }
 
 /// The leaf and subleaf of the trapped `cpuid` a `SIGSEGV` stop (`info`, registers `regs`)

@@ -401,6 +401,14 @@ pub(crate) struct Replayer<'o> {
     counting: bool,
     /// `cpuid` is trapped in every replayed image and served from the trace.
     cpuid_trap: bool,
+    /// With `cpuid_trap`: the trace index from which no `Cpuid` event remains, once known
+    /// ([`cpuid::scan_last`]); each thread's faulting is turned off at its first syscall exit
+    /// from there on.
+    cpuid_done: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// Threads (by pid) whose `cpuid` faulting was turned off (see `cpuid_done`).
+    cpuid_released: HashSet<Pid>,
+    /// Half-milliseconds the replay may still wait for the scan behind `cpuid_done`.
+    cpuid_wait_left: u32,
 }
 
 /// The high-water mark of a replay that goes back and forth: the recorded output of events
@@ -458,6 +466,11 @@ impl<'o> Replayer<'o> {
                 .map_or(std::time::Duration::ZERO, |t| {
                     t.saturating_sub(std::time::Duration::from_secs(trace.header().started_unix))
                 }),
+        };
+        // Spawned before this thread disables its TSC (the scan reads no clock).
+        let cpuid_done = match cpuid_plan.trap {
+            true => Some(cpuid::scan_last(trace.events()?)),
+            false => None,
         };
         // Spawned before this thread disables its TSC (the watch thread only sleeps).
         let stall = watch_stalls.then(|| crate::stall::StallWatch::start(recorded));
@@ -556,6 +569,9 @@ impl<'o> Replayer<'o> {
             count_traps: HashMap::new(),
             counting: false,
             cpuid_trap: cpuid_plan.trap,
+            cpuid_done,
+            cpuid_released: HashSet::new(),
+            cpuid_wait_left: 200,
         };
         r.procs.insert(tid, Proc::new(pid, tid, true, false, Rc::new(RefCell::new(BTreeMap::new())), None));
         r.by_pid.insert(pid, tid);
@@ -1622,8 +1638,34 @@ impl Replayer<'_> {
             self.proc_mut(tid).user = true;
             return self.go(pid, sig, "resuming");
         }
+        self.release_cpuid(tid)?;
         self.dbg.exit_of = Some(nr);
         self.resume_user(tid, 0, "resuming")
+    }
+
+    /// At a syscall exit of `tid`: once no `Cpuid` event remains in the trace, turn its
+    /// thread's `cpuid` faulting off (see [`cpuid::scan_last`]). Never before: a checkpoint
+    /// or restart brings back threads as they were then, and an exec arms faulting again.
+    fn release_cpuid(&mut self, tid: Tid) -> Result<(), Error> {
+        let Some(done) = &self.cpuid_done else { return Ok(()) };
+        let mut after = done.load(std::sync::atomic::Ordering::Acquire);
+        // A scan still under way (this exit may be the thread's last for long: a program that
+        // opens a file and computes): wait for it a little, it reads events far faster than a
+        // replay runs them; at most 100 ms in all, for the whole replay. Still not done: the
+        // thread's next exit tries again.
+        while after == u64::MAX && self.cpuid_wait_left > 0 {
+            self.cpuid_wait_left -= 1;
+            std::thread::sleep(std::time::Duration::from_micros(500));
+            after = done.load(std::sync::atomic::Ordering::Acquire);
+        }
+        if self.ev.index < after {
+            return Ok(());
+        }
+        let pid = self.proc(tid).pid;
+        if !self.cpuid_released.insert(pid) {
+            return Ok(());
+        }
+        cpuid::disarm(pid).map_err(Error::ptrace(pid, "turning cpuid trapping off"))
     }
 
     /// Keep what checkpoints need to know of a thread's kernel state (see `Proc::clear_tid`).
@@ -1725,6 +1767,7 @@ impl Replayer<'_> {
             return Err(self.divergence(tid, format!("exec {}", loaded.display()), format!("exec {}", now.display())));
         }
         process::trap_rdtsc(pid).map_err(Error::ptrace(pid, "arming rdtsc trapping"))?;
+        self.cpuid_released.remove(&pid);
         if self.cpuid_trap && !cpuid::arm(pid).map_err(Error::ptrace(pid, "arming cpuid trapping"))? {
             let why = "the host offered CPUID faulting when the replay started and refuses it now";
             return Err(Error::Ptrace { pid, what: "arming cpuid trapping", source: std::io::Error::other(why) });

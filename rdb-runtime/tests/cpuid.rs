@@ -22,9 +22,14 @@ fn program(dir: &Path) -> PathBuf {
 
 /// Records the program (no fork or exec: argument 0) with or without trapping.
 fn recording(dir: &Path, trap_cpuid: bool) -> (Header, Vec<Event>) {
+    recording_with(dir, trap_cpuid, "0")
+}
+
+/// Records the program with argument `rounds` (2: a fork, and an exec of itself).
+fn recording_with(dir: &Path, trap_cpuid: bool, rounds: &str) -> (Header, Vec<Event>) {
     let exe = program(dir);
-    let trace = dir.join(format!("trace-{trap_cpuid}"));
-    let opts = rdb_runtime::RecordOptions { trap_cpuid, ..common::record_options(&trace, exe, &["0".into()]) };
+    let trace = dir.join(format!("trace-{trap_cpuid}-{rounds}"));
+    let opts = rdb_runtime::RecordOptions { trap_cpuid, ..common::record_options(&trace, exe, &[rounds.into()]) };
     assert_eq!(record(&opts).unwrap().exit_status, 0);
     let t = Trace::open(&trace).unwrap();
     (t.header().clone(), t.events().unwrap().collect::<Result<_, _>>().unwrap())
@@ -129,4 +134,53 @@ fn a_changed_or_missing_cpuid_event_is_a_divergence_naming_it() {
     assert!(warning.contains("the replay may diverge"), "{warning}");
     let plan = rdb_runtime::cpuid::plan_replay_where(&Trace::open(&trace).unwrap(), true).unwrap();
     assert_eq!(plan, rdb_runtime::cpuid::ReplayPlan { trap: true, warning: None });
+}
+
+/// Past the trace's last `Cpuid` event the replayer turns CPUID faulting off in each thread (at
+/// its next syscall exit: a trapping thread costs a register write at every switch), never
+/// before: the last `cpuid`, run after a fork, waits, writes and an exec, is still served
+/// from the trace (a changed leaf there is a divergence naming it), and the unchanged trace
+/// replays to its end with faulting turned off for the exec'ed image's last system calls.
+#[test]
+fn cpuid_faulting_stays_on_up_to_the_traces_last_cpuid_event() {
+    if !rdb_runtime::cpuid::available() {
+        eprintln!(
+            "skipped: this host has no CPUID faulting (arch_prctl(ARCH_SET_CPUID, 0) fails), so nothing is trapped"
+        );
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let (header, events) = recording_with(tmp.path(), true, "2");
+    let last = events.iter().rposition(|e| matches!(e, Event::Cpuid { .. })).expect("cpuid events");
+    let syscalls_before = events[..last].iter().filter(|e| matches!(e, Event::Syscall { .. })).count();
+    let syscalls_after = events[last..].iter().filter(|e| matches!(e, Event::Syscall { .. })).count();
+    assert!(syscalls_before > 10 && syscalls_after > 0, "{syscalls_before} / {syscalls_after} syscalls");
+    let good = write(tmp.path(), "good", &header, &events);
+
+    // The scan finds the index after the last one.
+    let done = rdb_runtime::cpuid::scan_last(Trace::open(&good).unwrap().events().unwrap());
+    let started = std::time::Instant::now();
+    while done.load(std::sync::atomic::Ordering::Acquire) == u64::MAX {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the scan never ended");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(done.load(std::sync::atomic::Ordering::Acquire), last as u64 + 1);
+
+    let opts = |trace: PathBuf| rdb_runtime::ReplayOptions { trace_dir: trace, pin_cpu: false, echo_output: false };
+    let run = replay(&opts(good), &mut rdb_runtime::NoObserver).expect("the rewritten, unchanged trace replays");
+    assert_eq!(run.exit_status, Some(0));
+
+    let mut changed = events.clone();
+    let Event::Cpuid { leaf, .. } = &mut changed[last] else { unreachable!() };
+    let asked = *leaf;
+    *leaf = 0x77;
+    let trace = write(tmp.path(), "changed", &header, &changed);
+    match replay(&opts(trace), &mut rdb_runtime::NoObserver) {
+        Err(Error::Divergence(d)) => {
+            assert_eq!(d.index, last as u64);
+            assert_eq!(d.actual, format!("cpuid leaf {asked:#x} subleaf 0x0"));
+        }
+        other => panic!("the last cpuid with another leaf: {:?}", other.map(|o| o.events)),
+    }
 }
