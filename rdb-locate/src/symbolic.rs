@@ -209,6 +209,9 @@ pub fn describe(
     let mut check_machine = Symbolic { origin: CHECK_ORIGIN, reads: Vec::new() };
     let check = evaluate(expression.clone(), frame, &mut check_machine).map_err(|e| e.to_string())?;
     if !agrees(&runs[0], &runs[1], &check) {
+        if let Some(unmasked) = without_value_masks(&expression, frame.encoding, size) {
+            return describe(unmasked, frame, size, symbols);
+        }
         return Err("its value is computed from registers in a way a descriptor cannot express".into());
     }
     let entry = match (frame.entry, frame.cfa) {
@@ -240,6 +243,58 @@ pub fn describe(
         pieces.push(DescriptorPiece { size: piece_size, location: piece_location(a, b, piece_size, symbols, &reads)? });
     }
     Ok(Location::Pieces { pieces })
+}
+
+/// `expression` without its masks of a value to its low bytes (`DW_OP_constu 0xffffffff,
+/// DW_OP_and`, clang's widening of an `int`: `depth` as `(rbp & 0xffffffff) - 1`), when the
+/// variable is no wider than the mask and the value is a stack value computed only with
+/// operations whose low bytes depend only on their operands' low bytes (additions,
+/// subtractions, multiplications): the variable's `size` low bytes are then the same without
+/// the mask. `None` when there is no such mask or another operation follows.
+fn without_value_masks(
+    expression: &gimli::Expression<R>,
+    encoding: gimli::Encoding,
+    size: u64,
+) -> Option<gimli::Expression<R>> {
+    use gimli::Operation as Op;
+    let bytes = expression.0.to_slice().ok()?;
+    let mut reader = expression.0.clone();
+    let mut ops: Vec<(usize, usize, Op<R>)> = Vec::new();
+    while !reader.is_empty() {
+        let start = bytes.len() - reader.len();
+        let op = Op::parse(&mut reader, encoding).ok()?;
+        ops.push((start, bytes.len() - reader.len(), op));
+    }
+    let covers =
+        |mask: u64| mask.checked_add(1).is_some_and(u64::is_power_of_two) && mask.count_ones() as u64 >= 8 * size;
+    let mut cut: Vec<(usize, usize)> = Vec::new();
+    let mut stack_value = false;
+    let mut k = 0;
+    while k < ops.len() {
+        match (&ops[k].2, ops.get(k + 1).map(|o| &o.2)) {
+            (Op::UnsignedConstant { value }, Some(Op::And)) if covers(*value) => {
+                cut.push((ops[k].0, ops[k + 1].1));
+                k += 2;
+                continue;
+            }
+            (Op::RegisterOffset { .. } | Op::UnsignedConstant { .. } | Op::SignedConstant { .. }, _)
+            | (Op::Plus | Op::PlusConstant { .. } | Op::Minus | Op::Mul | Op::Neg, _) => {}
+            (Op::StackValue, None) => stack_value = true,
+            _ => return None,
+        }
+        k += 1;
+    }
+    if cut.is_empty() || !stack_value {
+        return None;
+    }
+    let mut kept = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    for (from, to) in cut {
+        kept.extend_from_slice(&bytes[at..from]);
+        at = to;
+    }
+    kept.extend_from_slice(&bytes[at..]);
+    Some(gimli::Expression(R::new(std::rc::Rc::from(kept), expression.0.endian())))
 }
 
 fn piece_location(
@@ -416,6 +471,19 @@ mod tests {
         // breg5 0; constu 0xffffffff; and; lit10; mul; stack_value (rustc, `let base = w * 10`).
         let e = describe_bytes(&[0x75, 0x00, 0x10, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x1a, 0x3a, 0x1e, 0x9f], &[0x57], 4);
         assert!(e.unwrap_err().contains("cannot express"));
+    }
+
+    #[test]
+    fn an_int_masked_from_a_register_then_offset_is_computed() {
+        // breg6 0; constu 0xffffffff; and; lit1; minus; stack_value (clang -O2, an `int`
+        // parameter of a recursion turned into a loop: `depth` as `(rbp & 0xffffffff) - 1`).
+        let masked = [0x76, 0x00, 0x10, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x1a, 0x31, 0x1c, 0x9f];
+        assert_eq!(
+            describe_bytes(&masked, &[0x57], 4),
+            Ok(Location::Computed { register: Reg::x86_64(6), offset: -1 })
+        );
+        // The mask cuts bits an 8-byte variable has: no.
+        assert!(describe_bytes(&masked, &[0x57], 8).unwrap_err().contains("cannot express"));
     }
 
     #[test]
