@@ -87,6 +87,7 @@
 pub mod build;
 mod calls;
 mod cfg;
+mod code;
 mod copies;
 mod coroutine;
 pub mod eval;
@@ -982,11 +983,7 @@ fn entry_value_of_parameter(
             "; it is a parameter of a copy inlined into another function, whose entry is not its own".into()
         ));
     }
-    let ty = match index.inherited(die, gimli::DW_AT_type)? {
-        Some((holder, _)) => index.reference(holder, gimli::DW_AT_type)?,
-        None => None,
-    };
-    if types::has_interior_mutability(index, ty)? {
+    if interior_mutable(index, die)? {
         return Ok(Err("; its type holds an `UnsafeCell` (it may change without `mut`)".into()));
     }
     let Some(entry) = variable::entry_address(index, owner)? else {
@@ -1009,10 +1006,6 @@ fn entry_value_of_parameter(
     })
 }
 
-/// Whether a split value's pieces leave part of the value out: a piece
-/// optimized out, or bytes of a member (of `die`'s type; without members,
-/// any of its `size` bytes) that no piece gives. Padding may go without a
-/// piece (rustc describes `(char, i16)` by 6 of its 8 bytes).
 /// A local the DWARF lost where paths join, in the register holding it on
 /// every path (`joins`), when no statement before the region may change it.
 fn held_across_join(
@@ -1024,20 +1017,27 @@ fn held_across_join(
     address: u64,
     size: u64,
 ) -> Result<Result<Location, String>, gimli::Error> {
-    if !argument.unwritten_before {
-        return Ok(Err(String::new()));
-    }
-    let ty = match index.inherited(die, gimli::DW_AT_type)? {
-        Some((holder, _)) => index.reference(holder, gimli::DW_AT_type)?,
-        None => None,
-    };
-    if types::has_interior_mutability(index, ty)? {
+    if !argument.unwritten_before || interior_mutable(index, die)? {
         return Ok(Err(String::new()));
     }
     let lines = function::LineLookup::new(index, instance, &site.anchor.file)?;
     joins::held_across_join(index, instance, die, address, size, &lines)
 }
 
+/// Whether variable `die`'s type holds an `UnsafeCell` (its value may change
+/// without `mut`).
+fn interior_mutable(index: &index::Index<'_>, die: index::DieRef) -> Result<bool, gimli::Error> {
+    let ty = match index.inherited(die, gimli::DW_AT_type)? {
+        Some((holder, _)) => index.reference(holder, gimli::DW_AT_type)?,
+        None => None,
+    };
+    types::has_interior_mutability(index, ty)
+}
+
+/// Whether a split value's pieces leave part of the value out: a piece
+/// optimized out, or bytes of a member (of `die`'s type; without members,
+/// any of its `size` bytes) that no piece gives. Padding may go without a
+/// piece (rustc describes `(char, i16)` by 6 of its 8 bytes).
 fn incomplete(
     index: &index::Index<'_>,
     die: index::DieRef,
@@ -1210,9 +1210,9 @@ fn locate_static(
                                 .is_none_or(|line| line < site.anchor.line)
                         };
                         // The frame's function: the same code the bypass pass and the future-field check read.
-                        let code = function::frame_ranges(index, instance).unwrap_or_else(|_| instance.ranges.clone());
-                        match stale::pending_store(index.binary, &code, *address, *global, size).filter(|&s| earlier(s))
-                        {
+                        let code = index
+                            .code(&function::frame_ranges(index, instance).unwrap_or_else(|_| instance.ranges.clone()));
+                        match stale::pending_store(&code, *address, *global, size).filter(|&s| earlier(s)) {
                             Some(store) => {
                                 warnings.push(format!(
                                     "region {} ({}): `{}` is not served in `{}` at {address:#x}: the code after it \
