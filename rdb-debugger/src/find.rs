@@ -748,13 +748,9 @@ impl Search {
             }
             match stop {
                 SessionStop::ProcessExited { .. } | SessionStop::End => return Ok(Some(hits)),
-                SessionStop::Interrupted { .. } if self.interrupted() => {
-                    self.here = hits;
-                    return Ok(None);
-                }
                 SessionStop::Interrupted { .. } => {
-                    if upto.is_some_and(|u| hits >= u) {
-                        return Ok(Some(hits));
+                    if let Some(answer) = self.ends_counting(hits, upto) {
+                        return Ok(answer);
                     }
                     // A checkpoint is due: at the next hit, where the session halts while its
                     // breakpoints are there (a checkpoint at a hit is a place probes start
@@ -779,6 +775,16 @@ impl Search {
                 _ => {}
             }
         }
+    }
+
+    /// At an interruption of the counting replay with `hits` so far, whether the count ends
+    /// there: `Some(None)` when the user interrupted it, `Some(Some(hits))` at `upto`.
+    fn ends_counting(&mut self, hits: u64, upto: Option<u64>) -> Option<Option<u64>> {
+        if self.interrupted() {
+            self.here = hits;
+            return Some(None);
+        }
+        upto.is_some_and(|u| hits >= u).then_some(Some(hits))
     }
 
     /// [`Search::count_inner`] with counting stubs: the process counts its hits, the replay
@@ -820,49 +826,41 @@ impl Search {
                 )));
             }
             self.shared.borrow_mut().hits = hits;
-            match stop {
-                SessionStop::Interrupted { .. } if self.interrupted() => {
-                    self.here = hits;
-                    return Ok(None);
+            let SessionStop::Interrupted { .. } = stop else { continue };
+            if let Some(answer) = self.ends_counting(hits, upto) {
+                return Ok(answer);
+            }
+            let checked = self.shared.borrow_mut().checkpoint_probe.take();
+            if let Some(p) = checked {
+                self.checkpoint_checks += 1;
+                self.checkpoint_check_time = self.shared.borrow().check_time;
+                if self.judge_checkpoint(p) {
+                    return Ok(Some(hits));
                 }
-                SessionStop::Interrupted { .. } => {
-                    if upto.is_some_and(|u| hits >= u) {
-                        return Ok(Some(hits));
-                    }
-                    let checked = self.shared.borrow_mut().checkpoint_probe.take();
-                    if let Some(p) = checked {
-                        self.checkpoint_checks += 1;
-                        self.checkpoint_check_time = self.shared.borrow().check_time;
-                        if self.judge_checkpoint(p) {
-                            return Ok(Some(hits));
-                        }
-                    }
-                    let due = {
-                        let s = self.shared.borrow();
-                        monotonic_coarse_ns().saturating_sub(s.last_checkpoint) >= s.spacing_ns
-                    };
-                    if due {
-                        self.here = hits;
-                        self.halted = None;
-                        if !self.checkpoints.contains_key(&hits) {
-                            self.event_checkpoints.insert(hits);
-                        }
-                        self.keep_checkpoint()?;
-                        self.event_checkpoints.retain(|k| self.checkpoints.contains_key(k));
-                        // The check runs at the next hit (in the observer), while those checks
-                        // take at most a tenth of the counting replay's time.
-                        let first_seen = !self.shared.borrow().seen.is_empty();
-                        if self.check_checkpoints.is_some()
-                            && first_seen
-                            && self.checkpoint_check_time <= self.count_started.elapsed() / 10
-                        {
-                            self.session.set_hit_target(hits + 1)?;
-                            self.shared.borrow_mut().check_at = Some(hits + 1);
-                        }
-                        self.shared.borrow_mut().last_checkpoint = monotonic_coarse_ns();
-                    }
+            }
+            let due = {
+                let s = self.shared.borrow();
+                monotonic_coarse_ns().saturating_sub(s.last_checkpoint) >= s.spacing_ns
+            };
+            if due {
+                self.here = hits;
+                self.halted = None;
+                if !self.checkpoints.contains_key(&hits) {
+                    self.event_checkpoints.insert(hits);
                 }
-                _ => {}
+                self.keep_checkpoint()?;
+                self.event_checkpoints.retain(|k| self.checkpoints.contains_key(k));
+                // The check runs at the next hit (in the observer), while those checks
+                // take at most a tenth of the counting replay's time.
+                let first_seen = !self.shared.borrow().seen.is_empty();
+                if self.check_checkpoints.is_some()
+                    && first_seen
+                    && self.checkpoint_check_time <= self.count_started.elapsed() / 10
+                {
+                    self.session.set_hit_target(hits + 1)?;
+                    self.shared.borrow_mut().check_at = Some(hits + 1);
+                }
+                self.shared.borrow_mut().last_checkpoint = monotonic_coarse_ns();
             }
         }
     }
