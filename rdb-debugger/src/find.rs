@@ -559,7 +559,7 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
     session.enable_history(None)?;
     if !session.has_process(process) {
         session.goto(0);
-        match session.resume(Resume::Continue)? {
+        match resume(&mut session)? {
             SessionStop::Reached { .. } => {}
             _ => {
                 return Err(FindError::Usage(format!(
@@ -668,6 +668,15 @@ pub fn probe_bound(n: u64) -> u64 {
     }
 }
 
+/// Resume the replay; the end of a trace cut short is an error: what the recording did after it
+/// is unknown, and a count or check there would be silently short.
+pub(crate) fn resume(session: &mut Session<'_>) -> Result<SessionStop, rdb_runtime::Error> {
+    match session.resume(Resume::Continue)? {
+        SessionStop::End => session.end_error().map_or(Ok(SessionStop::End), Err),
+        stop => Ok(stop),
+    }
+}
+
 impl Search {
     fn interrupted(&self) -> bool {
         self.interrupt.load(Ordering::Relaxed)
@@ -740,7 +749,7 @@ impl Search {
 
     fn count_inner(&mut self, upto: Option<u64>) -> Result<Option<u64>, FindError> {
         loop {
-            let stop = self.session.resume(Resume::Continue).map_err(|e| self.replay_error(e))?;
+            let stop = resume(&mut self.session).map_err(|e| self.replay_error(e))?;
             let hits = self.shared.borrow().hits;
             let progress = self.shared.borrow().progress.clone();
             if let Ok(mut p) = progress.lock() {
@@ -796,7 +805,7 @@ impl Search {
         let _ticker = ticker(self.session.interrupter(), spacing.clone());
         loop {
             spacing.store(self.shared.borrow().spacing_ns, Ordering::Relaxed);
-            let stop = self.session.resume(Resume::Continue).map_err(|e| self.replay_error(e))?;
+            let stop = resume(&mut self.session).map_err(|e| self.replay_error(e))?;
             let progress = self.shared.borrow().progress.clone();
             let hits = match stop {
                 SessionStop::ProcessExited { .. } | SessionStop::End => {
@@ -1049,7 +1058,7 @@ impl Search {
             return Ok(true);
         }
         loop {
-            match self.session.resume(Resume::Continue)? {
+            match resume(&mut self.session)? {
                 SessionStop::Breakpoint { tid, addr } if self.addresses.contains(&addr.wrapping_sub(self.bias)) => {
                     here += 1;
                     if here == k {

@@ -376,3 +376,56 @@ pub fn counting_stubs_count_the_copies_of_a_generic_region() {
     assert_eq!(hit_of(&answer), 2, "{answer}");
     assert!(answer.ends_with("described threads"), "{answer}");
 }
+
+/// A search over a trace cut short (a killed recorder: its last chunk incomplete) says so and
+/// exits 4, as `rdb replay` and `rdb gdb` do, with counting stubs, with a stop at every hit, in
+/// a scan and over a place's changes: never an answer about the hits before the cut as if the
+/// program had ended there.
+pub fn a_search_on_a_trace_cut_short_says_so_and_exits_4() {
+    let tmp = scratch("find-cut");
+    let dir = tmp.path();
+    std::fs::copy(rdb_tests::program("support/lines_slowly.c"), dir.join("lines.c")).unwrap();
+    run_ok("clang-14", timed(600, "clang-14").args(["-O0", "-g", "lines.c", "-o", "lines"]).current_dir(dir));
+    rdb_tests::record(dir, Path::new("trace"), &["./lines"]);
+    // Cut the events file in the middle of its last chunk of events (see rdb-runtime's
+    // `trace/chunk.rs`: a 52-byte header whose bytes 4..8 are the payload's length).
+    std::fs::remove_file(dir.join("trace/summary.json")).unwrap();
+    let events = dir.join("trace/events");
+    let bytes = std::fs::read(&events).unwrap();
+    let mut chunks = Vec::new();
+    let mut at = 0;
+    while at + 52 <= bytes.len() {
+        chunks.push((at, &bytes[at..at + 4] == b"RDBC"));
+        at += 52 + u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+    }
+    let starts: Vec<usize> = chunks.iter().filter(|(_, events)| *events).map(|(at, _)| *at).collect();
+    assert!(starts.len() >= 2, "the recording of over a second has several chunks: {chunks:?}");
+    let cut = starts[starts.len() - 1] as u64 + 60;
+    std::fs::OpenOptions::new().write(true).open(&events).unwrap().set_len(cut).unwrap();
+    insert_after(&dir.join("lines.c"), "#include <unistd.h>", 0, "#include \"rdb.h\"");
+    insert_after(
+        &dir.join("lines.c"),
+        "printed++;",
+        0,
+        "        rdb_begin\n        rdb_check(i >= 0, \"line %d\", i);\n        rdb_end",
+    );
+    run_ok("rdb-clang", timed(600, rdb_clang()).args(["-O0", "-g", "lines.c", "-o", "lines"]).current_dir(dir));
+    for (args, stops) in
+        [(&[][..], false), (&[][..], true), (&["--scan"][..], false), (&["--expr", "printed", "--changes"][..], false)]
+    {
+        let mut command = rdb_tests::rdb(&[&["find", "trace", "--debug", "./lines"], args].concat());
+        if stops {
+            command.env("RDB_FIND_BREAKPOINTS", "1");
+        }
+        let out = rdb_tests::output(command.current_dir(dir));
+        let said = format!("{args:?} (a stop at every hit: {stops}):\n{}", rdb_tests::describe(&out));
+        assert_eq!(out.status.code(), Some(rdb_tests::EXIT_ENDS_EARLY), "{said}");
+        // The search replayed the trace up to its cut (the chunks before it hold most of the run).
+        let after = text(&out.stderr)
+            .split("the trace ends early after ")
+            .nth(1)
+            .map(|r| r.split(' ').next().unwrap().to_string());
+        assert!(after.is_some_and(|n| n.parse::<u64>().unwrap() > 100), "{said}");
+        assert!(!text(&out.stdout).contains("hit "), "{said}");
+    }
+}
