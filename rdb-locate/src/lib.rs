@@ -855,28 +855,9 @@ fn locate_local(
                     }
                     _ => None,
                 };
-                // The line standing in for the anchor's runs after statements
-                // that change the variable: it may hold its later value.
-                let changed = stand_ins.get(address).and_then(|&line| {
-                    argument.written_after.iter().find(|&&w| w >= site.anchor.line && w < line).map(|&w| (w, line))
-                });
+                let changed = changed_before_stand_in(site, argument, instance, *address, stand_ins, &mut warnings);
                 let location = match described {
-                    _ if changed.is_some() => {
-                        let (written, line) = changed.expect("checked");
-                        warnings.push(format!(
-                            "region {region}: `{name}` is not served in `{}` at {address:#x}: line {} has no code \
-                             there, line {line} stands in, and line {written} may change `{name}` before it",
-                            instance.name, site.anchor.line
-                        ));
-                        Location::Unavailable {
-                            reason: format!(
-                                "possibly changed already: line {written} of {} may change it, and the region runs \
-                                 after it, before line {line} (line {} has no code of its own in this build)",
-                                site.anchor.file.display(),
-                                site.anchor.line
-                            ),
-                        }
-                    }
+                    _ if changed.is_some() => changed.expect("checked"),
                     _ if stale.is_some() => {
                         let at = show(stale.expect("checked"));
                         warnings.push(format!(
@@ -1138,6 +1119,35 @@ fn locate_frame(index: &index::Index<'_>, site: &RegionSite, placed: &[(function
     ("u64".into(), 8, locations, warnings)
 }
 
+/// Where a later line stands in for the anchor's at `address` and runs after statements that
+/// may change the argument (it may hold its later value there): the location that says so,
+/// with a warning.
+fn changed_before_stand_in(
+    site: &RegionSite,
+    argument: &ArgumentSite,
+    instance: &function::Instance,
+    address: u64,
+    stand_ins: &HashMap<u64, u32>,
+    warnings: &mut Vec<String>,
+) -> Option<Location> {
+    let line = *stand_ins.get(&address)?;
+    let written = *argument.written_after.iter().find(|&&w| w >= site.anchor.line && w < line)?;
+    let name = &argument.name;
+    warnings.push(format!(
+        "region {}: `{name}` is not served in `{}` at {address:#x}: line {} has no code there, line {line} stands \
+         in, and line {written} may change `{name}` before it",
+        site.region, instance.name, site.anchor.line
+    ));
+    Some(Location::Unavailable {
+        reason: format!(
+            "possibly changed already: line {written} of {} may change it, and the region runs after it, before \
+             line {line} (line {} has no code of its own in this build)",
+            site.anchor.file.display(),
+            site.anchor.line
+        ),
+    })
+}
+
 fn locate_static(
     index: &index::Index<'_>,
     site: &RegionSite,
@@ -1178,27 +1188,8 @@ fn locate_static(
     let locations = placed
         .iter()
         .map(|(instance, address)| {
-            // As for locals: a later line standing in for the anchor's runs
-            // after statements that may change the static.
-            let changed = stand_ins.get(address).and_then(|&line| {
-                argument.written_after.iter().find(|&&w| w >= site.anchor.line && w < line).map(|&w| (w, line))
-            });
-            let location = match changed {
-                Some((written, line)) => {
-                    warnings.push(format!(
-                        "region {}: `{}` is not served in `{}` at {address:#x}: line {} has no code there, line \
-                         {line} stands in, and line {written} may change `{}` before it",
-                        site.region, argument.name, instance.name, site.anchor.line, argument.name
-                    ));
-                    Location::Unavailable {
-                        reason: format!(
-                            "possibly changed already: line {written} of {} may change it, and the region runs \
-                             after it, before line {line} (line {} has no code of its own in this build)",
-                            site.anchor.file.display(),
-                            site.anchor.line
-                        ),
-                    }
-                }
+            let location = match changed_before_stand_in(site, argument, instance, *address, stand_ins, &mut warnings) {
+                Some(changed) => changed,
                 None => match &location {
                     Location::Symbol { address: global, .. } if size > 0 && !argument.address_only => {
                         // A store of the anchor's statement or a later one is the program's next
