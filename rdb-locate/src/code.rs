@@ -53,16 +53,8 @@ const GPRS: [Register; 16] = {
 /// caller-saved ones), by DWARF number.
 pub const CALLER_SAVED: [usize; 9] = [0, 1, 2, 4, 5, 8, 9, 10, 11];
 
-/// [`CALLER_SAVED`] as a mask (a bit per DWARF number).
-pub const CALLER_SAVED_MASK: u32 = {
-    let mut mask = 0;
-    let mut n = 0;
-    while n < CALLER_SAVED.len() {
-        mask |= 1 << CALLER_SAVED[n];
-        n += 1;
-    }
-    mask
-};
+/// [`CALLER_SAVED`] as a mask (a bit per DWARF number; checked by a test).
+pub const CALLER_SAVED_MASK: u32 = 0b1111_0011_0111;
 
 /// The DWARF number of a 64-bit general register.
 pub fn gpr(register: Register) -> Option<usize> {
@@ -121,6 +113,6 @@ mod tests {
         assert_eq!(gpr(Register::R14), Some(14));
         assert_eq!(gpr(Register::EAX), None);
         assert_eq!(gpr_register(7), Register::RSP);
-        assert_eq!(CALLER_SAVED_MASK, 0b1111_0011_0111);
+        assert_eq!(CALLER_SAVED_MASK, CALLER_SAVED.iter().fold(0, |mask, g| mask | 1 << g));
     }
 }

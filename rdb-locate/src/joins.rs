@@ -15,8 +15,8 @@
 //! - every way into J (a conditional branch falling through, direct jumps, the
 //!   entries of the jump tables of the function's indirect jumps: branches,
 //!   which end their block, so that no assignment follows them there) leaves
-//!   an instruction where the
-//!   DWARF places the variable in a register or gives it a constant, and one
+//!   an instruction where the DWARF places the variable in a register or gives
+//!   it a constant, and one
 //!   register Y holds that value there on every one of them (that register,
 //!   a copy of it made earlier in the same straight-line code with neither
 //!   written since, or the constant loaded into it), and no instruction in
