@@ -33,6 +33,15 @@ fn insert_after(file: &Path, after: &str, nth: usize, line: &str) {
     std::fs::write(file, out).unwrap();
 }
 
+/// Imports `rdb_check!` in the Rust source `file` and puts the line `check` after its first line
+/// that contains `after`.
+fn add_check(file: &Path, after: &str, check: &str) {
+    let source =
+        std::fs::read_to_string(file).unwrap().replace("rdb_begin, rdb_end}", "rdb_begin, rdb_check, rdb_end}");
+    std::fs::write(file, source).unwrap();
+    insert_after(file, after, 0, check);
+}
+
 /// What one `rdb find` printed: the answer line (`hit N, event E, thread T, FILE:LINE: MESSAGE`),
 /// the probes made and their bound, and the transitions of a scan.
 #[derive(Debug)]
@@ -152,15 +161,9 @@ pub fn jobq_losing_a_job() {
     // 300 priorities out of 64: a collision is certain.
     rdb_tests::record(&app.dir, Path::new("trace"), &["target/debug/jobq", "300"]);
     app.instrument();
-    let main = app.dir.join("src/main.rs");
-    let source = std::fs::read_to_string(&main)
-        .unwrap()
-        .replace("use rdb_macros::{rdb_begin, rdb_end};", "use rdb_macros::{rdb_begin, rdb_check, rdb_end};");
-    std::fs::write(&main, source).unwrap();
-    insert_after(
-        &main,
+    add_check(
+        &app.dir.join("src/main.rs"),
         "rdb_begin!();",
-        0,
         "        rdb_check!(queue.len() == JOBS_CREATED.load(Ordering::Relaxed), \"{} queued, {} created\", queue.len(), JOBS_CREATED.load(Ordering::Relaxed));",
     );
     assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
@@ -184,16 +187,9 @@ pub fn minibc_stack_depth() {
     assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
     rdb_tests::record(&app.dir, Path::new("trace"), &["target/debug/minibc", "examples/loops.bc"]);
     app.instrument();
-    let vm = app.dir.join("src/vm.rs");
-    let source = std::fs::read_to_string(&vm).unwrap().replace(
-        "use rdb_macros::{debug_only, rdb_begin, rdb_end};",
-        "use rdb_macros::{debug_only, rdb_begin, rdb_check, rdb_end};",
-    );
-    std::fs::write(&vm, source).unwrap();
-    insert_after(
-        &vm,
+    add_check(
+        &app.dir.join("src/vm.rs"),
         "rdb_begin!();",
-        0,
         "            rdb_check!(!matches!(inst, Inst::BranchIfFalse(_)) || !self.stack.is_empty(), \"pc={pc} {:?} on stack {:?}\", inst, self.stack);",
     );
     assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
@@ -211,16 +207,9 @@ pub fn race_lost_update() {
     let (app, rec) = SampleApp::race_recorded_with_chaos(tmp.path(), &trace);
     assert!(text(&rec.stderr).contains("rdb: recorded"), "{}", text(&rec.stderr));
     app.instrument();
-    let main = app.dir.join("src/main.rs");
-    let source = std::fs::read_to_string(&main).unwrap().replace(
-        "use rdb_macros::{debug_only, rdb_begin, rdb_end};",
-        "use rdb_macros::{debug_only, rdb_begin, rdb_check, rdb_end};",
-    );
-    std::fs::write(&main, source).unwrap();
-    insert_after(
-        &main,
+    add_check(
+        &app.dir.join("src/main.rs"),
         "rdb_begin!();",
-        0,
         "        rdb_check!(COUNTER.load(Ordering::Relaxed) == seen, \"thread {t} op {i} read {seen}, the counter is {} now\", COUNTER.load(Ordering::Relaxed));",
     );
     assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
@@ -352,15 +341,9 @@ pub fn counting_stubs_count_the_copies_of_a_generic_region() {
     assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
     rdb_tests::record(&app.dir, Path::new("trace"), &["target/debug/bank"]);
     app.instrument();
-    let main = app.dir.join("src/main.rs");
-    let source = std::fs::read_to_string(&main)
-        .unwrap()
-        .replace("use rdb_macros::{rdb_begin, rdb_end};", "use rdb_macros::{rdb_begin, rdb_check, rdb_end};");
-    std::fs::write(&main, source).unwrap();
-    insert_after(
-        &main,
+    add_check(
+        &app.dir.join("src/main.rs"),
         "println!(\"[rdb] describe {label} = {:?}\", value);",
-        0,
         "    rdb_check!(label == \"balances\", \"described {label}\");",
     );
     assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
