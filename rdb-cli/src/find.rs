@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rdb_debugger::find::{find, parse_at, FindOptions, FindOutcome, FindProgress, Mode, Probe, RegionChoice};
+use rdb_debugger::find::{
+    find, parse_at, FindError, FindOptions, FindOutcome, FindProgress, Mode, Probe, RegionChoice,
+};
 use rdb_runtime::trace::{Tid, Trace};
 use rdb_runtime::ReplayOptions;
 
@@ -144,7 +146,7 @@ pub fn run(a: Args) -> Result<i32> {
     };
     let outcome = find(opts);
     drop(display);
-    let mut outcome = outcome?;
+    let mut outcome = outcome.map_err(engine_error)?;
     let elapsed = started.elapsed();
     let code = report(&a, &outcome, elapsed);
     if code == 0 && a.then.is_some() {
@@ -152,6 +154,15 @@ pub fn run(a: Args) -> Result<i32> {
         return then_gdb(session, &a.gdb_args);
     }
     Ok(code)
+}
+
+/// A search's error; the engine's own as is, so that its exit status applies (4: the trace ends
+/// early).
+pub(crate) fn engine_error(e: FindError) -> anyhow::Error {
+    match e {
+        FindError::Replay(e) => e.into(),
+        e => e.into(),
+    }
 }
 
 /// `--then gdb`: `rdb gdb` from where the search left the replay, forwards and backwards.

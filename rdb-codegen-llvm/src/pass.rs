@@ -1,6 +1,5 @@
 //! The LLVM IR pass: outline each debug region of an instrumented module into
-//! `__rdb_func_<id>` and keep only what the debug module needs (paper §4.2.1,
-//! Figure 4c).
+//! `__rdb_func_<id>` and keep only what the debug module needs.
 //!
 //! Input: the instrumented source compiled by clang-14 to IR at `-O0 -g`,
 //! where `rdb_begin`/`rdb_end` are calls `__rdb_begin(LINE)`/`__rdb_end(LINE)`.

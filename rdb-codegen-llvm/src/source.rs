@@ -309,7 +309,7 @@ fn diag(file: &Path, pos: Pos, message: &str, hint: Option<&str>) -> Diagnostic 
 const BEGIN: &str = "rdb_begin";
 const END: &str = "rdb_end";
 const DEBUG_ONLY_ATTR: &str = "RDB_DEBUG_ONLY";
-/// Prefix of debug-only names (paper §5.1).
+/// Prefix of debug-only names.
 pub const DEBUG_PREFIX: &str = "__rdb_";
 
 /// Analyses one instrumented C source file. All problems found are returned

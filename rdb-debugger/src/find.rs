@@ -559,7 +559,7 @@ pub fn find(opts: FindOptions) -> Result<FindOutcome, FindError> {
     session.enable_history(None)?;
     if !session.has_process(process) {
         session.goto(0);
-        match session.resume(Resume::Continue)? {
+        match resume(&mut session)? {
             SessionStop::Reached { .. } => {}
             _ => {
                 return Err(FindError::Usage(format!(
@@ -668,6 +668,15 @@ pub fn probe_bound(n: u64) -> u64 {
     }
 }
 
+/// Resume the replay; the end of a trace cut short is an error: what the recording did after it
+/// is unknown, and a count or check there would be silently short.
+pub(crate) fn resume(session: &mut Session<'_>) -> Result<SessionStop, rdb_runtime::Error> {
+    match session.resume(Resume::Continue)? {
+        SessionStop::End => session.end_error().map_or(Ok(SessionStop::End), Err),
+        stop => Ok(stop),
+    }
+}
+
 impl Search {
     fn interrupted(&self) -> bool {
         self.interrupt.load(Ordering::Relaxed)
@@ -740,7 +749,7 @@ impl Search {
 
     fn count_inner(&mut self, upto: Option<u64>) -> Result<Option<u64>, FindError> {
         loop {
-            let stop = self.session.resume(Resume::Continue).map_err(|e| self.replay_error(e))?;
+            let stop = resume(&mut self.session).map_err(|e| self.replay_error(e))?;
             let hits = self.shared.borrow().hits;
             let progress = self.shared.borrow().progress.clone();
             if let Ok(mut p) = progress.lock() {
@@ -748,13 +757,9 @@ impl Search {
             }
             match stop {
                 SessionStop::ProcessExited { .. } | SessionStop::End => return Ok(Some(hits)),
-                SessionStop::Interrupted { .. } if self.interrupted() => {
-                    self.here = hits;
-                    return Ok(None);
-                }
                 SessionStop::Interrupted { .. } => {
-                    if upto.is_some_and(|u| hits >= u) {
-                        return Ok(Some(hits));
+                    if let Some(answer) = self.ends_counting(hits, upto) {
+                        return Ok(answer);
                     }
                     // A checkpoint is due: at the next hit, where the session halts while its
                     // breakpoints are there (a checkpoint at a hit is a place probes start
@@ -781,6 +786,16 @@ impl Search {
         }
     }
 
+    /// At an interruption of the counting replay with `hits` so far, whether the count ends
+    /// there: `Some(None)` when the user interrupted it, `Some(Some(hits))` at `upto`.
+    fn ends_counting(&mut self, hits: u64, upto: Option<u64>) -> Option<Option<u64>> {
+        if self.interrupted() {
+            self.here = hits;
+            return Some(None);
+        }
+        upto.is_some_and(|u| hits >= u).then_some(Some(hits))
+    }
+
     /// [`Search::count_inner`] with counting stubs: the process counts its hits, the replay
     /// halts at events only (a checkpoint is due, the check after the last one came back, the
     /// count reached `upto`), and checkpoints are taken there (keyed by the hits before them).
@@ -790,7 +805,7 @@ impl Search {
         let _ticker = ticker(self.session.interrupter(), spacing.clone());
         loop {
             spacing.store(self.shared.borrow().spacing_ns, Ordering::Relaxed);
-            let stop = self.session.resume(Resume::Continue).map_err(|e| self.replay_error(e))?;
+            let stop = resume(&mut self.session).map_err(|e| self.replay_error(e))?;
             let progress = self.shared.borrow().progress.clone();
             let hits = match stop {
                 SessionStop::ProcessExited { .. } | SessionStop::End => {
@@ -820,49 +835,41 @@ impl Search {
                 )));
             }
             self.shared.borrow_mut().hits = hits;
-            match stop {
-                SessionStop::Interrupted { .. } if self.interrupted() => {
-                    self.here = hits;
-                    return Ok(None);
+            let SessionStop::Interrupted { .. } = stop else { continue };
+            if let Some(answer) = self.ends_counting(hits, upto) {
+                return Ok(answer);
+            }
+            let checked = self.shared.borrow_mut().checkpoint_probe.take();
+            if let Some(p) = checked {
+                self.checkpoint_checks += 1;
+                self.checkpoint_check_time = self.shared.borrow().check_time;
+                if self.judge_checkpoint(p) {
+                    return Ok(Some(hits));
                 }
-                SessionStop::Interrupted { .. } => {
-                    if upto.is_some_and(|u| hits >= u) {
-                        return Ok(Some(hits));
-                    }
-                    let checked = self.shared.borrow_mut().checkpoint_probe.take();
-                    if let Some(p) = checked {
-                        self.checkpoint_checks += 1;
-                        self.checkpoint_check_time = self.shared.borrow().check_time;
-                        if self.judge_checkpoint(p) {
-                            return Ok(Some(hits));
-                        }
-                    }
-                    let due = {
-                        let s = self.shared.borrow();
-                        monotonic_coarse_ns().saturating_sub(s.last_checkpoint) >= s.spacing_ns
-                    };
-                    if due {
-                        self.here = hits;
-                        self.halted = None;
-                        if !self.checkpoints.contains_key(&hits) {
-                            self.event_checkpoints.insert(hits);
-                        }
-                        self.keep_checkpoint()?;
-                        self.event_checkpoints.retain(|k| self.checkpoints.contains_key(k));
-                        // The check runs at the next hit (in the observer), while those checks
-                        // take at most a tenth of the counting replay's time.
-                        let first_seen = !self.shared.borrow().seen.is_empty();
-                        if self.check_checkpoints.is_some()
-                            && first_seen
-                            && self.checkpoint_check_time <= self.count_started.elapsed() / 10
-                        {
-                            self.session.set_hit_target(hits + 1)?;
-                            self.shared.borrow_mut().check_at = Some(hits + 1);
-                        }
-                        self.shared.borrow_mut().last_checkpoint = monotonic_coarse_ns();
-                    }
+            }
+            let due = {
+                let s = self.shared.borrow();
+                monotonic_coarse_ns().saturating_sub(s.last_checkpoint) >= s.spacing_ns
+            };
+            if due {
+                self.here = hits;
+                self.halted = None;
+                if !self.checkpoints.contains_key(&hits) {
+                    self.event_checkpoints.insert(hits);
                 }
-                _ => {}
+                self.keep_checkpoint()?;
+                self.event_checkpoints.retain(|k| self.checkpoints.contains_key(k));
+                // The check runs at the next hit (in the observer), while those checks
+                // take at most a tenth of the counting replay's time.
+                let first_seen = !self.shared.borrow().seen.is_empty();
+                if self.check_checkpoints.is_some()
+                    && first_seen
+                    && self.checkpoint_check_time <= self.count_started.elapsed() / 10
+                {
+                    self.session.set_hit_target(hits + 1)?;
+                    self.shared.borrow_mut().check_at = Some(hits + 1);
+                }
+                self.shared.borrow_mut().last_checkpoint = monotonic_coarse_ns();
             }
         }
     }
@@ -1051,7 +1058,7 @@ impl Search {
             return Ok(true);
         }
         loop {
-            match self.session.resume(Resume::Continue)? {
+            match resume(&mut self.session)? {
                 SessionStop::Breakpoint { tid, addr } if self.addresses.contains(&addr.wrapping_sub(self.bias)) => {
                     here += 1;
                     if here == k {

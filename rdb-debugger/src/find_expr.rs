@@ -53,13 +53,11 @@ use std::time::{Duration, Instant};
 
 use rdb_host::ProgramBacktracer;
 use rdb_runtime::trace::{Tid, Trace};
-use rdb_runtime::{
-    BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, Resume, Session, SessionStop, SyscallStop,
-};
+use rdb_runtime::{BreakpointStop, ProcessImage, ReplayObserver, ReplayOptions, Session, SessionStop, SyscallStop};
 use rdb_tracee::debugreg::{self, WatchKind};
 use rdb_tracee::{Memory, Target, Watchpoint};
 
-use crate::find::FindError;
+use crate::find::{resume, FindError};
 use crate::DebugError;
 
 /// A place over a program static, as the main binary's DWARF gives it: the static, then the
@@ -557,7 +555,7 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
     session.enable_history(None)?;
     if !session.has_process(process) {
         session.goto(0);
-        match session.resume(Resume::Continue)? {
+        match resume(&mut session)? {
             SessionStop::Reached { .. } => {}
             _ => {
                 return Err(FindError::Usage(format!(
@@ -648,7 +646,7 @@ impl Watch {
             if stop_at.is_some_and(|n| self.seen.borrow().changes.len() >= n) {
                 return Ok(());
             }
-            match self.session.resume(Resume::Continue)? {
+            match resume(&mut self.session)? {
                 SessionStop::Watchpoint { tid, .. } => {
                     outcome.writes += 1;
                     self.look(tid)?;

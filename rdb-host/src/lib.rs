@@ -86,7 +86,7 @@
 //!   the TSC disabled ([`HostOptions::tsc_disabled`]: no trapped
 //!   control-register write at each switch; debug code's clock reads are
 //!   emulated).
-//! - **Protection** (rdB §5.3). A write to a mirrored page is detected (x86
+//! - **Protection**. A write to a mirrored page is detected (x86
 //!   page-fault error code), reported as
 //!   [`InvokeOutcome::WroteProgramMemory`] and, by default, lands in a
 //!   private copy discarded after the call ([`WritePolicy`]). The program is

@@ -23,6 +23,7 @@
 //! pending past those), and every write on the way goes to a known place
 //! other than the field. Otherwise the variable is not served.
 
+use crate::code::{fixed_address, gpr, reads, writes, written_gprs, Code, CALLER_SAVED};
 use crate::index::{DieRef, Index};
 use crate::types::{type_name, type_size};
 use crate::{function, variable};
@@ -123,8 +124,8 @@ pub fn saved_local(
     if instance.frame_owner.is_none() {
         return not_kept("its function is not known");
     }
-    let ranges = function::frame_ranges(index, instance)?;
-    if let Err(why) = no_pending_store(index.binary, &ranges, address, held, (offset, offset + size)) {
+    let code = index.code(&function::frame_ranges(index, instance)?);
+    if let Err(why) = no_pending_store(index.binary, &code, address, held, (offset, offset + size)) {
         return Ok(Err(format!(
             "; its field in the state of the `async` body (offset {offset}) may not hold its value yet: {why}"
         )));
@@ -259,7 +260,7 @@ const RSP: usize = 7;
 /// What a register holds on a path: the state pointer plus a constant.
 type Registers = [Option<i64>; 16];
 
-/// Checks that, on every path from `start` in the function's `ranges`, the
+/// Checks that, on every path from `start` in the function's `code`, the
 /// bytes `field` (offsets from the state pointer, held at `start` where
 /// `pointer` says) are not written before the path reads all of them from
 /// memory (LLVM would not load a value whose store it still holds back),
@@ -272,25 +273,20 @@ type Registers = [Option<i64>; 16];
 /// `Err` says which instruction prevents it.
 pub fn no_pending_store(
     binary: &crate::loader::Binary,
-    ranges: &[gimli::Range],
+    code: &Code,
     start: u64,
     pointer: Pointer,
     field: (u64, u64),
 ) -> Result<(), String> {
-    use iced_x86::{
-        Code, Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, OpAccess, OpKind, Register as R,
-    };
+    use iced_x86::{Code as Op, Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, OpKind, Register as R};
     let Some(cfa) = binary.cfa_rule(start) else { return Err("the unwind tables do not cover the code".into()) };
     // The frame's own bytes: below the return address, from `rsp` at `start`.
     let frame_top = if cfa.register.0 == 7 { Some(cfa.offset - 8) } else { None };
-    let inside = |a: u64| ranges.iter().any(|r| r.begin <= a && a < r.end);
     let mut registers: Registers = [None; 16];
     let mut slot = None;
     match pointer {
-        Pointer::Register(r) => match gpr_of_dwarf(r) {
-            Some(g) => registers[g] = Some(0),
-            None => return Err("the pointer is not in a general register".into()),
-        },
+        Pointer::Register(r) if r < 16 => registers[r as usize] = Some(0),
+        Pointer::Register(_) => return Err("the pointer is not in a general register".into()),
         Pointer::Slot(offset) => slot = Some(offset),
         Pointer::Frame(_) => {}
     }
@@ -304,7 +300,7 @@ pub fn no_pending_store(
         if base == R::RSP {
             return Some(rsp? - in_frame?);
         }
-        gpr_of(base).and_then(|g| regs[g])
+        gpr(base).and_then(|g| regs[g])
     };
     // (address, registers, rsp minus its value at `start`, the pointer's frame slot)
     // (.., and the bytes of the field read from memory since `start`, one bit each)
@@ -313,11 +309,11 @@ pub fn no_pending_store(
     let all = bytes_of(field, field.0 as i64, field.1 as i64);
     let mut seen: HashSet<State> = HashSet::new();
     let mut factory = InstructionInfoFactory::new();
-    let slot_loaded = ranges.iter().fold(0, |mask, r| mask | known_slot_registers(binary, r.begin, r.end));
+    let slot_loaded = known_slot_registers(binary, &code.insns);
     let mut steps = 0;
     while let Some((mut ip, mut regs, mut rsp, mut slot, mut read)) = work.pop() {
         loop {
-            if !inside(ip) {
+            if !code.inside(ip) {
                 // Fell out of the function: after a call that does not return.
                 break;
             }
@@ -328,11 +324,17 @@ pub fn no_pending_store(
             if steps > SCAN_LIMIT {
                 return Err(format!("the code after it is too long to check (over {SCAN_LIMIT} instructions)"));
             }
-            let end = ranges.iter().find(|r| r.begin <= ip && ip < r.end).map_or(ip, |r| r.end);
-            let Some(bytes) = binary.code(ip, end.min(ip + 16)) else {
-                return Err(format!("the code at {ip:#x} cannot be read"));
+            let instruction = match code.at(ip) {
+                Some(k) => code.insns[k],
+                // Where decoding the function from its start found no instruction.
+                None => {
+                    let end = code.ranges.iter().find(|r| r.begin <= ip && ip < r.end).map_or(ip, |r| r.end);
+                    let Some(bytes) = binary.code(ip, end.min(ip + 16)) else {
+                        return Err(format!("the code at {ip:#x} cannot be read"));
+                    };
+                    Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE).decode()
+                }
             };
-            let instruction = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE).decode();
             if instruction.is_invalid() {
                 return Err(format!("the instruction at {ip:#x} cannot be decoded"));
             }
@@ -346,11 +348,7 @@ pub fn no_pending_store(
             // Bytes of the field the program reads from memory here: no store
             // of them is pending (LLVM would use the value it holds instead).
             for memory in info.used_memory() {
-                if !matches!(
-                    memory.access(),
-                    OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
-                ) || memory.index() != R::None
-                {
+                if !reads(memory.access()) || memory.index() != R::None {
                     continue;
                 }
                 if let Some(k) = from_state(&regs, rsp, memory.base()) {
@@ -361,17 +359,11 @@ pub fn no_pending_store(
             if all != 0 && read & all == all {
                 break;
             }
-            for memory in info.used_memory() {
-                if !matches!(
-                    memory.access(),
-                    OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
-                ) {
-                    continue;
-                }
+            for memory in info.used_memory().iter().filter(|m| writes(m.access())) {
                 let width = memory.memory_size().size() as i64;
                 let displacement = memory.displacement() as i64;
                 let base = memory.base();
-                if base == R::RIP || (base == R::None && memory.index() == R::None) {
+                if fixed_address(memory) {
                     continue; // a static
                 }
                 if let (Some(k), R::None) = (from_state(&regs, rsp, base), memory.index()) {
@@ -414,7 +406,7 @@ pub fn no_pending_store(
                         }
                     }
                     if instruction.op0_kind() == OpKind::Register
-                        && gpr_of(instruction.op0_register()).is_some_and(|g| slot_loaded & 1 << g != 0)
+                        && gpr(instruction.op0_register()).is_some_and(|g| slot_loaded & 1 << g != 0)
                     {
                         return Err(format!(
                             "the code calls at {ip:#x} through a register the function loads from a pointer slot \
@@ -436,7 +428,7 @@ pub fn no_pending_store(
                 }
                 FlowControl::UnconditionalBranch => {
                     let target = instruction.near_branch_target();
-                    if !inside(target) {
+                    if !code.inside(target) {
                         break; // a tail call
                     }
                     ip = target;
@@ -444,7 +436,7 @@ pub fn no_pending_store(
                 }
                 FlowControl::ConditionalBranch => {
                     let target = instruction.near_branch_target();
-                    if inside(target) {
+                    if code.inside(target) {
                         work.push((target, regs, rsp, slot, read));
                     } else {
                         return Err(format!("the code at {ip:#x} branches out of the function"));
@@ -459,7 +451,7 @@ pub fn no_pending_store(
                     if opaque_callee(binary, instruction.near_branch_target(), CALLEE_DEPTH) {
                         break;
                     }
-                    for g in [0, 1, 2, 4, 5, 8, 9, 10, 11] {
+                    for g in CALLER_SAVED {
                         regs[g] = None;
                     }
                     ip = instruction.next_ip();
@@ -470,23 +462,13 @@ pub fn no_pending_store(
             }
             // Registers after the instruction.
             let op0 = if instruction.op_count() > 0 && instruction.op0_kind() == OpKind::Register {
-                gpr_of(instruction.op0_register())
+                gpr(instruction.op0_register())
             } else {
                 None
             };
-            let written: Vec<usize> = info
-                .used_registers()
-                .iter()
-                .filter(|u| {
-                    matches!(
-                        u.access(),
-                        OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
-                    )
-                })
-                .filter_map(|u| gpr_of(u.register().full_register()))
-                .collect();
+            let written = written_gprs(info);
             let value = match instruction.code() {
-                Code::Mov_r64_rm64
+                Op::Mov_r64_rm64
                     if instruction.op1_kind() == OpKind::Memory
                         && instruction.memory_base() == R::RSP
                         && instruction.memory_index() == R::None =>
@@ -496,40 +478,38 @@ pub fn no_pending_store(
                         _ => None,
                     }
                 }
-                Code::Mov_r64_rm64 | Code::Mov_rm64_r64
+                Op::Mov_r64_rm64 | Op::Mov_rm64_r64
                     if instruction.op0_kind() == OpKind::Register && instruction.op1_kind() == OpKind::Register =>
                 {
-                    gpr_of(instruction.op1_register()).and_then(|g| regs[g])
+                    gpr(instruction.op1_register()).and_then(|g| regs[g])
                 }
-                Code::Lea_r64_m if instruction.memory_index() == R::None => {
+                Op::Lea_r64_m if instruction.memory_index() == R::None => {
                     from_state(&regs, rsp, instruction.memory_base())
                         .map(|k| k + instruction.memory_displacement64() as i64)
                 }
-                Code::Add_rm64_imm8 | Code::Add_rm64_imm32 if instruction.op0_kind() == OpKind::Register => {
+                Op::Add_rm64_imm8 | Op::Add_rm64_imm32 if instruction.op0_kind() == OpKind::Register => {
                     op0.and_then(|g| regs[g]).map(|k| k + instruction.immediate(1) as i64)
                 }
-                Code::Sub_rm64_imm8 | Code::Sub_rm64_imm32 if instruction.op0_kind() == OpKind::Register => {
+                Op::Sub_rm64_imm8 | Op::Sub_rm64_imm32 if instruction.op0_kind() == OpKind::Register => {
                     op0.and_then(|g| regs[g]).map(|k| k - instruction.immediate(1) as i64)
                 }
                 _ => None,
             };
             // The stack pointer: pushes, pops and constant adjustments.
             rsp = match instruction.code() {
-                _ if !written.contains(&RSP) => rsp,
-                Code::Push_r64 | Code::Pushq_imm8 | Code::Pushq_imm32 | Code::Push_rm64 => rsp.map(|d| d - 8),
-                Code::Pop_r64 | Code::Pop_rm64 => rsp.map(|d| d + 8),
-                Code::Add_rm64_imm8 | Code::Add_rm64_imm32 if op0 == Some(RSP) => {
+                _ if written & 1 << RSP == 0 => rsp,
+                Op::Push_r64 | Op::Pushq_imm8 | Op::Pushq_imm32 | Op::Push_rm64 => rsp.map(|d| d - 8),
+                Op::Pop_r64 | Op::Pop_rm64 => rsp.map(|d| d + 8),
+                Op::Add_rm64_imm8 | Op::Add_rm64_imm32 if op0 == Some(RSP) => {
                     rsp.map(|d| d + instruction.immediate(1) as i64)
                 }
-                Code::Sub_rm64_imm8 | Code::Sub_rm64_imm32 if op0 == Some(RSP) => {
+                Op::Sub_rm64_imm8 | Op::Sub_rm64_imm32 if op0 == Some(RSP) => {
                     rsp.map(|d| d - instruction.immediate(1) as i64)
                 }
                 _ => None,
             };
-            for g in written {
-                if g != RSP {
-                    regs[g] = None;
-                }
+            for g in (0..16).filter(|&g| g != RSP && written & 1 << g != 0) {
+                regs[g] = None;
             }
             if let Some(g) = op0.filter(|&g| g != RSP) {
                 regs[g] = value;
@@ -561,27 +541,26 @@ const CALLEE_DEPTH: u32 = 3;
 /// function that does. A function without a symbol of its own (a PLT
 /// stub) is its jump.
 fn opaque_callee(binary: &crate::loader::Binary, target: u64, depth: u32) -> bool {
-    use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic, OpKind, Register as R};
+    use iced_x86::{FlowControl, Mnemonic, OpKind, Register as R};
     let (begin, end) = match binary.symbols.functions().find(|(_, a, s)| *a <= target && target < a + s) {
         Some((_, address, size)) => (address, address + size),
         None => (target, target + 16),
     };
-    let Some(bytes) = binary.code(begin, end) else { return false };
-    let slot_loaded = known_slot_registers(binary, begin, end);
+    let code = Code::new(binary, vec![gimli::Range { begin, end }]);
+    let slot_loaded = known_slot_registers(binary, &code.insns);
     let through_slot = |i: &iced_x86::Instruction| {
         i.op0_kind() == OpKind::Memory && i.memory_base() == R::RIP && i.memory_index() == R::None
     };
-    let mut decoder = Decoder::with_ip(64, bytes, begin, DecoderOptions::NONE);
-    for instruction in &mut decoder {
+    for instruction in &code.insns {
         if instruction.mnemonic() == Mnemonic::Syscall {
             return true;
         }
         let opaque = match instruction.flow_control() {
-            FlowControl::IndirectCall | FlowControl::IndirectBranch if through_slot(&instruction) => {
+            FlowControl::IndirectCall | FlowControl::IndirectBranch if through_slot(instruction) => {
                 binary.slot(instruction.memory_displacement64()).is_some_and(|n| !known_to_the_compiler(n))
             }
             FlowControl::IndirectCall if instruction.op0_kind() == OpKind::Register => {
-                gpr_of(instruction.op0_register()).is_none_or(|g| slot_loaded & 1 << g == 0)
+                gpr(instruction.op0_register()).is_none_or(|g| slot_loaded & 1 << g == 0)
             }
             FlowControl::IndirectCall => true,
             FlowControl::Call if depth > 0 => opaque_callee(binary, instruction.near_branch_target(), depth - 1),
@@ -594,52 +573,23 @@ fn opaque_callee(binary: &crate::loader::Binary, target: u64, depth: u32) -> boo
     false
 }
 
-/// The general registers (a bit per DWARF number) that the code in
-/// `[begin, end)` loads from a pointer slot holding a function the compiler
+/// The general registers (a bit per DWARF number) that the instructions
+/// `insns` load from a pointer slot holding a function the compiler
 /// knows the effects of, or one rdb cannot name: a call through them may be
 /// a call LLVM can move a store past (it hoists such loads out of loops).
-fn known_slot_registers(binary: &crate::loader::Binary, begin: u64, end: u64) -> u32 {
-    use iced_x86::{Code, Decoder, DecoderOptions, OpKind, Register as R};
-    let Some(bytes) = binary.code(begin, end) else { return 0 };
+fn known_slot_registers(binary: &crate::loader::Binary, insns: &[iced_x86::Instruction]) -> u32 {
+    use iced_x86::{Code as Op, OpKind, Register as R};
     let mut mask = 0;
-    for instruction in &mut Decoder::with_ip(64, bytes, begin, DecoderOptions::NONE) {
-        if instruction.code() == Code::Mov_r64_rm64
+    for instruction in insns {
+        if instruction.code() == Op::Mov_r64_rm64
             && instruction.op1_kind() == OpKind::Memory
             && instruction.memory_base() == R::RIP
             && binary.slot(instruction.memory_displacement64()).is_none_or(known_to_the_compiler)
         {
-            if let Some(g) = gpr_of(instruction.op0_register()) {
+            if let Some(g) = gpr(instruction.op0_register()) {
                 mask |= 1 << g;
             }
         }
     }
     mask
-}
-
-/// The index (DWARF x86-64 numbering) of a 64-bit general register.
-pub(crate) fn gpr_of(register: iced_x86::Register) -> Option<usize> {
-    use iced_x86::Register as R;
-    Some(match register {
-        R::RAX => 0,
-        R::RDX => 1,
-        R::RCX => 2,
-        R::RBX => 3,
-        R::RSI => 4,
-        R::RDI => 5,
-        R::RBP => 6,
-        R::RSP => 7,
-        R::R8 => 8,
-        R::R9 => 9,
-        R::R10 => 10,
-        R::R11 => 11,
-        R::R12 => 12,
-        R::R13 => 13,
-        R::R14 => 14,
-        R::R15 => 15,
-        _ => return None,
-    })
-}
-
-fn gpr_of_dwarf(dwarf: u16) -> Option<usize> {
-    (dwarf < 16).then_some(dwarf as usize)
 }

@@ -1,11 +1,14 @@
 //! Lazy per-unit indexes of the DWARF: the DIE tree (flattened, with
 //! parents) and the line table, each parsed on first use.
 
+use crate::code::Code;
 use crate::loader::Binary;
 use crate::reader::R;
 use gimli::{AttributeValue, DwTag, Reader, UnitOffset};
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// A DIE identified by its unit (index into [`Index::units`]) and its
 /// position in that unit's flattened tree.
@@ -51,6 +54,8 @@ pub struct Row {
 pub struct Index<'b> {
     pub binary: &'b Binary,
     pub units: Vec<UnitData>,
+    /// Functions' machine code, decoded on first use (see [`Index::code`]).
+    code: RefCell<HashMap<Vec<gimli::Range>, Rc<Code>>>,
 }
 
 impl<'b> Index<'b> {
@@ -77,7 +82,14 @@ impl<'b> Index<'b> {
                 lines: OnceCell::new(),
             });
         }
-        Ok(Index { binary, units })
+        Ok(Index { binary, units, code: RefCell::default() })
+    }
+
+    /// The machine code of `ranges` (a function's), decoded once for all the
+    /// checks of all the regions that read it.
+    pub fn code(&self, ranges: &[gimli::Range]) -> Rc<Code> {
+        let mut cache = self.code.borrow_mut();
+        cache.entry(ranges.to_vec()).or_insert_with(|| Rc::new(Code::new(self.binary, ranges.to_vec()))).clone()
     }
 
     pub fn dwarf(&self) -> &gimli::Dwarf<R> {

@@ -15,8 +15,8 @@
 //! - every way into J (a conditional branch falling through, direct jumps, the
 //!   entries of the jump tables of the function's indirect jumps: branches,
 //!   which end their block, so that no assignment follows them there) leaves
-//!   an instruction where the
-//!   DWARF places the variable in a register or gives it a constant, and one
+//!   an instruction where the DWARF places the variable in a register or gives
+//!   it a constant, and one
 //!   register Y holds that value there on every one of them (that register,
 //!   a copy of it made earlier in the same straight-line code with neither
 //!   written since, or the constant loaded into it), and no instruction in
@@ -30,30 +30,33 @@
 //!   R ran before J (the binding, or a statement after the region that a
 //!   loop around both ran), and the predecessors' locations show its value.
 
+use crate::code::{gpr, is_call, is_direct, written_gprs, Code, CALLER_SAVED_MASK};
 use crate::index::{DieRef, Index};
 use crate::{function, variable};
+use iced_x86::Code as Op;
 use iced_x86::Register::RIP;
-use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, OpAccess, OpKind};
+use iced_x86::{FlowControl, Instruction, InstructionInfoFactory, OpKind};
 use rdb_descriptors::{Location, Register};
+use std::rc::Rc;
 
 /// At most this many entries of one jump table are read.
 const TABLE_LIMIT: u64 = 4096;
 
-/// Registers a call may change (DWARF numbers): the System V caller-saved ones.
-const CALLER_SAVED: u32 = 1 << 0 | 1 << 1 | 1 << 2 | 1 << 4 | 1 << 5 | 1 << 8 | 1 << 9 | 1 << 10 | 1 << 11;
-
 /// A function's instructions and where jumps land.
 struct Function {
-    insns: Vec<Instruction>,
+    code: Rc<Code>,
     /// (target, index of the jumping instruction), sorted.
     jumps: Vec<(u64, usize)>,
 }
 
-impl Function {
-    fn at(&self, address: u64) -> Option<usize> {
-        self.insns.binary_search_by_key(&address, |i| i.ip()).ok()
+impl std::ops::Deref for Function {
+    type Target = Code;
+    fn deref(&self) -> &Code {
+        &self.code
     }
+}
 
+impl Function {
     /// The jumps landing on instruction `n`.
     fn jumps_to(&self, n: usize) -> impl Iterator<Item = usize> + '_ {
         let ip = self.insns[n].ip();
@@ -157,26 +160,19 @@ pub fn held_across_join(
 /// its jumps land (jump tables included); `Err` when a jump may land
 /// anywhere.
 fn decode(index: &Index<'_>, instance: &function::Instance) -> Result<Result<Function, String>, gimli::Error> {
-    let ranges = function::frame_ranges(index, instance)?;
-    let mut insns: Vec<Instruction> = Vec::new();
-    for range in &ranges {
-        let Some(bytes) = index.binary.code(range.begin, range.end) else {
-            return Ok(Err("the function's code cannot be read".into()));
-        };
-        insns.extend(Decoder::with_ip(64, bytes, range.begin, DecoderOptions::NONE));
+    let code = index.code(&function::frame_ranges(index, instance)?);
+    if !code.complete {
+        return Ok(Err("the function's code cannot be read".into()));
     }
-    insns.sort_by_key(|i| i.ip());
-    let inside = |a: u64| ranges.iter().any(|r| r.begin <= a && a < r.end);
     let mut jumps = Vec::new();
-    for (n, i) in insns.iter().enumerate() {
-        let direct = i.op_count() > 0 && matches!(i.op0_kind(), OpKind::NearBranch64 | OpKind::NearBranch32);
+    for (n, i) in code.insns.iter().enumerate() {
         match i.flow_control() {
-            FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch if direct => {
+            FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch if is_direct(i) => {
                 jumps.push((i.near_branch_target(), n));
             }
             // A tail call through a pointer slot.
             FlowControl::IndirectBranch if i.op0_kind() == OpKind::Memory && i.memory_base() == RIP => {}
-            FlowControl::IndirectBranch | FlowControl::ConditionalBranch => match table(index, &insns, n, &inside) {
+            FlowControl::IndirectBranch | FlowControl::ConditionalBranch => match table(index, &code, n) {
                 Some(targets) => jumps.extend(targets.into_iter().map(|t| (t, n))),
                 None => {
                     return Ok(Err(format!(
@@ -189,7 +185,7 @@ fn decode(index: &Index<'_>, instance: &function::Instance) -> Result<Result<Fun
         }
     }
     jumps.sort_unstable();
-    Ok(Ok(Function { insns, jumps }))
+    Ok(Ok(Function { code, jumps }))
 }
 
 /// What the DWARF says the variable is at a way into the join.
@@ -226,28 +222,28 @@ fn holding(code: &Function, p: usize, value: Value, size: u64, factory: &mut Ins
     while code.straight(n) {
         n -= 1;
         let i = &code.insns[n];
-        let gpr = |r: iced_x86::Register| crate::coroutine::gpr_of(r.full_register());
+        let number = |r: iced_x86::Register| gpr(r.full_register());
         let copied = match (value, i.code()) {
-            (Value::Register(x), Code::Mov_r64_rm64 | Code::Mov_rm64_r64)
+            (Value::Register(x), Op::Mov_r64_rm64 | Op::Mov_rm64_r64)
                 if i.op0_kind() == OpKind::Register && i.op1_kind() == OpKind::Register =>
             {
-                gpr(i.op1_register()).filter(|&from| from == x && killed & 1 << x == 0).and(gpr(i.op0_register()))
+                number(i.op1_register()).filter(|&from| from == x && killed & 1 << x == 0).and(number(i.op0_register()))
             }
-            (Value::Constant(c), Code::Xor_r32_rm32 | Code::Xor_rm32_r32 | Code::Xor_r64_rm64 | Code::Xor_rm64_r64)
+            (Value::Constant(c), Op::Xor_r32_rm32 | Op::Xor_rm32_r32 | Op::Xor_r64_rm64 | Op::Xor_rm64_r64)
                 if c & mask == 0
                     && i.op0_kind() == OpKind::Register
                     && i.op1_kind() == OpKind::Register
                     && i.op0_register() == i.op1_register() =>
             {
-                gpr(i.op0_register())
+                number(i.op0_register())
             }
-            (Value::Constant(c), Code::Mov_r32_imm32) if u64::from(i.immediate32()) & mask == c & mask => {
-                gpr(i.op0_register())
+            (Value::Constant(c), Op::Mov_r32_imm32) if u64::from(i.immediate32()) & mask == c & mask => {
+                number(i.op0_register())
             }
-            (Value::Constant(c), Code::Mov_r64_imm64 | Code::Mov_rm64_imm32)
+            (Value::Constant(c), Op::Mov_r64_imm64 | Op::Mov_rm64_imm32)
                 if i.op0_kind() == OpKind::Register && i.immediate64() & mask == c & mask =>
             {
-                gpr(i.op0_register())
+                number(i.op0_register())
             }
             _ => None,
         };
@@ -267,20 +263,7 @@ fn holding(code: &Function, p: usize, value: Value, size: u64, factory: &mut Ins
 /// The registers an instruction writes (DWARF numbers; a call writes the
 /// caller-saved ones).
 fn written(instruction: &Instruction, factory: &mut InstructionInfoFactory) -> u32 {
-    let mut mask = 0;
-    for used in factory.info(instruction).used_registers() {
-        let writes = matches!(
-            used.access(),
-            OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
-        );
-        if let Some(g) = crate::coroutine::gpr_of(used.register().full_register()).filter(|_| writes) {
-            mask |= 1 << g;
-        }
-    }
-    if matches!(instruction.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
-        mask |= CALLER_SAVED;
-    }
-    mask
+    written_gprs(factory.info(instruction)) | if is_call(instruction) { CALLER_SAVED_MASK } else { 0 }
 }
 
 /// The targets of the jump table an indirect jump `insns[n]` takes, as LLVM
@@ -288,29 +271,29 @@ fn written(instruction: &Instruction, factory: &mut InstructionInfoFactory) -> u
 /// movslq (B, I, 4), R; add B, R; jmp *R`, each entry a 32-bit offset from
 /// `T`. Entries are read while they lead into the function (reading past the
 /// table's end only adds targets). `None` for any other indirect jump.
-fn table(index: &Index<'_>, insns: &[Instruction], n: usize, inside: &impl Fn(u64) -> bool) -> Option<Vec<u64>> {
-    let jump = &insns[n];
+fn table(index: &Index<'_>, code: &Code, n: usize) -> Option<Vec<u64>> {
+    let jump = &code.insns[n];
     if jump.flow_control() != FlowControl::IndirectBranch || jump.op0_kind() != OpKind::Register {
         return None;
     }
     let target = jump.op0_register();
-    let window = &insns[n.saturating_sub(8)..n];
+    let window = &code.insns[n.saturating_sub(8)..n];
     let add = window.iter().rposition(|i| {
-        matches!(i.code(), Code::Add_r64_rm64 | Code::Add_rm64_r64)
+        matches!(i.code(), Op::Add_r64_rm64 | Op::Add_rm64_r64)
             && i.op0_kind() == OpKind::Register
             && i.op1_kind() == OpKind::Register
             && i.op0_register() == target
     })?;
     let base = window[add].op1_register();
     let load = window[..add].iter().rposition(|i| {
-        i.code() == Code::Movsxd_r64_rm32
+        i.code() == Op::Movsxd_r64_rm32
             && i.op0_register() == target
             && i.op1_kind() == OpKind::Memory
             && i.memory_base() == base
             && i.memory_index_scale() == 4
             && i.memory_displacement64() == 0
     })?;
-    let lea = window[..load].iter().rposition(|i| i.code() == Code::Lea_r64_m && i.op0_register() == base)?;
+    let lea = window[..load].iter().rposition(|i| i.code() == Op::Lea_r64_m && i.op0_register() == base)?;
     if window[lea].memory_base() != RIP
         || window[lea + 1..]
             .iter()
@@ -324,7 +307,7 @@ fn table(index: &Index<'_>, insns: &[Instruction], n: usize, inside: &impl Fn(u6
     for entry in 0..TABLE_LIMIT {
         let Some(bytes) = index.binary.read_only(table + 4 * entry, table + 4 * entry + 4) else { break };
         let to = table.wrapping_add(i32::from_le_bytes(bytes.try_into().ok()?) as i64 as u64);
-        if !inside(to) {
+        if !code.inside(to) {
             break;
         }
         targets.push(to);
@@ -337,10 +320,8 @@ mod tests {
     use super::*;
 
     fn function(bytes: &[u8]) -> Function {
-        Function {
-            insns: Decoder::with_ip(64, bytes, 0x1000, DecoderOptions::NONE).into_iter().collect(),
-            jumps: Vec::new(),
-        }
+        let insns = iced_x86::Decoder::with_ip(64, bytes, 0x1000, iced_x86::DecoderOptions::NONE).into_iter().collect();
+        Function { code: Rc::new(Code { ranges: Vec::new(), insns, complete: true }), jumps: Vec::new() }
     }
 
     const R12: u32 = 1 << 12;

@@ -87,6 +87,7 @@
 pub mod build;
 mod calls;
 mod cfg;
+mod code;
 mod copies;
 mod coroutine;
 pub mod eval;
@@ -924,28 +925,9 @@ fn locate_local(
                     }
                     _ => None,
                 };
-                // The line standing in for the anchor's runs after statements
-                // that change the variable: it may hold its later value.
-                let changed = stand_ins.get(address).and_then(|&line| {
-                    argument.written_after.iter().find(|&&w| w >= site.anchor.line && w < line).map(|&w| (w, line))
-                });
+                let changed = changed_before_stand_in(site, argument, instance, *address, stand_ins, &mut warnings);
                 let location = match described {
-                    _ if changed.is_some() => {
-                        let (written, line) = changed.expect("checked");
-                        warnings.push(format!(
-                            "region {region}: `{name}` is not served in `{}` at {address:#x}: line {} has no code \
-                             there, line {line} stands in, and line {written} may change `{name}` before it",
-                            instance.name, site.anchor.line
-                        ));
-                        Location::Unavailable {
-                            reason: format!(
-                                "possibly changed already: line {written} of {} may change it, and the region runs \
-                                 after it, before line {line} (line {} has no code of its own in this build)",
-                                site.anchor.file.display(),
-                                site.anchor.line
-                            ),
-                        }
-                    }
+                    _ if changed.is_some() => changed.expect("checked"),
                     _ if stale.is_some() => {
                         let at = show(stale.expect("checked"));
                         warnings.push(format!(
@@ -1052,11 +1034,7 @@ fn entry_value_of_parameter(
             "; it is a parameter of a copy inlined into another function, whose entry is not its own".into()
         ));
     }
-    let ty = match index.inherited(die, gimli::DW_AT_type)? {
-        Some((holder, _)) => index.reference(holder, gimli::DW_AT_type)?,
-        None => None,
-    };
-    if types::has_interior_mutability(index, ty)? {
+    if interior_mutable(index, die)? {
         return Ok(Err("; its type holds an `UnsafeCell` (it may change without `mut`)".into()));
     }
     let Some(entry) = variable::entry_address(index, owner)? else {
@@ -1079,10 +1057,6 @@ fn entry_value_of_parameter(
     })
 }
 
-/// Whether a split value's pieces leave part of the value out: a piece
-/// optimized out, or bytes of a member (of `die`'s type; without members,
-/// any of its `size` bytes) that no piece gives. Padding may go without a
-/// piece (rustc describes `(char, i16)` by 6 of its 8 bytes).
 /// A local the DWARF lost where paths join, in the register holding it on
 /// every path (`joins`), when no statement before the region may change it.
 fn held_across_join(
@@ -1094,20 +1068,27 @@ fn held_across_join(
     address: u64,
     size: u64,
 ) -> Result<Result<Location, String>, gimli::Error> {
-    if !argument.unwritten_before {
-        return Ok(Err(String::new()));
-    }
-    let ty = match index.inherited(die, gimli::DW_AT_type)? {
-        Some((holder, _)) => index.reference(holder, gimli::DW_AT_type)?,
-        None => None,
-    };
-    if types::has_interior_mutability(index, ty)? {
+    if !argument.unwritten_before || interior_mutable(index, die)? {
         return Ok(Err(String::new()));
     }
     let lines = function::LineLookup::new(index, instance, &site.anchor.file)?;
     joins::held_across_join(index, instance, die, address, size, &lines)
 }
 
+/// Whether variable `die`'s type holds an `UnsafeCell` (its value may change
+/// without `mut`).
+fn interior_mutable(index: &index::Index<'_>, die: index::DieRef) -> Result<bool, gimli::Error> {
+    let ty = match index.inherited(die, gimli::DW_AT_type)? {
+        Some((holder, _)) => index.reference(holder, gimli::DW_AT_type)?,
+        None => None,
+    };
+    types::has_interior_mutability(index, ty)
+}
+
+/// Whether a split value's pieces leave part of the value out: a piece
+/// optimized out, or bytes of a member (of `die`'s type; without members,
+/// any of its `size` bytes) that no piece gives. Padding may go without a
+/// piece (rustc describes `(char, i16)` by 6 of its 8 bytes).
 fn incomplete(
     index: &index::Index<'_>,
     die: index::DieRef,
@@ -1208,6 +1189,35 @@ fn locate_frame(index: &index::Index<'_>, site: &RegionSite, placed: &[(function
     ("u64".into(), 8, locations, warnings)
 }
 
+/// Where a later line stands in for the anchor's at `address` and runs after statements that
+/// may change the argument (it may hold its later value there): the location that says so,
+/// with a warning.
+fn changed_before_stand_in(
+    site: &RegionSite,
+    argument: &ArgumentSite,
+    instance: &function::Instance,
+    address: u64,
+    stand_ins: &HashMap<u64, u32>,
+    warnings: &mut Vec<String>,
+) -> Option<Location> {
+    let line = *stand_ins.get(&address)?;
+    let written = *argument.written_after.iter().find(|&&w| w >= site.anchor.line && w < line)?;
+    let name = &argument.name;
+    warnings.push(format!(
+        "region {}: `{name}` is not served in `{}` at {address:#x}: line {} has no code there, line {line} stands \
+         in, and line {written} may change `{name}` before it",
+        site.region, instance.name, site.anchor.line
+    ));
+    Some(Location::Unavailable {
+        reason: format!(
+            "possibly changed already: line {written} of {} may change it, and the region runs after it, before \
+             line {line} (line {} has no code of its own in this build)",
+            site.anchor.file.display(),
+            site.anchor.line
+        ),
+    })
+}
+
 fn locate_static(
     index: &index::Index<'_>,
     site: &RegionSite,
@@ -1248,27 +1258,8 @@ fn locate_static(
     let locations = placed
         .iter()
         .map(|(instance, address)| {
-            // As for locals: a later line standing in for the anchor's runs
-            // after statements that may change the static.
-            let changed = stand_ins.get(address).and_then(|&line| {
-                argument.written_after.iter().find(|&&w| w >= site.anchor.line && w < line).map(|&w| (w, line))
-            });
-            let location = match changed {
-                Some((written, line)) => {
-                    warnings.push(format!(
-                        "region {}: `{}` is not served in `{}` at {address:#x}: line {} has no code there, line \
-                         {line} stands in, and line {written} may change `{}` before it",
-                        site.region, argument.name, instance.name, site.anchor.line, argument.name
-                    ));
-                    Location::Unavailable {
-                        reason: format!(
-                            "possibly changed already: line {written} of {} may change it, and the region runs \
-                             after it, before line {line} (line {} has no code of its own in this build)",
-                            site.anchor.file.display(),
-                            site.anchor.line
-                        ),
-                    }
-                }
+            let location = match changed_before_stand_in(site, argument, instance, *address, stand_ins, &mut warnings) {
+                Some(changed) => changed,
                 None => match &location {
                     Location::Symbol { address: global, .. } if size > 0 && !argument.address_only => {
                         // A store of the anchor's statement or a later one is the program's next
@@ -1280,9 +1271,9 @@ fn locate_static(
                                 .is_none_or(|line| line < site.anchor.line)
                         };
                         // The frame's function: the same code the bypass pass and the future-field check read.
-                        let code = function::frame_ranges(index, instance).unwrap_or_else(|_| instance.ranges.clone());
-                        match stale::pending_store(index.binary, &code, *address, *global, size).filter(|&s| earlier(s))
-                        {
+                        let code = index
+                            .code(&function::frame_ranges(index, instance).unwrap_or_else(|_| instance.ranges.clone()));
+                        match stale::pending_store(&code, *address, *global, size).filter(|&s| earlier(s)) {
                             Some(store) => {
                                 warnings.push(format!(
                                     "region {} ({}): `{}` is not served in `{}` at {address:#x}: the code after it \

@@ -14,40 +14,9 @@
 //! from the frame first) or of a constant is the program's next change, and
 //! memory is current until then.
 
-use crate::loader::Binary;
-use iced_x86::{
-    Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
-};
-use std::collections::{HashMap, VecDeque};
-
-/// Registers a call may change (System V x86-64: the caller-saved ones).
-const CALL_CLOBBERED: [Register; 25] = [
-    Register::RAX,
-    Register::RCX,
-    Register::RDX,
-    Register::RSI,
-    Register::RDI,
-    Register::R8,
-    Register::R9,
-    Register::R10,
-    Register::R11,
-    Register::ZMM0,
-    Register::ZMM1,
-    Register::ZMM2,
-    Register::ZMM3,
-    Register::ZMM4,
-    Register::ZMM5,
-    Register::ZMM6,
-    Register::ZMM7,
-    Register::ZMM8,
-    Register::ZMM9,
-    Register::ZMM10,
-    Register::ZMM11,
-    Register::ZMM12,
-    Register::ZMM13,
-    Register::ZMM14,
-    Register::ZMM15,
-];
+use crate::code::{fixed_address, gpr_register, is_call, writes, Code, CALLER_SAVED};
+use iced_x86::{FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
+use std::collections::VecDeque;
 
 /// A set of full registers (bit = `Register::full_register` as an index).
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
@@ -93,65 +62,55 @@ impl Regs {
 /// since `at`; `None` when there is none. Calls are stepped over (they see
 /// memory, and change only the caller-saved registers); indirect jumps end a
 /// path.
-pub fn pending_store(binary: &Binary, code: &[gimli::Range], at: u64, global: u64, size: u64) -> Option<u64> {
-    let mut instructions: Vec<Instruction> = Vec::new();
-    for range in code {
-        let bytes = binary.code(range.begin, range.end)?;
-        instructions.extend(Decoder::with_ip(64, bytes, range.begin, DecoderOptions::NONE));
+pub fn pending_store(code: &Code, at: u64, global: u64, size: u64) -> Option<u64> {
+    if !code.complete {
+        return None;
     }
-    let by_ip: HashMap<u64, usize> = instructions.iter().enumerate().map(|(k, i)| (i.ip(), k)).collect();
-    let first = *by_ip.get(&at)?;
+    let first = code.at(at)?;
     let end = global + size.max(1);
     let mut info = InstructionInfoFactory::new();
     // Per instruction: the registers that may still hold what they held at `at` when it runs,
     // on some path from `at` that has not read the static.
-    let mut unwritten: Vec<Option<Regs>> = vec![None; instructions.len()];
+    let mut unwritten: Vec<Option<Regs>> = vec![None; code.insns.len()];
     unwritten[first] = Some(Regs::all());
     let mut queue = VecDeque::from([first]);
     while let Some(k) = queue.pop_front() {
         let Some(mut regs) = unwritten[k] else { continue };
-        let instruction = &instructions[k];
+        let instruction = &code.insns[k];
         let used = info.info(instruction);
-        let mut reads = false;
-        let mut writes = false;
-        for m in used.used_memory() {
-            // RIP-relative (the displacement is then the absolute address) or absolute.
-            let fixed = m.base() == Register::RIP || (m.base() == Register::None && m.index() == Register::None);
-            if !fixed {
-                continue;
-            }
+        let mut loaded = false;
+        let mut stored = false;
+        for m in used.used_memory().iter().filter(|m| fixed_address(m)) {
             let address = m.displacement();
             if address + u64::from(m.memory_size().size() as u32) <= global || address >= end {
                 continue;
             }
             match m.access() {
-                OpAccess::Write | OpAccess::CondWrite => writes = true,
+                OpAccess::Write | OpAccess::CondWrite => stored = true,
                 OpAccess::NoMemAccess => {}
-                _ => reads = true,
+                _ => loaded = true,
             }
         }
-        if reads {
+        if loaded {
             continue; // this path reads memory first: what it holds is current at `at`
         }
-        if writes && stored_register(instruction).is_some_and(|r| regs.has(r)) {
+        if stored && stored_register(instruction).is_some_and(|r| regs.has(r)) {
             return Some(instruction.ip());
         }
-        for r in used.used_registers() {
-            if matches!(
-                r.access(),
-                OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
-            ) {
-                regs.remove(r.register());
-            }
+        for r in used.used_registers().iter().filter(|r| writes(r.access())) {
+            regs.remove(r.register());
         }
-        let flow = instruction.flow_control();
-        if matches!(flow, FlowControl::Call | FlowControl::IndirectCall) {
-            for r in CALL_CLOBBERED {
-                regs.remove(r);
+        if is_call(instruction) {
+            // The caller-saved registers, vector ones included.
+            for g in CALLER_SAVED {
+                regs.remove(gpr_register(g));
+            }
+            for z in 0..16 {
+                regs.remove(Register::ZMM0 + z);
             }
         }
         let mut next = |ip: u64| {
-            if let Some(&n) = by_ip.get(&ip) {
+            if let Some(n) = code.at(ip) {
                 let changed = match &mut unwritten[n] {
                     Some(existing) => existing.absorb(regs),
                     slot @ None => {
@@ -164,7 +123,7 @@ pub fn pending_store(binary: &Binary, code: &[gimli::Range], at: u64, global: u6
                 }
             }
         };
-        match flow {
+        match instruction.flow_control() {
             FlowControl::Next | FlowControl::Call | FlowControl::IndirectCall => next(instruction.next_ip()),
             FlowControl::ConditionalBranch => {
                 next(instruction.next_ip());

@@ -173,10 +173,6 @@ impl Layout {
     pub fn find(&self, name: &str) -> Option<&(Register, usize)> {
         self.registers.iter().find(|(r, _)| r.name == name)
     }
-
-    pub fn by_number(&self, number: u32) -> Option<&(Register, usize)> {
-        self.registers.iter().find(|(r, _)| r.number == number)
-    }
 }
 
 /// The general-purpose registers `Regs` holds, by their target-description names.

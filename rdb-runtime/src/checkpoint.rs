@@ -100,11 +100,6 @@ impl Checkpoint {
         self.saved.halted.map(|h| h.tid)
     }
 
-    /// The trace index of the event that last let `tid` run user code, at the checkpoint.
-    pub fn stretch_of(&self, tid: Tid) -> Option<u64> {
-        self.saved.procs.iter().find(|(t, _)| *t == tid).map(|(_, p)| p.stretch)
-    }
-
     /// Where the replay was halted, as a point of the debugged process.
     pub fn position(&self) -> Option<&Position> {
         self.saved.position.as_ref()

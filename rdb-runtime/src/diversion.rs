@@ -40,8 +40,6 @@ pub struct Diversion {
     copy: Pid,
     /// The recorded thread the copy's thread stands for.
     tid: Tid,
-    /// The registers of the replay's thread when the copy was made.
-    original: Regs,
     /// It ran code at least once.
     ran: bool,
     /// The syscall it stopped at, after which it runs no further.
@@ -49,9 +47,9 @@ pub struct Diversion {
 }
 
 impl Diversion {
-    /// Take over `copy`, a fork of the process of the replay's thread `tid`, which had
-    /// registers `original` (see `Session::divert`).
-    pub(crate) fn new(tid: Tid, copy: Pid, original: Regs) -> Result<Diversion, Error> {
+    /// Take over `copy`, a fork of the process of the replay's thread `tid` (see
+    /// `Session::divert`).
+    pub(crate) fn new(tid: Tid, copy: Pid) -> Result<Diversion, Error> {
         let thread = match Thread::new(copy, copy) {
             Ok(t) => t,
             Err(e) => {
@@ -59,7 +57,7 @@ impl Diversion {
                 return Err(Error::ptrace(copy, "taking the diversion's thread")(e));
             }
         };
-        let mut d = Diversion { thread, copy, tid, original, ran: false, syscall: None };
+        let mut d = Diversion { thread, copy, tid, ran: false, syscall: None };
         d.thread.trap_syscalls();
         Ok(d)
     }
@@ -102,11 +100,6 @@ impl Diversion {
 
     pub fn remove_breakpoint(&mut self, addr: u64) -> io::Result<()> {
         self.thread.remove_breakpoint(addr)
-    }
-
-    /// The registers of the replay's thread when the copy was made.
-    pub fn original_regs(&self) -> &Regs {
-        &self.original
     }
 
     /// Whether the copy ran code.

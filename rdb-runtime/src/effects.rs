@@ -35,7 +35,7 @@ pub fn read_iovecs(mem: &dyn Memory, addr: u64, count: u64) -> Vec<(u64, u64)> {
 }
 
 /// Split `total` bytes over iovecs, as the kernel fills them.
-fn scatter(iov: &[(u64, u64)], mut total: u64, ranges: &mut Vec<(u64, u64)>) {
+pub(crate) fn scatter(iov: &[(u64, u64)], mut total: u64, ranges: &mut Vec<(u64, u64)>) {
     for &(base, len) in iov {
         if total == 0 {
             break;
@@ -43,6 +43,13 @@ fn scatter(iov: &[(u64, u64)], mut total: u64, ranges: &mut Vec<(u64, u64)>) {
         let n = len.min(total);
         ranges.push((base, n));
         total -= n;
+    }
+}
+
+/// The iovecs of the `struct msghdr` at `h`, filled with `total` bytes.
+pub(crate) fn msghdr_iovecs(mem: &dyn Memory, h: u64, total: u64, ranges: &mut Vec<(u64, u64)>) {
+    if let (Some(iov), Some(count)) = (read_u64(mem, h + 16), read_u64(mem, h + 24)) {
+        scatter(&read_iovecs(mem, iov, count), total, ranges);
     }
 }
 
@@ -81,10 +88,7 @@ pub fn written_ranges(nr: u64, args: &[u64; 6], ret: i64, mem: &dyn Memory) -> R
                 if let (Some(name), Some(namelen)) = (read_u64(mem, h), read_u32(mem, h + 8)) {
                     ranges.push((name, namelen as u64));
                 }
-                if let (Some(iov), Some(iovlen)) = (read_u64(mem, h + 16), read_u64(mem, h + 24)) {
-                    let iov = read_iovecs(mem, iov, iovlen);
-                    scatter(&iov, uret, &mut ranges);
-                }
+                msghdr_iovecs(mem, h, uret, &mut ranges);
                 if let (Some(ctl), Some(ctllen)) = (read_u64(mem, h + 32), read_u64(mem, h + 40)) {
                     ranges.push((ctl, ctllen));
                 }

@@ -6,7 +6,7 @@
 
 use rdb_tracee::Memory;
 
-use crate::effects::read_iovecs;
+use crate::effects::{msghdr_iovecs, read_iovecs, scatter};
 use crate::syscalls::{self, In, Out, Sysno};
 
 /// Most bytes of data one call reports.
@@ -60,29 +60,6 @@ pub fn data(nr: u64, args: &[u64; 6], ret: i64, completed: bool, mem: &dyn Memor
         }
     }
     out
-}
-
-/// `total` bytes over iovecs, in order.
-fn scatter(iov: &[(u64, u64)], mut total: u64, ranges: &mut Vec<(u64, u64)>) {
-    for &(base, len) in iov {
-        if total == 0 {
-            break;
-        }
-        let n = len.min(total);
-        ranges.push((base, n));
-        total -= n;
-    }
-}
-
-/// The iovecs of the `struct msghdr` at `h`, filled with `total` bytes.
-fn msghdr_iovecs(mem: &dyn Memory, h: u64, total: u64, ranges: &mut Vec<(u64, u64)>) {
-    let mut b = [0u8; 16];
-    if mem.read_memory(h + 16, &mut b).ok() != Some(16) {
-        return;
-    }
-    let iov = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
-    let count = u64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
-    scatter(&read_iovecs(mem, iov, count), total, ranges);
 }
 
 /// The position of the file descriptor argument of calls that work on one (`read`, `write`,

@@ -900,11 +900,12 @@ impl Replayer<'_> {
         self.procs.iter().any(|(t, p)| *t != tid && p.user && self.units.unit(p.group) == unit)
     }
 
-    /// Make `sig` pending for exactly this thread (not for any thread of its process).
+    /// Make `sig` pending for exactly this thread (not for any thread of its process). The
+    /// thread group is the kernel's: after going back to a checkpoint forked from another
+    /// thread, the recorded main thread is a clone, whose pid is not the group's.
     fn signal_thread(&self, tid: Tid, sig: i32) -> std::io::Result<()> {
-        let p = self.proc(tid);
-        let leader = self.procs.get(&p.group).map_or(p.pid, |l| l.pid);
-        ptrace::tgkill(leader, p.pid, sig)
+        let pid = self.proc(tid).pid;
+        ptrace::tgkill(rdb_tracee::procfs::thread_group(pid)?, pid, sig)
     }
 
     /// Other threads share `tid`'s process.

@@ -694,7 +694,6 @@ impl<'o> Session<'o> {
                 ),
             });
         }
-        let original = rdb_tracee::ptrace::get_regs(pid).map_err(Error::ptrace(pid, "reading registers"))?;
         let (copy, _) = self.r.fork_thread(tid)?;
         // The copy runs the program's own code: no `int3` of the replayer's.
         for (&addr, bp) in self.r.procs[&tid].breakpoints.borrow().iter() {
@@ -704,7 +703,7 @@ impl<'o> Session<'o> {
                 return Err(Error::ptrace(copy, "lifting a breakpoint in a diversion")(e));
             }
         }
-        Diversion::new(tid, copy, original)
+        Diversion::new(tid, copy)
     }
 
     /// Count hits without a stop at the observer's counting sites (see

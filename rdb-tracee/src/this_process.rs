@@ -170,8 +170,7 @@ pub fn rdtscp() -> (u64, u32) {
     (tsc, aux)
 }
 
-/// `arch_prctl` codes of CPUID faulting (`asm/prctl.h`).
-pub const ARCH_GET_CPUID: u64 = 0x1011;
+/// `arch_prctl` code of CPUID faulting (`asm/prctl.h`).
 pub const ARCH_SET_CPUID: u64 = 0x1012;
 
 /// Execute `cpuid` for `leaf` and `subleaf` (eax, ecx) on this thread: eax, ebx, ecx, edx.

@@ -58,7 +58,7 @@ pub(super) fn run(a: Args) -> Result<i32> {
         stop_at,
         interrupt: &INTERRUPTED,
     };
-    let mut outcome = find_changes(opts)?;
+    let mut outcome = find_changes(opts).map_err(super::engine_error)?;
     let code = report(&outcome, stop_at);
     if code == 0 && a.then.is_some() {
         let Some(session) = outcome.session.take() else { return Ok(code) };

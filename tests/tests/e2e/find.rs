@@ -33,6 +33,15 @@ fn insert_after(file: &Path, after: &str, nth: usize, line: &str) {
     std::fs::write(file, out).unwrap();
 }
 
+/// Imports `rdb_check!` in the Rust source `file` and puts the line `check` after its first line
+/// that contains `after`.
+fn add_check(file: &Path, after: &str, check: &str) {
+    let source =
+        std::fs::read_to_string(file).unwrap().replace("rdb_begin, rdb_end}", "rdb_begin, rdb_check, rdb_end}");
+    std::fs::write(file, source).unwrap();
+    insert_after(file, after, 0, check);
+}
+
 /// What one `rdb find` printed: the answer line (`hit N, event E, thread T, FILE:LINE: MESSAGE`),
 /// the probes made and their bound, and the transitions of a scan.
 #[derive(Debug)]
@@ -152,15 +161,9 @@ pub fn jobq_losing_a_job() {
     // 300 priorities out of 64: a collision is certain.
     rdb_tests::record(&app.dir, Path::new("trace"), &["target/debug/jobq", "300"]);
     app.instrument();
-    let main = app.dir.join("src/main.rs");
-    let source = std::fs::read_to_string(&main)
-        .unwrap()
-        .replace("use rdb_macros::{rdb_begin, rdb_end};", "use rdb_macros::{rdb_begin, rdb_check, rdb_end};");
-    std::fs::write(&main, source).unwrap();
-    insert_after(
-        &main,
+    add_check(
+        &app.dir.join("src/main.rs"),
         "rdb_begin!();",
-        0,
         "        rdb_check!(queue.len() == JOBS_CREATED.load(Ordering::Relaxed), \"{} queued, {} created\", queue.len(), JOBS_CREATED.load(Ordering::Relaxed));",
     );
     assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
@@ -184,16 +187,9 @@ pub fn minibc_stack_depth() {
     assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
     rdb_tests::record(&app.dir, Path::new("trace"), &["target/debug/minibc", "examples/loops.bc"]);
     app.instrument();
-    let vm = app.dir.join("src/vm.rs");
-    let source = std::fs::read_to_string(&vm).unwrap().replace(
-        "use rdb_macros::{debug_only, rdb_begin, rdb_end};",
-        "use rdb_macros::{debug_only, rdb_begin, rdb_check, rdb_end};",
-    );
-    std::fs::write(&vm, source).unwrap();
-    insert_after(
-        &vm,
+    add_check(
+        &app.dir.join("src/vm.rs"),
         "rdb_begin!();",
-        0,
         "            rdb_check!(!matches!(inst, Inst::BranchIfFalse(_)) || !self.stack.is_empty(), \"pc={pc} {:?} on stack {:?}\", inst, self.stack);",
     );
     assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
@@ -211,16 +207,9 @@ pub fn race_lost_update() {
     let (app, rec) = SampleApp::race_recorded_with_chaos(tmp.path(), &trace);
     assert!(text(&rec.stderr).contains("rdb: recorded"), "{}", text(&rec.stderr));
     app.instrument();
-    let main = app.dir.join("src/main.rs");
-    let source = std::fs::read_to_string(&main).unwrap().replace(
-        "use rdb_macros::{debug_only, rdb_begin, rdb_end};",
-        "use rdb_macros::{debug_only, rdb_begin, rdb_check, rdb_end};",
-    );
-    std::fs::write(&main, source).unwrap();
-    insert_after(
-        &main,
+    add_check(
+        &app.dir.join("src/main.rs"),
         "rdb_begin!();",
-        0,
         "        rdb_check!(COUNTER.load(Ordering::Relaxed) == seen, \"thread {t} op {i} read {seen}, the counter is {} now\", COUNTER.load(Ordering::Relaxed));",
     );
     assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
@@ -352,15 +341,9 @@ pub fn counting_stubs_count_the_copies_of_a_generic_region() {
     assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
     rdb_tests::record(&app.dir, Path::new("trace"), &["target/debug/bank"]);
     app.instrument();
-    let main = app.dir.join("src/main.rs");
-    let source = std::fs::read_to_string(&main)
-        .unwrap()
-        .replace("use rdb_macros::{rdb_begin, rdb_end};", "use rdb_macros::{rdb_begin, rdb_check, rdb_end};");
-    std::fs::write(&main, source).unwrap();
-    insert_after(
-        &main,
+    add_check(
+        &app.dir.join("src/main.rs"),
         "println!(\"[rdb] describe {label} = {:?}\", value);",
-        0,
         "    rdb_check!(label == \"balances\", \"described {label}\");",
     );
     assert_success("cargo rdb build", &run_cargo_rdb(&app.dir, &["build"]));
@@ -375,4 +358,57 @@ pub fn counting_stubs_count_the_copies_of_a_generic_region() {
     let answer = stubs.answer.unwrap();
     assert_eq!(hit_of(&answer), 2, "{answer}");
     assert!(answer.ends_with("described threads"), "{answer}");
+}
+
+/// A search over a trace cut short (a killed recorder: its last chunk incomplete) says so and
+/// exits 4, as `rdb replay` and `rdb gdb` do, with counting stubs, with a stop at every hit, in
+/// a scan and over a place's changes: never an answer about the hits before the cut as if the
+/// program had ended there.
+pub fn a_search_on_a_trace_cut_short_says_so_and_exits_4() {
+    let tmp = scratch("find-cut");
+    let dir = tmp.path();
+    std::fs::copy(rdb_tests::program("support/lines_slowly.c"), dir.join("lines.c")).unwrap();
+    run_ok("clang-14", timed(600, "clang-14").args(["-O0", "-g", "lines.c", "-o", "lines"]).current_dir(dir));
+    rdb_tests::record(dir, Path::new("trace"), &["./lines"]);
+    // Cut the events file in the middle of its last chunk of events (see rdb-runtime's
+    // `trace/chunk.rs`: a 52-byte header whose bytes 4..8 are the payload's length).
+    std::fs::remove_file(dir.join("trace/summary.json")).unwrap();
+    let events = dir.join("trace/events");
+    let bytes = std::fs::read(&events).unwrap();
+    let mut chunks = Vec::new();
+    let mut at = 0;
+    while at + 52 <= bytes.len() {
+        chunks.push((at, &bytes[at..at + 4] == b"RDBC"));
+        at += 52 + u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+    }
+    let starts: Vec<usize> = chunks.iter().filter(|(_, events)| *events).map(|(at, _)| *at).collect();
+    assert!(starts.len() >= 2, "the recording of over a second has several chunks: {chunks:?}");
+    let cut = starts[starts.len() - 1] as u64 + 60;
+    std::fs::OpenOptions::new().write(true).open(&events).unwrap().set_len(cut).unwrap();
+    insert_after(&dir.join("lines.c"), "#include <unistd.h>", 0, "#include \"rdb.h\"");
+    insert_after(
+        &dir.join("lines.c"),
+        "printed++;",
+        0,
+        "        rdb_begin\n        rdb_check(i >= 0, \"line %d\", i);\n        rdb_end",
+    );
+    run_ok("rdb-clang", timed(600, rdb_clang()).args(["-O0", "-g", "lines.c", "-o", "lines"]).current_dir(dir));
+    for (args, stops) in
+        [(&[][..], false), (&[][..], true), (&["--scan"][..], false), (&["--expr", "printed", "--changes"][..], false)]
+    {
+        let mut command = rdb_tests::rdb(&[&["find", "trace", "--debug", "./lines"], args].concat());
+        if stops {
+            command.env("RDB_FIND_BREAKPOINTS", "1");
+        }
+        let out = rdb_tests::output(command.current_dir(dir));
+        let said = format!("{args:?} (a stop at every hit: {stops}):\n{}", rdb_tests::describe(&out));
+        assert_eq!(out.status.code(), Some(rdb_tests::EXIT_ENDS_EARLY), "{said}");
+        // The search replayed the trace up to its cut (the chunks before it hold most of the run).
+        let after = text(&out.stderr)
+            .split("the trace ends early after ")
+            .nth(1)
+            .map(|r| r.split(' ').next().unwrap().to_string());
+        assert!(after.is_some_and(|n| n.parse::<u64>().unwrap() > 100), "{said}");
+        assert!(!text(&out.stdout).contains("hit "), "{said}");
+    }
 }

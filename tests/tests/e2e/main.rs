@@ -198,6 +198,7 @@ fn main() {
         minibc_stack_depth,
         race_lost_update,
         ctrl_c_prints_the_interval_and_the_resumed_search_finds_the_same,
+        a_search_on_a_trace_cut_short_says_so_and_exits_4,
     ));
     trials.extend(scenarios!(find_expr:
         rust_static_changes_are_the_ones_the_write_callback_sees,
