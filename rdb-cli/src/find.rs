@@ -59,6 +59,10 @@ pub struct Args {
     /// With --expr: stop at change N (from 1), e.g. for --then gdb.
     #[arg(long, value_name = "N", requires = "expr")]
     change: Option<usize>,
+    /// With --expr: stop at the first change after which `value OP N` holds (OP: == != < <= >
+    /// >=; N: an integer, true or false), e.g. `--first 'value > 100'`.
+    #[arg(long, value_name = "COND", requires = "expr", conflicts_with_all = ["first_change", "change", "changes"])]
+    first: Option<String>,
     /// Find the first hit where the check fails (the default).
     #[arg(long, conflicts_with_all = ["last_true", "changes"])]
     first_false: bool,

@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 
 use anyhow::{bail, Result};
-use rdb_debugger::find_expr::{find_changes, show, Change, ExprOptions, ExprOutcome, Step, Watched};
+use rdb_debugger::find_expr::{find_changes, show, Change, ExprOptions, ExprOutcome, Predicate, Step, Watched};
 use rdb_locate::PlaceStep;
 use rdb_runtime::trace::Tid;
 use rdb_runtime::ReplayOptions;
@@ -38,9 +38,13 @@ pub(super) fn run(a: Args) -> Result<i32> {
         (true, _) => Some(1),
         (false, Some(0)) => bail!("--change N counts changes from 1"),
         (false, Some(n)) => Some(n),
-        // `--then gdb` stops at the first change unless --change says which.
-        (false, None) if a.then.is_some() => Some(1),
+        // `--then gdb` stops at the first change unless --change or --first says which.
+        (false, None) if a.then.is_some() && a.first.is_none() => Some(1),
         (false, None) => None,
+    };
+    let first = match &a.first {
+        Some(text) => Some(Predicate::parse(text).map_err(|e| anyhow::anyhow!("--first {e}"))?),
+        None => None,
     };
     let resolved = traces::resolve(a.trace.clone())?;
     let watched = resolve_place(&a.debug, &expr)?;
@@ -57,9 +61,13 @@ pub(super) fn run(a: Args) -> Result<i32> {
         process: a.pid.map(Tid),
         stop_at,
         interrupt: &INTERRUPTED,
+        first: first.clone(),
     };
     let mut outcome = find_changes(opts)?;
-    let code = report(&outcome, stop_at);
+    let code = match &first {
+        Some(p) => report_first(&outcome, p),
+        None => report(&outcome, stop_at),
+    };
     if code == 0 && a.then.is_some() {
         let Some(session) = outcome.session.take() else { return Ok(code) };
         return super::then_gdb(session, &a.gdb_args);
@@ -84,6 +92,51 @@ pub(crate) fn line(c: &Change, type_name: &str) -> String {
         show(type_name, &c.old),
         show(type_name, &c.new)
     )
+}
+
+/// `--first COND`: the change after which it first holds (the changes before it are not
+/// listed), or that it holds from the start (nothing on stdout).
+fn report_first(o: &ExprOutcome, p: &Predicate) -> i32 {
+    let w = &o.watched;
+    let t = &w.type_name;
+    let secs = o.elapsed.as_secs_f64();
+    if p.holds(t, &o.initial) {
+        eprintln!("rdb: `{}` holds from the start (`{}` is {}), {secs:.2} s", p.text, w.expr, show(t, &o.initial));
+        return 0;
+    }
+    match o.changes.last() {
+        Some(c) if p.holds(t, &c.new) => {
+            println!("{}", line(c, t));
+            for l in c.backtrace.lines() {
+                println!("  {l}");
+            }
+            let at = if o.pages { "at the next event after it" } else { "right after it" };
+            eprintln!(
+                "rdb: change {} of `{}` is the first after which `{}` holds, {secs:.2} s (the replay stopped {at})",
+                c.number, w.expr, p.text
+            );
+            0
+        }
+        _ if o.interrupted || INTERRUPTED.load(Ordering::Relaxed) => {
+            eprintln!(
+                "rdb: interrupted: `{}` did not hold in the {} changes of `{}` before the interruption",
+                p.text,
+                o.changes.len(),
+                w.expr
+            );
+            EXIT_INTERRUPTED
+        }
+        _ => {
+            eprintln!(
+                "rdb: `{}` never holds: {} changes of `{}` from {} in the whole replay, {secs:.2} s",
+                p.text,
+                o.changes.len(),
+                w.expr,
+                show(t, &o.initial)
+            );
+            EXIT_NOT_FOUND
+        }
+    }
 }
 
 fn report(o: &ExprOutcome, stop_at: Option<usize>) -> i32 {

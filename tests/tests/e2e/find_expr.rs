@@ -445,3 +445,70 @@ pub fn rust_places_follow_vec_box_and_pointers() {
         assert!(text(&out.stderr).contains(why), "{expr}: {}", text(&out.stderr));
     }
 }
+
+/// `--first 'value OP N'` over a place (`tests/fixtures/find_expr/list.c`'s
+/// `LIST.head->next->value`, whose value is none, then 30, 20, 21, 30, 77 by the kernel's
+/// `read`, 78): for each condition, the change found is the first one of the linear listing
+/// (`--changes`) after which the condition holds, with the same statement and backtrace, and a
+/// second search finds the same; a value that is none satisfies no condition; a condition that
+/// never holds exits 6, one that holds from the start says so; `--then gdb` opens gdb right after
+/// the change found; a condition over a value that is no integer is refused.
+pub fn expr_first_condition_is_the_linear_listings_first() {
+    let tmp = scratch("find-expr-first");
+    let dir = tmp.path();
+    copy_files(&repo_root().join("tests/fixtures/find_expr"), dir);
+    clang(&dir.join("list.c"), &dir.join("list"), &["-O0", "-g"], &[]);
+    rdb_tests::record(dir, Path::new("trace"), &["./list"]);
+    let place = ["trace", "--debug", "./list", "--expr", "LIST.head->next->value"];
+    let (all_changes, all) = find_changes(dir, &[&place[..], &["--changes"]].concat(), 0);
+    let values: Vec<Option<i64>> = all_changes.iter().map(|c| c.new.parse().ok()).collect();
+    assert_eq!(values, [None, Some(30), Some(20), Some(21), Some(30), Some(77), Some(78)], "{all}");
+    type Check = fn(i64) -> bool;
+    let conditions: [(&str, Check); 7] = [
+        ("value == 30", |v| v == 30),
+        ("value < 25", |v| v < 25),
+        ("value >= 0x4d", |v| v >= 77),
+        ("value != 30", |v| v != 30),
+        ("value > 77", |v| v > 77),
+        ("value <= 21", |v| v <= 21),
+        ("value > -1", |v| v > -1),
+    ];
+    let mut numbers = Vec::new();
+    for (cond, check) in conditions {
+        let linear = all_changes.iter().position(|c| c.new.parse().is_ok_and(check)).expect("the listing has one");
+        let (found, out) = find_changes(dir, &[&place[..], &["--first", cond]].concat(), 0);
+        assert_eq!(found, all_changes[linear..=linear], "--first {cond:?}:\n{out}\nthe listing:\n{all}");
+        assert!(out.contains(&format!("change {} of `LIST.head->next->value` is the first", linear + 1)), "{out}");
+        numbers.push(linear + 1);
+    }
+    // Not all the same change: none (1), 30 (2), 20 (3), the kernel's 77 (6), 78 (7).
+    assert_eq!(numbers, [2, 3, 6, 3, 7, 3, 2]);
+    let again = find_changes(dir, &[&place[..], &["--first", "value >= 0x4d"]].concat(), 0).0;
+    assert_eq!(again, all_changes[5..6], "a second search found another change");
+    let (none, out) = find_changes(dir, &[&place[..], &["--first", "value > 78"]].concat(), 6);
+    assert!(none.is_empty() && out.contains("`value > 78` never holds: 7 changes"), "{out}");
+    let limit = ["trace", "--debug", "./list", "--expr", "CFG.limits[2]", "--first", "value == 3"];
+    let (none, out) = find_changes(dir, &limit, 0);
+    assert!(none.is_empty() && out.contains("`value == 3` holds from the start (`CFG.limits[2]` is 3)"), "{out}");
+    let limit = ["trace", "--debug", "./list", "--expr", "CFG.limits[2]", "--first", "value > 3"];
+    let (one, out) = find_changes(dir, &limit, 0);
+    assert_eq!((one.len(), one[0].new.as_str(), base(&one[0].file), one[0].line), (1, "33", "list.c", 56), "{out}");
+    let out = rdb_in(
+        dir,
+        &[
+            &["find"][..],
+            &place,
+            &["--first", "value < 25", "--then", "gdb", "--", "-batch", "-ex", "print LIST.head->next->value"],
+        ]
+        .concat(),
+    );
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("$1 = 20"), "{stdout}\n{}", text(&out.stderr));
+    for (expr, cond, why) in
+        [("CFG.range", "value > 1", "is not one"), ("LIST.head->next->value", "value => 1", "expected `value OP N`")]
+    {
+        let out = rdb_in(dir, &["find", "trace", "--debug", "./list", "--expr", expr, "--first", cond]);
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(why), "--expr {expr} --first {cond:?}: {stderr}");
+    }
+}
