@@ -256,7 +256,8 @@ pub fn c_global_overrun_and_kernel_write() {
 /// The race sample's `COUNTER`, stored by three threads (recorded under the chaos scheduler,
 /// losing updates): the watch follows the threads created after it was set, every change is
 /// the worker's store and starts from the value the one before left, the last one is the
-/// count the program printed, and a second search lists the same changes.
+/// count the program printed, and a second search lists the same changes; `--first COND` finds
+/// the listing's first change that satisfies it.
 pub fn racy_counter_changes_in_every_thread() {
     let tmp = scratch("find-expr-race");
     let trace = tmp.path().join("trace");
@@ -282,6 +283,13 @@ pub fn racy_counter_changes_in_every_thread() {
     assert_eq!(threads.len(), 3, "changes by {threads:?}:\n{all}");
     let (again, _) = find_changes(&app.dir, &args, 0);
     assert_eq!(again, changes, "a second search found other changes");
+    // `--first 'value >= K'` (K the value after the middle change) stops at the listing's first
+    // change to at least K, in whichever thread made it.
+    let k: u64 = changes[changes.len() / 2].new.parse().unwrap();
+    let linear = changes.iter().position(|c| c.new.parse::<u64>().unwrap() >= k).unwrap();
+    let cond = format!("value >= {k}");
+    let (first, out) = find_changes(&app.dir, &[&args[..5], &["--first", &cond]].concat(), 0);
+    assert_eq!(first, changes[linear..=linear], "--first {cond:?}:\n{out}");
 }
 
 /// Places over C globals (`tests/fixtures/find_expr/list.c`): `LIST.head->next->value` changes
