@@ -53,6 +53,11 @@ pub struct Args {
     /// FILE:LINE (0xADDR in FUNC): OLD -> NEW`) and backtrace.
     #[arg(long, value_name = "PLACE", conflicts_with_all = ["region", "at", "first_false", "last_true", "scan", "between"])]
     expr: Option<String>,
+    /// The statement after which a watched value first changes (--changes) or first is false
+    /// (--first-false): a debug-only `#[rdb_macros::watched(STATIC)] fn NAME(v: &T) -> R`
+    /// built with `cargo rdb build`, run in the debug host.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["region", "at", "expr", "last_true", "scan", "between", "then"])]
+    watch: Option<String>,
     /// With --expr: stop at the first change.
     #[arg(long, requires = "expr", conflicts_with = "change")]
     first_change: bool,
@@ -106,6 +111,9 @@ extern "C" fn on_sigint(_: libc::c_int) {
 pub fn run(a: Args) -> Result<i32> {
     if a.expr.is_some() {
         return expr::run(a);
+    }
+    if a.watch.is_some() {
+        return expr::run_watch(a);
     }
     let resolved = traces::resolve(a.trace.clone())?;
     let total_events = Trace::peek(&resolved.dir).ok().and_then(|(_, s)| s).map(|s| s.events);

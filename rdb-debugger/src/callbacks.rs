@@ -201,6 +201,8 @@ impl Callbacks {
                 CallbackEvent::Access { address, size, reads, .. } => {
                     c.statics.push(StaticAccess { id: cb.id, address: *address, size: *size, reads: *reads });
                 }
+                // Called by `rdb find --watch` only.
+                CallbackEvent::Watched { .. } => {}
             }
         }
         c.symbols.sort_by_key(|s| s.id);

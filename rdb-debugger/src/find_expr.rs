@@ -422,7 +422,7 @@ pub fn show_value(type_name: &str, bytes: &[u8]) -> String {
 }
 
 /// A read of `len` bytes that read them all.
-fn exact<E: std::fmt::Display>(read: Result<usize, E>, len: usize) -> Result<(), String> {
+pub(crate) fn exact<E: std::fmt::Display>(read: Result<usize, E>, len: usize) -> Result<(), String> {
     match read {
         Ok(n) if n == len => Ok(()),
         Ok(n) => Err(format!("{n} of its {len} bytes are mapped")),
@@ -855,7 +855,7 @@ impl Watch {
 /// The instruction that ends at `after`, decoded from the start of the main binary's function
 /// holding it (`functions`: link-time start and size, sorted; `bias`: the load bias); `None`
 /// outside the main binary or where no instruction ends there.
-fn writer(functions: &[(u64, u64)], bias: u64, target: &dyn Target, after: u64) -> Option<u64> {
+pub(crate) fn writer(functions: &[(u64, u64)], bias: u64, target: &dyn Target, after: u64) -> Option<u64> {
     let relative = after.wrapping_sub(1).wrapping_sub(bias);
     let i = functions.partition_point(|&(start, _)| start <= relative).checked_sub(1)?;
     let (start, size) = functions[i];
@@ -881,7 +881,7 @@ fn writer(functions: &[(u64, u64)], bias: u64, target: &dyn Target, after: u64) 
 }
 
 /// The function symbols of `binary` (link-time start, size), sorted by start.
-fn function_symbols(binary: &Path) -> Vec<(u64, u64)> {
+pub(crate) fn function_symbols(binary: &Path) -> Vec<(u64, u64)> {
     use object::{Object, ObjectSymbol, SymbolKind};
     let Ok(data) = std::fs::read(binary) else { return Vec::new() };
     let Ok(file) = object::File::parse(&*data) else { return Vec::new() };

@@ -520,3 +520,48 @@ pub fn expr_first_condition_is_the_linear_listings_first() {
         assert!(!out.status.success() && stderr.contains(why), "--expr {expr} --first {cond:?}: {stderr}");
     }
 }
+
+/// Watched values (`rdb find --watch NAME`, `tests/fixtures/watched`): a job queue in a static
+/// whose urgent job overwrites the oldest one. The debug-only `ordered(&Queue) -> bool`, run in
+/// the debug host over the pages it read, first is false right after the overwrite, and
+/// `oldest(&Queue) -> Option<u32>` first changes at the first push: each answer (event,
+/// thread, statement, instruction, backtrace) is the one `--expr` finds over the same memory
+/// with hardware watchpoints (`QUEUE.jobs[0]`, its first change and its first value above 1),
+/// the same in a second search; an unknown name is refused with the names there are.
+pub fn watched_values_find_the_statement_expr_finds() {
+    let tmp = scratch("find-watch");
+    let app = SampleApp::fixture("watched", tmp.path());
+    assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
+    let trace = tmp.path().join("trace");
+    rdb_tests::record(&app.dir, &trace, &[app.dir.join("target/debug/watched").to_str().unwrap()]);
+    app.instrument();
+    assert_success("cargo rdb build", &rdb_tests::run_cargo_rdb(&app.dir, &["build"]));
+    let debug = ["trace", "--debug", "target/rdb/debug/watched"];
+    let _ = std::fs::rename(&trace, app.dir.join("trace"));
+    let expr = |args: &[&str]| find_changes(&app.dir, &[&debug[..], &["--expr", "QUEUE.jobs[0]"], args].concat(), 0);
+    let watch = |args: &[&str]| find_changes(&app.dir, &[&debug[..], args].concat(), 0);
+    let same = |a: &Change, b: &Change| {
+        (a.event, &a.file, a.line, &a.at, &a.backtrace) == (b.event, &b.file, b.line, &b.at, &b.backtrace)
+    };
+    let (overwrite, all) = expr(&["--first", "value > 1"]);
+    assert_eq!(overwrite.len(), 1, "{all}");
+    assert!(overwrite[0].backtrace.iter().any(|f| f.contains("watched::submit_urgent at")), "{all}");
+    let (ordered, out) = watch(&["--watch", "ordered", "--first-false"]);
+    assert_eq!(ordered.len(), 1, "{out}");
+    assert_eq!((ordered[0].old.as_str(), ordered[0].new.as_str()), ("true", "false"), "{out}");
+    assert!(same(&ordered[0], &overwrite[0]), "--watch ordered:\n{out}\n--expr:\n{all}");
+    assert_eq!(watch(&["--watch", "ordered", "--first-false"]).0, ordered, "a second search");
+    let (push, all) = expr(&["--first-change"]);
+    let (oldest, out) = watch(&["--watch", "oldest", "--changes"]);
+    assert_eq!(oldest.len(), 1, "{out}");
+    assert_eq!((oldest[0].old.as_str(), oldest[0].new.as_str()), ("None", "Some(1)"), "{out}");
+    assert!(same(&oldest[0], &push[0]), "--watch oldest:\n{out}\n--expr:\n{all}");
+    let out = rdb_in(&app.dir, &[&["find"][..], &debug, &["--watch", "newest"]].concat());
+    let stderr = text(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("no watched function `newest`")
+            && stderr.contains("`ordered`, `oldest`"),
+        "{stderr}"
+    );
+}
