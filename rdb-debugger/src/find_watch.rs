@@ -352,6 +352,12 @@ pub fn find_watch(opts: WatchOptions) -> Result<WatchOutcome, FindError> {
         s.static_at = image.load_bias.wrapping_add(address);
         s.evaluate(&view).map_err(|e| FindError::Usage(format!("at the start of process {process}: {e}")))?
     };
+    if opts.mode == WatchMode::FirstFalse && initial != "true" && initial != "false" {
+        return Err(FindError::Usage(format!(
+            "--first-false needs a watched function that returns a bool; `{function}` gave {initial} at the start \
+             (use --changes)"
+        )));
+    }
     let mut outcome = WatchOutcome {
         function,
         variable,

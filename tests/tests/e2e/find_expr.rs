@@ -527,7 +527,8 @@ pub fn expr_first_condition_is_the_linear_listings_first() {
 /// `oldest(&Queue) -> Option<u32>` first changes at the first push: each answer (event,
 /// thread, statement, instruction, backtrace) is the one `--expr` finds over the same memory
 /// with hardware watchpoints (`QUEUE.jobs[0]`, its first change and its first value above 1),
-/// the same in a second search; an unknown name is refused with the names there are.
+/// the same in a second search; an unknown name is refused with the names there are, and
+/// `--first-false` over a value that is no bool.
 pub fn watched_values_find_the_statement_expr_finds() {
     let tmp = scratch("find-watch");
     let app = SampleApp::fixture("watched", tmp.path());
@@ -564,4 +565,7 @@ pub fn watched_values_find_the_statement_expr_finds() {
             && stderr.contains("`ordered`, `oldest`"),
         "{stderr}"
     );
+    let out = rdb_in(&app.dir, &[&["find"][..], &debug, &["--watch", "oldest", "--first-false"]].concat());
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("returns a bool; `oldest` gave None"), "{stderr}");
 }
