@@ -569,3 +569,41 @@ pub fn watched_values_find_the_statement_expr_finds() {
     let stderr = text(&out.stderr);
     assert!(!out.status.success() && stderr.contains("returns a bool; `oldest` gave None"), "{stderr}");
 }
+
+/// A watched value in threads (the race sample's `COUNTER`, stored by three threads under the
+/// chaos scheduler): `below(&AtomicU64) -> bool` (the count under half the final one) first is
+/// false at the store `--expr COUNTER --first 'value >= K'` finds, `count` first changes at the
+/// store `--expr COUNTER --first-change` finds (same event, statement, instruction, backtrace).
+pub fn watched_values_in_threads_find_the_store_expr_finds() {
+    let tmp = scratch("find-watch-race");
+    let trace = tmp.path().join("trace");
+    let (app, rec) = SampleApp::race_recorded_with_chaos(tmp.path(), &trace);
+    let printed = text(&rec.stdout);
+    let count: u64 =
+        printed.strip_prefix("final count ").and_then(|r| r.split_whitespace().next()).unwrap().parse().unwrap();
+    let k = count / 2;
+    app.instrument();
+    let main = app.dir.join("src/main.rs");
+    let mut source = std::fs::read_to_string(&main).unwrap();
+    source.push_str(&format!(
+        "\n#[debug_only]\n#[rdb_macros::watched(crate::COUNTER)]\nfn below(c: &AtomicU64) -> bool {{ c.load(Ordering::Relaxed) < {k} }}\n\
+         \n#[debug_only]\n#[rdb_macros::watched(crate::COUNTER)]\nfn count(c: &AtomicU64) -> u64 {{ c.load(Ordering::Relaxed) }}\n"
+    ));
+    std::fs::write(&main, source).unwrap();
+    assert_success("cargo rdb build", &rdb_tests::run_cargo_rdb(&app.dir, &["build"]));
+    let debug = [trace.to_str().unwrap(), "--debug", "target/rdb/debug/race"];
+    let run = |args: &[&str]| find_changes(&app.dir, &[&debug[..], args].concat(), 0);
+    let same = |a: &Change, b: &Change| {
+        (a.event, &a.file, a.line, &a.at, &a.backtrace) == (b.event, &b.file, b.line, &b.at, &b.backtrace)
+    };
+    let cond = format!("value >= {k}");
+    let (store, all) = run(&["--expr", "COUNTER", "--first", &cond]);
+    let (below, out) = run(&["--watch", "below", "--first-false"]);
+    assert_eq!((below.len(), below[0].old.as_str(), below[0].new.as_str()), (1, "true", "false"), "{out}");
+    assert!(same(&below[0], &store[0]), "--watch below:\n{out}\n--expr:\n{all}");
+    assert!(below[0].backtrace.iter().any(|f| f.contains("race::worker at")), "{out}");
+    let (first, all) = run(&["--expr", "COUNTER", "--first-change"]);
+    let (changed, out) = run(&["--watch", "count"]);
+    assert_eq!((changed[0].old.as_str(), changed[0].new.as_str()), ("0", "1"), "{out}");
+    assert!(same(&changed[0], &first[0]), "--watch count:\n{out}\n--expr:\n{all}");
+}

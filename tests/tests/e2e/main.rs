@@ -203,6 +203,7 @@ fn main() {
         rust_places_follow_vec_box_and_pointers,
         expr_first_condition_is_the_linear_listings_first,
         watched_values_find_the_statement_expr_finds,
+        watched_values_in_threads_find_the_store_expr_finds,
     ));
     trials.extend(scenarios!(gdb_halts:
         watchpoints_and_caught_syscalls_of_threads_are_each_delivered_once,
