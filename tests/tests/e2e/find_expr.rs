@@ -528,7 +528,7 @@ pub fn expr_first_condition_is_the_linear_listings_first() {
 /// thread, statement, instruction, backtrace) is the one `--expr` finds over the same memory
 /// with hardware watchpoints (`QUEUE.jobs[0]`, its first change and its first value above 1),
 /// the same in a second search; an unknown name is refused with the names there are, and
-/// `--first-false` over a value that is no bool.
+/// `--first-false` over a value that is no bool; a replay of the debug build calls neither.
 pub fn watched_values_find_the_statement_expr_finds() {
     let tmp = scratch("find-watch");
     let app = SampleApp::fixture("watched", tmp.path());
@@ -568,6 +568,12 @@ pub fn watched_values_find_the_statement_expr_finds() {
     let out = rdb_in(&app.dir, &[&["find"][..], &debug, &["--watch", "oldest", "--first-false"]].concat());
     let stderr = text(&out.stderr);
     assert!(!out.status.success() && stderr.contains("returns a bool; `oldest` gave None"), "{stderr}");
+    // A replay with the debug build: no event calls a watched value, and none is reported as
+    // a callback never called.
+    let out = rdb_in(&app.dir, &["replay", "trace", "--debug", "target/rdb/debug/watched"]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success() && !stderr.contains("never called"), "{stderr}");
+    assert!(text(&out.stdout).contains("30 jobs queued, 30 ran, 61 submitted"), "{}", text(&out.stdout));
 }
 
 /// A watched value in threads (the race sample's `COUNTER`, stored by three threads under the
