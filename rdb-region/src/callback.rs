@@ -26,6 +26,8 @@
 //! - callbacks of a symbol (a C library's `malloc`, [`on_symbol_call`], [`on_symbol_return`]):
 //!   `argv[i]` points to the 8 bytes of the System V argument register `i` (`rdi`, `rsi`,
 //!   `rdx`, `rcx`, `r8`, `r9`) at the function's first instruction, or of `rax` at its return.
+//! - watched values ([`watched`], called by `rdb find --watch` only): `argv[0]` points to the
+//!   static; the value's `Debug` text comes back as a passing check (`rdb::check`).
 //!
 //! A callback of a function takes either no arguments, or the function's arguments in order,
 //! each as the same type (when it is `Copy`) or by shared reference (`&T` for an argument of
