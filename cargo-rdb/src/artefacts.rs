@@ -274,7 +274,7 @@ fn callback_descriptors(
     let statics: Vec<String> = callbacks
         .iter()
         .filter_map(|c| match &c.kind {
-            CallbackKind::Access { resolved, .. } => Some(resolved.clone()),
+            CallbackKind::Access { resolved, .. } | CallbackKind::Watched { resolved, .. } => Some(resolved.clone()),
             _ => None,
         })
         .collect();
@@ -292,7 +292,7 @@ fn callback_descriptors(
         let source = location(&source_root.join(&c.file), c.at);
         let mut note = None;
         let event = match &c.kind {
-            CallbackKind::Access { .. } => None,
+            CallbackKind::Access { .. } | CallbackKind::Watched { .. } => None,
             CallbackKind::Syscall { names, when } => Some(CallbackEvent::Syscall {
                 syscalls: names
                     .iter()
@@ -356,15 +356,27 @@ fn callback_descriptors(
         let event = match event {
             Some(e) => e,
             None => {
-                let CallbackKind::Access { written, reads, .. } = &c.kind else { unreachable!("only accesses wait") };
-                match watched.next().expect("one result per static") {
+                let found = watched.next().expect("one result per static");
+                let (written, reads) = match &c.kind {
+                    CallbackKind::Access { written, reads, .. } => (written, Some(*reads)),
+                    CallbackKind::Watched { written, .. } => (written, None),
+                    _ => unreachable!("only accesses and watched values wait"),
+                };
+                match found {
+                    Ok(w) if reads.is_none() => CallbackEvent::Watched {
+                        variable: written.clone(),
+                        symbol: w.symbol,
+                        address: w.address,
+                        size: w.size,
+                        type_name: w.type_name,
+                    },
                     Ok(w) => CallbackEvent::Access {
                         variable: written.clone(),
                         symbol: w.symbol,
                         address: w.address,
                         size: w.size,
                         type_name: w.type_name,
-                        reads: *reads,
+                        reads: reads == Some(true),
                     },
                     Err(why) => anyhow::bail!(
                         "callback `{}` ({}:{}:{}): {why}",

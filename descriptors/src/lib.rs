@@ -224,6 +224,11 @@ pub enum CallbackEvent {
     /// false: writes only; true: reads and writes). `argv[0]` → the old bytes (`size`),
     /// `argv[1]` → the new bytes, `argv[2]` → an `rdb_access` record (`rdb.h`, `rdb::Access`).
     Access { variable: String, symbol: String, address: u64, size: u64, type_name: String, reads: bool },
+    /// Never called by an event: a watched value for `rdb find --watch` (`#[watched(STATIC)]`),
+    /// called where the search evaluates it. `argv[0]` points to the static's bytes in the
+    /// program's memory; the function's value comes back as a check whose message is its
+    /// `Debug` text.
+    Watched { variable: String, symbol: String, address: u64, size: u64, type_name: String },
 }
 
 /// The function a call callback watches.

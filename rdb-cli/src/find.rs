@@ -55,12 +55,21 @@ pub struct Args {
     /// FILE:LINE (0xADDR in FUNC): OLD -> NEW`) and backtrace.
     #[arg(long, value_name = "PLACE", conflicts_with_all = ["region", "at", "first_false", "last_true", "scan", "between"])]
     expr: Option<String>,
+    /// The statement after which a watched value first changes (--changes) or first is false
+    /// (--first-false): a debug-only `#[rdb_macros::watched(STATIC)] fn NAME(v: &T) -> R`
+    /// built with `cargo rdb build`, run in the debug host.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["region", "at", "expr", "last_true", "scan", "between", "then"])]
+    watch: Option<String>,
     /// With --expr: stop at the first change.
     #[arg(long, requires = "expr", conflicts_with = "change")]
     first_change: bool,
     /// With --expr: stop at change N (from 1), e.g. for --then gdb.
     #[arg(long, value_name = "N", requires = "expr")]
     change: Option<usize>,
+    /// With --expr: stop at the first change after which `value OP N` holds (OP: == != < <= >
+    /// >=; N: an integer, true or false), e.g. `--first 'value > 100'`.
+    #[arg(long, value_name = "COND", requires = "expr", conflicts_with_all = ["first_change", "change", "changes"])]
+    first: Option<String>,
     /// Find the first hit where the check fails (the default).
     #[arg(long, conflicts_with_all = ["last_true", "changes"])]
     first_false: bool,
@@ -104,6 +113,9 @@ extern "C" fn on_sigint(_: libc::c_int) {
 pub fn run(a: Args) -> Result<i32> {
     if a.expr.is_some() {
         return expr::run(a);
+    }
+    if a.watch.is_some() {
+        return expr::run_watch(a);
     }
     let resolved = traces::resolve(a.trace.clone())?;
     let total_events = Trace::peek(&resolved.dir).ok().and_then(|(_, s)| s).map(|s| s.events);

@@ -170,6 +170,10 @@ impl Callbacks {
         let mut c = Callbacks::default();
         for cb in host.callbacks() {
             let source = format!("{}:{}:{}", cb.source.file.display(), cb.source.line, cb.source.column);
+            if matches!(cb.event, CallbackEvent::Watched { .. }) {
+                // Called by `rdb find --watch` only: no event calls it.
+                continue;
+            }
             c.names.insert(cb.id, format!("`{}` ({source})", cb.function));
             match &cb.event {
                 CallbackEvent::Syscall { syscalls, when } => {
@@ -201,6 +205,7 @@ impl Callbacks {
                 CallbackEvent::Access { address, size, reads, .. } => {
                     c.statics.push(StaticAccess { id: cb.id, address: *address, size: *size, reads: *reads });
                 }
+                CallbackEvent::Watched { .. } => {}
             }
         }
         c.symbols.sort_by_key(|s| s.id);

@@ -196,6 +196,108 @@ pub struct ExprOptions {
     pub stop_at: Option<usize>,
     /// Set (from a signal handler) to stop the search with the changes found so far.
     pub interrupt: &'static AtomicBool,
+    /// Stop at the first change after which this holds (none when it holds from the start:
+    /// the replay is not run), the replay halted right after it, as for `stop_at`.
+    pub first: Option<Predicate>,
+}
+
+/// A condition over a place's value (`rdb find --expr PLACE --first COND`): `value OP N`, OP
+/// one of `==`, `!=`, `<`, `<=`, `>`, `>=`, N an integer (decimal or `0x` hex, `-` allowed),
+/// `true` or `false`. It compares the value as its type makes it an integer ([`integer_value`]:
+/// integers, atomics, `bool`, `char`, pointers); a value that is none (a null pointer on the
+/// way) satisfies no condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Predicate {
+    /// As the user wrote it.
+    pub text: String,
+    op: Cmp,
+    rhs: i128,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Predicate {
+    /// `value OP N` parsed, or what is wrong with it.
+    pub fn parse(text: &str) -> Result<Predicate, String> {
+        let usage = || format!("{text:?}: expected `value OP N` (OP: == != < <= > >=; N: an integer, true or false)");
+        let rest = text.trim().strip_prefix("value").ok_or_else(usage)?.trim_start();
+        let (op, rest) =
+            [("==", Cmp::Eq), ("!=", Cmp::Ne), ("<=", Cmp::Le), (">=", Cmp::Ge), ("<", Cmp::Lt), (">", Cmp::Gt)]
+                .into_iter()
+                .find_map(|(s, op)| rest.strip_prefix(s).map(|r| (op, r.trim())))
+                .ok_or_else(usage)?;
+        let (negative, digits) = match rest.strip_prefix('-') {
+            Some(d) => (true, d.trim_start()),
+            None => (false, rest),
+        };
+        let magnitude = match digits {
+            "true" if !negative => Some(1),
+            "false" if !negative => Some(0),
+            _ => match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+                Some(hex) => i128::from_str_radix(&hex.replace('_', ""), 16).ok(),
+                None => digits.replace('_', "").parse::<i128>().ok(),
+            },
+        };
+        let magnitude = magnitude.filter(|_| !digits.starts_with(['+', '-'])).ok_or_else(usage)?;
+        Ok(Predicate { text: text.trim().to_string(), op, rhs: if negative { -magnitude } else { magnitude } })
+    }
+
+    /// Whether a value of `type_name` can be compared (checked before a search runs).
+    pub fn check_type(&self, type_name: &str, size: u64) -> Result<(), String> {
+        match integer_value(type_name, &vec![0u8; size.min(64) as usize]) {
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "`{}` compares integers, and a value of type {type_name} ({size} bytes) is not one \
+                 (integers, atomics, bool, char and pointers are)",
+                self.text
+            )),
+        }
+    }
+
+    /// Whether `value` (of `type_name`) satisfies the condition.
+    pub fn holds(&self, type_name: &str, value: &Value) -> bool {
+        let Value::Bytes(b) = value else { return false };
+        let Some(v) = integer_value(type_name, b) else { return false };
+        match self.op {
+            Cmp::Eq => v == self.rhs,
+            Cmp::Ne => v != self.rhs,
+            Cmp::Lt => v < self.rhs,
+            Cmp::Le => v <= self.rhs,
+            Cmp::Gt => v > self.rhs,
+            Cmp::Ge => v >= self.rhs,
+        }
+    }
+}
+
+/// The value `bytes` of `type_name` as an integer, as [`show_value`] shows it (signed or not by
+/// its type; `bool` 0 or 1; a `char` its code; a pointer its address); `None` for other types
+/// (floats, arrays, structs).
+pub fn integer_value(type_name: &str, bytes: &[u8]) -> Option<i128> {
+    let base = type_name.rsplit("::").next().unwrap_or(type_name).trim();
+    if matches!(base, "f32" | "f64" | "float" | "double" | "long double") {
+        return None;
+    }
+    let shown = show_value(type_name, bytes);
+    match shown.as_str() {
+        "true" => return Some(1),
+        "false" => return Some(0),
+        _ => {}
+    }
+    if let Some(hex) = shown.strip_prefix("0x") {
+        return u64::from_str_radix(hex, 16).ok().map(i128::from);
+    }
+    if shown.starts_with('\'') {
+        return (bytes.len() == 4).then(|| i128::from(u32::from_le_bytes(bytes.try_into().expect("4 bytes"))));
+    }
+    shown.parse::<i128>().ok()
 }
 
 /// One change of the static's value.
@@ -318,7 +420,7 @@ pub fn show_value(type_name: &str, bytes: &[u8]) -> String {
 }
 
 /// A read of `len` bytes that read them all.
-fn exact<E: std::fmt::Display>(read: Result<usize, E>, len: usize) -> Result<(), String> {
+pub(crate) fn exact<E: std::fmt::Display>(read: Result<usize, E>, len: usize) -> Result<(), String> {
     match read {
         Ok(n) if n == len => Ok(()),
         Ok(n) => Err(format!("{n} of its {len} bytes are mapped")),
@@ -362,6 +464,8 @@ struct Seen {
     rearm: bool,
     /// Set when change `stop_at` is seen by the observer: the session halts at its next event.
     stop_at: Option<usize>,
+    /// `stop_at` is set to the first change after which this holds.
+    first: Option<Predicate>,
     halt: Option<Arc<AtomicBool>>,
 }
 
@@ -409,6 +513,10 @@ impl Seen {
             new: now,
             backtrace: format!("{bt:#}"),
         });
+        let holds = |p: &Predicate| p.holds(&self.watched.type_name, &self.last);
+        if self.stop_at.is_none() && self.first.as_ref().is_some_and(holds) {
+            self.stop_at = Some(self.changes.len());
+        }
         if self.stop_at.is_some_and(|n| self.changes.len() >= n) {
             if let Some(h) = &self.halt {
                 h.store(true, Ordering::SeqCst);
@@ -527,6 +635,9 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
     if w.size == 0 {
         return Err(FindError::Usage(format!("`{}` is zero-sized: it has no memory to watch", w.expr)));
     }
+    if let Some(p) = &opts.first {
+        p.check_type(&w.type_name, w.size).map_err(|e| FindError::Usage(format!("--first {e}")))?;
+    }
     let mut replay = opts.replay.clone();
     replay.echo_output = false;
     let seen = Rc::new(RefCell::new(Seen {
@@ -546,6 +657,7 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
         page_writes: 0,
         rearm: false,
         stop_at: opts.stop_at,
+        first: opts.first.clone(),
         halt: None,
     }));
     let mut session = Session::start(&replay, SyscallWrites { seen: seen.clone() })?;
@@ -589,6 +701,10 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
         s.bias = bias;
         s.pages = pages;
         s.halt = Some(session.interrupter());
+        if s.stop_at.is_none() && opts.first.as_ref().is_some_and(|p| p.holds(&w.type_name, &initial.value)) {
+            // It holds from the start: no change to look for.
+            s.stop_at = Some(0);
+        }
     }
     let mut watch = Watch { session, seen: seen.clone(), slots: Vec::new(), pieces: Vec::new(), most: 0 };
     if !pages {
@@ -608,7 +724,7 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
         elapsed: Duration::ZERO,
         session: None,
     };
-    let result = watch.run(&mut outcome, opts.stop_at, opts.interrupt);
+    let result = watch.run(&mut outcome, opts.interrupt);
     drop(forward);
     result?;
     for s in std::mem::take(&mut watch.slots) {
@@ -624,7 +740,7 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
         outcome.writes += s.page_writes;
         outcome.pages = s.pages;
     }
-    if let Some(n) = opts.stop_at {
+    if let Some(n) = seen.borrow().stop_at {
         outcome.changes.truncate(n);
     }
     outcome.elapsed = started.elapsed();
@@ -633,17 +749,16 @@ pub fn find_changes(opts: ExprOptions) -> Result<ExprOutcome, FindError> {
 }
 
 impl Watch {
-    fn run(
-        &mut self,
-        outcome: &mut ExprOutcome,
-        stop_at: Option<usize>,
-        interrupt: &AtomicBool,
-    ) -> Result<(), FindError> {
+    fn run(&mut self, outcome: &mut ExprOutcome, interrupt: &AtomicBool) -> Result<(), FindError> {
         loop {
             // A change seen by the observer (a system call's, or under page protection) sets
             // the session's interrupter when it is change `stop_at`: the replay halts at its
             // next event. A change by an instruction under a debug register halts right after it.
-            if stop_at.is_some_and(|n| self.seen.borrow().changes.len() >= n) {
+            let reached = {
+                let seen = self.seen.borrow();
+                seen.stop_at.is_some_and(|n| seen.changes.len() >= n)
+            };
+            if reached {
                 return Ok(());
             }
             match resume(&mut self.session)? {
@@ -738,7 +853,7 @@ impl Watch {
 /// The instruction that ends at `after`, decoded from the start of the main binary's function
 /// holding it (`functions`: link-time start and size, sorted; `bias`: the load bias); `None`
 /// outside the main binary or where no instruction ends there.
-fn writer(functions: &[(u64, u64)], bias: u64, target: &dyn Target, after: u64) -> Option<u64> {
+pub(crate) fn writer(functions: &[(u64, u64)], bias: u64, target: &dyn Target, after: u64) -> Option<u64> {
     let relative = after.wrapping_sub(1).wrapping_sub(bias);
     let i = functions.partition_point(|&(start, _)| start <= relative).checked_sub(1)?;
     let (start, size) = functions[i];
@@ -764,7 +879,7 @@ fn writer(functions: &[(u64, u64)], bias: u64, target: &dyn Target, after: u64) 
 }
 
 /// The function symbols of `binary` (link-time start, size), sorted by start.
-fn function_symbols(binary: &Path) -> Vec<(u64, u64)> {
+pub(crate) fn function_symbols(binary: &Path) -> Vec<(u64, u64)> {
     use object::{Object, ObjectSymbol, SymbolKind};
     let Ok(data) = std::fs::read(binary) else { return Vec::new() };
     let Ok(file) = object::File::parse(&*data) else { return Vec::new() };
@@ -850,6 +965,32 @@ mod tests {
             type_name: "int".into(),
         };
         assert!(!fixed.moves() && fixed.max_pieces(0) == Some(1));
+    }
+
+    /// `value OP N` conditions: parsed strictly, compared by the value's type (signed or not),
+    /// none for a value that is none or of a type that is no integer.
+    #[test]
+    fn conditions_compare_values_as_their_type_says() {
+        let p = |t: &str| Predicate::parse(t).unwrap();
+        let bytes = |v: &[u8]| Value::Bytes(v.to_vec());
+        assert!(p("value > 100").holds("u64", &bytes(&101u64.to_le_bytes())));
+        assert!(!p("value > 100").holds("u64", &bytes(&100u64.to_le_bytes())));
+        assert!(p(" value>=0x10 ").holds("core::sync::atomic::AtomicU32", &bytes(&16u32.to_le_bytes())));
+        assert!(p("value < 0").holds("int", &bytes(&(-3i32).to_le_bytes())));
+        assert!(!p("value < 0").holds("unsigned int", &bytes(&(-3i32).to_le_bytes())));
+        assert!(p("value == -3").holds("i64", &bytes(&(-3i64).to_le_bytes())));
+        assert!(p("value != 0").holds("struct node *", &bytes(&0x5555_0000u64.to_le_bytes())));
+        assert!(p("value == true").holds("bool", &bytes(&[1])));
+        assert!(p("value <= 1_000").holds("usize", &bytes(&1000u64.to_le_bytes())));
+        assert!(p("value == 97").holds("char", &bytes(&u32::from('a').to_le_bytes())));
+        assert!(!p("value != 5").holds("u64", &Value::Absent("`P` is null".into())));
+        for bad in ["value", "value = 3", "x > 3", "value > three", "value > --3", "value > -true", "value >"] {
+            assert!(Predicate::parse(bad).is_err(), "{bad}");
+        }
+        assert!(p("value > 1").check_type("u32", 4).is_ok());
+        assert!(p("value > 1").check_type("f64", 8).is_err());
+        assert!(p("value > 1").check_type("[u8; 16]", 16).is_err());
+        assert!(p("value > 1").check_type("struct point", 8).is_err());
     }
 
     #[test]

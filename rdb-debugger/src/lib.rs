@@ -33,6 +33,7 @@ mod callbacks;
 mod attach;
 pub mod find;
 pub mod find_expr;
+pub mod find_watch;
 mod regions;
 
 pub use attach::{run_on_target, AttachOptions, AttachOutcome};

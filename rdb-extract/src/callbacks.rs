@@ -16,7 +16,7 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Item};
 
 /// The attribute names of event callbacks (under `rdb_macros::` or imported).
-const ATTRIBUTES: [&str; 5] = ["on_syscall", "on_call", "on_return", "on_write", "on_read"];
+const ATTRIBUTES: [&str; 6] = ["on_syscall", "on_call", "on_return", "on_write", "on_read", "watched"];
 
 /// A callback found by the walk, waiting for its id.
 #[derive(Debug, Clone)]
@@ -87,7 +87,7 @@ pub(crate) fn item(place: &Place<'_>, item: &Item) -> Option<Result<Draft, Findi
     let kind = match name.as_str() {
         "on_syscall" => syscall_kind(place, attr, &mut findings),
         "on_call" | "on_return" => call_kind(place, attr, &name, &mut findings),
-        "on_write" | "on_read" => access_kind(place, attr, &name, &mut findings),
+        "on_write" | "on_read" | "watched" => access_kind(place, attr, &name, &mut findings),
         _ => unreachable!("ATTRIBUTES lists the kinds"),
     };
     if !findings.is_empty() {
@@ -202,6 +202,9 @@ fn access_kind(
             let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
             let written = quote::ToTokens::to_token_stream(&path).to_string().replace(' ', "");
             let resolved = resolve_path(&segments, place);
+            if name == "watched" {
+                return Some(CallbackKind::Watched { written, resolved });
+            }
             Some(CallbackKind::Access { written, resolved, reads: name == "on_read" })
         }
         Err(e) => {
@@ -288,6 +291,9 @@ pub(crate) fn finish(input: &SourceInput, drafts: Vec<Draft>, next_id: &mut u32)
             }
             CallbackKind::Call { target: CallTarget::Symbol(_), .. } => {
                 format!("::rdb_region::on_symbol::<{id}, _, _>({f})")
+            }
+            CallbackKind::Watched { written, .. } => {
+                format!("::rdb_region::watched::<{id}, _, _, _>(::core::ptr::addr_of!({written}), {f})")
             }
             CallbackKind::Access { written, .. } => {
                 format!(

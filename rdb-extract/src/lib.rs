@@ -95,6 +95,9 @@ pub enum CallbackKind {
     /// `on_write(static)` (`reads` false) or `on_read(static)`: the static's path as written and
     /// resolved like a call target's.
     Access { written: String, resolved: String, reads: bool },
+    /// `watched(static)`: a value `rdb find --watch` evaluates, given the static (resolved like
+    /// an access's).
+    Watched { written: String, resolved: String },
 }
 
 /// The function a call callback watches.

@@ -152,6 +152,8 @@ pub struct DebugHost {
     watch_requests: Vec<WatchRequest>,
     /// Checks debug code made (`rdb_check!`), not yet taken.
     checks: Vec<Check>,
+    /// The program memory the host asked for since `record_pages(true)` (`(address, length)`).
+    served: Option<Vec<(u64, u64)>>,
     /// The next calls' checks carry the program's backtrace.
     check_backtraces: bool,
 }
@@ -250,6 +252,7 @@ impl DebugHost {
             after_access: false,
             watch_requests: Vec::new(),
             checks: Vec::new(),
+            served: None,
             check_backtraces: false,
             line_maps: functions.line_maps.clone(),
         };
@@ -384,6 +387,18 @@ impl DebugHost {
     /// Checks debug code made since the last time (`rdb_check!`), in order.
     pub fn take_checks(&mut self) -> Vec<Check> {
         std::mem::take(&mut self.checks)
+    }
+
+    /// Starts (or stops) recording the program memory the host asks the replayer for: with
+    /// [`MemoryAccess::ViaReplayer`], one page per fill and [`DebugHost::invalidate`] before a
+    /// call, what the call read, page by page (`rdb find --watch`).
+    pub fn record_pages(&mut self, on: bool) {
+        self.served = on.then(Vec::new);
+    }
+
+    /// The memory asked for since the last take (`(address, length)`, in order).
+    pub fn take_pages(&mut self) -> Vec<(u64, u64)> {
+        self.served.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Whether the checks of the next calls carry the program's backtrace (unwinding costs
@@ -596,6 +611,9 @@ impl DebugHost {
                 Some(protocol::PAGE_REQUEST) => {
                     r.u32();
                     let (addr, len) = (r.u64().unwrap_or(0), r.u64().unwrap_or(0).min(64 * 1024));
+                    if let Some(served) = &mut self.served {
+                        served.push((addr, len));
+                    }
                     let mut reply = vec![0u8; protocol::PAGE_DATA_HEADER + len as usize];
                     let errno = match tracee.read_exact(addr, &mut reply[protocol::PAGE_DATA_HEADER..]) {
                         Ok(()) => 0,

@@ -74,6 +74,15 @@
 //! fn audited(old: u64, new: u64) { ... }      // or (old, new, access: &rdb::Access), or ()
 //! ```
 //!
+//! A watched value is no callback of an event: `rdb find --watch queue_len` evaluates it where
+//! it searches, for the statement after which its value (its `Debug` text) first changes:
+//!
+//! ```ignore
+//! #[debug_only]
+//! #[rdb_macros::watched(crate::jobs::QUEUE)]  // a static of the program, given by reference
+//! fn queue_len(q: &Queue) -> usize { q.jobs.len() }
+//! ```
+//!
 //! The callback's signature is checked against the function's by rustc when `cargo rdb build`
 //! compiles the debug module.
 //!
@@ -161,6 +170,14 @@ pub fn on_return(_attr: TokenStream, item: TokenStream) -> TokenStream {
 /// unchanged in a plain build.
 #[proc_macro_attribute]
 pub fn on_write(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    allow_unused(item)
+}
+
+/// `#[watched(path::to::STATIC)]` on `fn(&T) -> R` (`R: Debug`): a watched value for
+/// `rdb find --watch NAME`, given the program's static (see the crate docs). Keeps the item
+/// unchanged in a plain build.
+#[proc_macro_attribute]
+pub fn watched(_attr: TokenStream, item: TokenStream) -> TokenStream {
     allow_unused(item)
 }
 

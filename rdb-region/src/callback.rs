@@ -26,6 +26,8 @@
 //! - callbacks of a symbol (a C library's `malloc`, [`on_symbol_call`], [`on_symbol_return`]):
 //!   `argv[i]` points to the 8 bytes of the System V argument register `i` (`rdi`, `rsi`,
 //!   `rdx`, `rcx`, `r8`, `r9`) at the function's first instruction, or of `rax` at its return.
+//! - watched values ([`watched`], called by `rdb find --watch` only): `argv[0]` points to the
+//!   static; the value's `Debug` text comes back as a passing check (`rdb::check`).
 //!
 //! A callback of a function takes either no arguments, or the function's arguments in order,
 //! each as the same type (when it is `Copy`) or by shared reference (`&T` for an argument of
@@ -471,6 +473,31 @@ pub fn on_access<const ID: u64, T, M, G: AccessCallback<T, M>>(variable: *const 
     const { assert!(core::mem::size_of::<G>() == 0, "a callback must be a function, not a closure or pointer") };
     table_entry!(ID, access_trampoline::<T, M, G>);
     let _ = (variable, callback);
+}
+
+/// Declares watched value `ID` (`#[watched(STATIC)]`, for `rdb find --watch`): a function of a
+/// reference to the static `variable` points to, whose value's `Debug` text is what the search
+/// compares. Calling it does nothing.
+#[inline(never)]
+pub fn watched<const ID: u64, T, R: core::fmt::Debug, G: Fn(&T) -> R>(variable: *const T, callback: G) {
+    const { assert!(core::mem::size_of::<G>() == 0, "a watched value must be a function, not a closure or pointer") };
+    table_entry!(ID, watched_trampoline::<T, R, G>);
+    let _ = (variable, callback);
+}
+
+/// The debug function of a watched value: `argv[0]` points to the static; the value is
+/// reported as a passing check whose message is its `Debug` text.
+///
+/// # Safety
+/// `argv[0]` must point to a valid `T`.
+pub unsafe extern "C" fn watched_trampoline<T, R: core::fmt::Debug, G: Fn(&T) -> R>(argv: *const *const c_void) {
+    // SAFETY: `G` is a zero-sized function item (asserted where it is registered).
+    let callback: G = unsafe { core::mem::zeroed() };
+    crate::run_caught(|| {
+        // SAFETY: forwarded from this function's contract.
+        let value = callback(unsafe { &*(*argv as *const T) });
+        rdb::check(true, 0, 0, "watched", || format!("{value:?}"));
+    });
 }
 
 /// The debug function of a memory callback.

@@ -256,7 +256,8 @@ pub fn c_global_overrun_and_kernel_write() {
 /// The race sample's `COUNTER`, stored by three threads (recorded under the chaos scheduler,
 /// losing updates): the watch follows the threads created after it was set, every change is
 /// the worker's store and starts from the value the one before left, the last one is the
-/// count the program printed, and a second search lists the same changes.
+/// count the program printed, and a second search lists the same changes; `--first COND` finds
+/// the listing's first change that satisfies it.
 pub fn racy_counter_changes_in_every_thread() {
     let tmp = scratch("find-expr-race");
     let trace = tmp.path().join("trace");
@@ -282,6 +283,13 @@ pub fn racy_counter_changes_in_every_thread() {
     assert_eq!(threads.len(), 3, "changes by {threads:?}:\n{all}");
     let (again, _) = find_changes(&app.dir, &args, 0);
     assert_eq!(again, changes, "a second search found other changes");
+    // `--first 'value >= K'` (K the value after the middle change) stops at the listing's first
+    // change to at least K, in whichever thread made it.
+    let k: u64 = changes[changes.len() / 2].new.parse().unwrap();
+    let linear = changes.iter().position(|c| c.new.parse::<u64>().unwrap() >= k).unwrap();
+    let cond = format!("value >= {k}");
+    let (first, out) = find_changes(&app.dir, &[&args[..5], &["--first", &cond]].concat(), 0);
+    assert_eq!(first, changes[linear..=linear], "--first {cond:?}:\n{out}");
 }
 
 /// Places over C globals (`tests/fixtures/find_expr/list.c`): `LIST.head->next->value` changes
@@ -444,4 +452,164 @@ pub fn rust_places_follow_vec_box_and_pointers() {
         assert_eq!(out.status.code(), Some(1), "{expr}: {}", text(&out.stderr));
         assert!(text(&out.stderr).contains(why), "{expr}: {}", text(&out.stderr));
     }
+}
+
+/// `--first 'value OP N'` over a place (`tests/fixtures/find_expr/list.c`'s
+/// `LIST.head->next->value`, whose value is none, then 30, 20, 21, 30, 77 by the kernel's
+/// `read`, 78): for each condition, the change found is the first one of the linear listing
+/// (`--changes`) after which the condition holds, with the same statement and backtrace, and a
+/// second search finds the same; a value that is none satisfies no condition; a condition that
+/// never holds exits 6, one that holds from the start says so; `--then gdb` opens gdb right after
+/// the change found; a condition over a value that is no integer is refused.
+pub fn expr_first_condition_is_the_linear_listings_first() {
+    let tmp = scratch("find-expr-first");
+    let dir = tmp.path();
+    copy_files(&repo_root().join("tests/fixtures/find_expr"), dir);
+    clang(&dir.join("list.c"), &dir.join("list"), &["-O0", "-g"], &[]);
+    rdb_tests::record(dir, Path::new("trace"), &["./list"]);
+    let place = ["trace", "--debug", "./list", "--expr", "LIST.head->next->value"];
+    let (all_changes, all) = find_changes(dir, &[&place[..], &["--changes"]].concat(), 0);
+    let values: Vec<Option<i64>> = all_changes.iter().map(|c| c.new.parse().ok()).collect();
+    assert_eq!(values, [None, Some(30), Some(20), Some(21), Some(30), Some(77), Some(78)], "{all}");
+    type Check = fn(i64) -> bool;
+    let conditions: [(&str, Check); 7] = [
+        ("value == 30", |v| v == 30),
+        ("value < 25", |v| v < 25),
+        ("value >= 0x4d", |v| v >= 77),
+        ("value != 30", |v| v != 30),
+        ("value > 77", |v| v > 77),
+        ("value <= 21", |v| v <= 21),
+        ("value > -1", |v| v > -1),
+    ];
+    let mut numbers = Vec::new();
+    for (cond, check) in conditions {
+        let linear = all_changes.iter().position(|c| c.new.parse().is_ok_and(check)).expect("the listing has one");
+        let (found, out) = find_changes(dir, &[&place[..], &["--first", cond]].concat(), 0);
+        assert_eq!(found, all_changes[linear..=linear], "--first {cond:?}:\n{out}\nthe listing:\n{all}");
+        assert!(out.contains(&format!("change {} of `LIST.head->next->value` is the first", linear + 1)), "{out}");
+        numbers.push(linear + 1);
+    }
+    // Not all the same change: none (1), 30 (2), 20 (3), the kernel's 77 (6), 78 (7).
+    assert_eq!(numbers, [2, 3, 6, 3, 7, 3, 2]);
+    let again = find_changes(dir, &[&place[..], &["--first", "value >= 0x4d"]].concat(), 0).0;
+    assert_eq!(again, all_changes[5..6], "a second search found another change");
+    let (none, out) = find_changes(dir, &[&place[..], &["--first", "value > 78"]].concat(), 6);
+    assert!(none.is_empty() && out.contains("`value > 78` never holds: 7 changes"), "{out}");
+    let limit = ["trace", "--debug", "./list", "--expr", "CFG.limits[2]", "--first", "value == 3"];
+    let (none, out) = find_changes(dir, &limit, 0);
+    assert!(none.is_empty() && out.contains("`value == 3` holds from the start (`CFG.limits[2]` is 3)"), "{out}");
+    let limit = ["trace", "--debug", "./list", "--expr", "CFG.limits[2]", "--first", "value > 3"];
+    let (one, out) = find_changes(dir, &limit, 0);
+    assert_eq!((one.len(), one[0].new.as_str(), base(&one[0].file), one[0].line), (1, "33", "list.c", 56), "{out}");
+    let out = rdb_in(
+        dir,
+        &[
+            &["find"][..],
+            &place,
+            &["--first", "value < 25", "--then", "gdb", "--", "-batch", "-ex", "print LIST.head->next->value"],
+        ]
+        .concat(),
+    );
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("$1 = 20"), "{stdout}\n{}", text(&out.stderr));
+    for (expr, cond, why) in
+        [("CFG.range", "value > 1", "is not one"), ("LIST.head->next->value", "value => 1", "expected `value OP N`")]
+    {
+        let out = rdb_in(dir, &["find", "trace", "--debug", "./list", "--expr", expr, "--first", cond]);
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(why), "--expr {expr} --first {cond:?}: {stderr}");
+    }
+}
+
+/// Watched values (`rdb find --watch NAME`, `tests/fixtures/watched`): a job queue in a static
+/// whose urgent job overwrites the oldest one. The debug-only `ordered(&Queue) -> bool`, run in
+/// the debug host over the pages it read, first is false right after the overwrite, and
+/// `oldest(&Queue) -> Option<u32>` first changes at the first push: each answer (event,
+/// thread, statement, instruction, backtrace) is the one `--expr` finds over the same memory
+/// with hardware watchpoints (`QUEUE.jobs[0]`, its first change and its first value above 1),
+/// the same in a second search; an unknown name is refused with the names there are, and
+/// `--first-false` over a value that is no bool; a replay of the debug build calls neither.
+pub fn watched_values_find_the_statement_expr_finds() {
+    let tmp = scratch("find-watch");
+    let app = SampleApp::fixture("watched", tmp.path());
+    assert_success("cargo build", &run_cargo(&app.dir, &["build", "-q"]));
+    let trace = tmp.path().join("trace");
+    rdb_tests::record(&app.dir, &trace, &[app.dir.join("target/debug/watched").to_str().unwrap()]);
+    app.instrument();
+    assert_success("cargo rdb build", &rdb_tests::run_cargo_rdb(&app.dir, &["build"]));
+    let debug = ["trace", "--debug", "target/rdb/debug/watched"];
+    let _ = std::fs::rename(&trace, app.dir.join("trace"));
+    let expr = |args: &[&str]| find_changes(&app.dir, &[&debug[..], &["--expr", "QUEUE.jobs[0]"], args].concat(), 0);
+    let watch = |args: &[&str]| find_changes(&app.dir, &[&debug[..], args].concat(), 0);
+    let same = |a: &Change, b: &Change| {
+        (a.event, &a.file, a.line, &a.at, &a.backtrace) == (b.event, &b.file, b.line, &b.at, &b.backtrace)
+    };
+    let (overwrite, all) = expr(&["--first", "value > 1"]);
+    assert_eq!(overwrite.len(), 1, "{all}");
+    assert!(overwrite[0].backtrace.iter().any(|f| f.contains("watched::submit_urgent at")), "{all}");
+    let (ordered, out) = watch(&["--watch", "ordered", "--first-false"]);
+    assert_eq!(ordered.len(), 1, "{out}");
+    assert_eq!((ordered[0].old.as_str(), ordered[0].new.as_str()), ("true", "false"), "{out}");
+    assert!(same(&ordered[0], &overwrite[0]), "--watch ordered:\n{out}\n--expr:\n{all}");
+    assert_eq!(watch(&["--watch", "ordered", "--first-false"]).0, ordered, "a second search");
+    let (push, all) = expr(&["--first-change"]);
+    let (oldest, out) = watch(&["--watch", "oldest", "--changes"]);
+    assert_eq!(oldest.len(), 1, "{out}");
+    assert_eq!((oldest[0].old.as_str(), oldest[0].new.as_str()), ("None", "Some(1)"), "{out}");
+    assert!(same(&oldest[0], &push[0]), "--watch oldest:\n{out}\n--expr:\n{all}");
+    let out = rdb_in(&app.dir, &[&["find"][..], &debug, &["--watch", "newest"]].concat());
+    let stderr = text(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("no watched function `newest`")
+            && stderr.contains("`ordered`, `oldest`"),
+        "{stderr}"
+    );
+    let out = rdb_in(&app.dir, &[&["find"][..], &debug, &["--watch", "oldest", "--first-false"]].concat());
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("returns a bool; `oldest` gave None"), "{stderr}");
+    // A replay with the debug build: no event calls a watched value, and none is reported as
+    // a callback never called.
+    let out = rdb_in(&app.dir, &["replay", "trace", "--debug", "target/rdb/debug/watched"]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success() && !stderr.contains("never called"), "{stderr}");
+    assert!(text(&out.stdout).contains("30 jobs queued, 30 ran, 61 submitted"), "{}", text(&out.stdout));
+}
+
+/// A watched value in threads (the race sample's `COUNTER`, stored by three threads under the
+/// chaos scheduler): `below(&AtomicU64) -> bool` (the count under half the final one) first is
+/// false at the store `--expr COUNTER --first 'value >= K'` finds, `count` first changes at the
+/// store `--expr COUNTER --first-change` finds (same event, statement, instruction, backtrace).
+pub fn watched_values_in_threads_find_the_store_expr_finds() {
+    let tmp = scratch("find-watch-race");
+    let trace = tmp.path().join("trace");
+    let (app, rec) = SampleApp::race_recorded_with_chaos(tmp.path(), &trace);
+    let printed = text(&rec.stdout);
+    let count: u64 =
+        printed.strip_prefix("final count ").and_then(|r| r.split_whitespace().next()).unwrap().parse().unwrap();
+    let k = count / 2;
+    app.instrument();
+    let main = app.dir.join("src/main.rs");
+    let mut source = std::fs::read_to_string(&main).unwrap();
+    source.push_str(&format!(
+        "\n#[debug_only]\n#[rdb_macros::watched(crate::COUNTER)]\nfn below(c: &AtomicU64) -> bool {{ c.load(Ordering::Relaxed) < {k} }}\n\
+         \n#[debug_only]\n#[rdb_macros::watched(crate::COUNTER)]\nfn count(c: &AtomicU64) -> u64 {{ c.load(Ordering::Relaxed) }}\n"
+    ));
+    std::fs::write(&main, source).unwrap();
+    assert_success("cargo rdb build", &rdb_tests::run_cargo_rdb(&app.dir, &["build"]));
+    let debug = [trace.to_str().unwrap(), "--debug", "target/rdb/debug/race"];
+    let run = |args: &[&str]| find_changes(&app.dir, &[&debug[..], args].concat(), 0);
+    let same = |a: &Change, b: &Change| {
+        (a.event, &a.file, a.line, &a.at, &a.backtrace) == (b.event, &b.file, b.line, &b.at, &b.backtrace)
+    };
+    let cond = format!("value >= {k}");
+    let (store, all) = run(&["--expr", "COUNTER", "--first", &cond]);
+    let (below, out) = run(&["--watch", "below", "--first-false"]);
+    assert_eq!((below.len(), below[0].old.as_str(), below[0].new.as_str()), (1, "true", "false"), "{out}");
+    assert!(same(&below[0], &store[0]), "--watch below:\n{out}\n--expr:\n{all}");
+    assert!(below[0].backtrace.iter().any(|f| f.contains("race::worker at")), "{out}");
+    let (first, all) = run(&["--expr", "COUNTER", "--first-change"]);
+    let (changed, out) = run(&["--watch", "count"]);
+    assert_eq!((changed[0].old.as_str(), changed[0].new.as_str()), ("0", "1"), "{out}");
+    assert!(same(&changed[0], &first[0]), "--watch count:\n{out}\n--expr:\n{all}");
 }

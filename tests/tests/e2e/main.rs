@@ -206,6 +206,9 @@ fn main() {
         racy_counter_changes_in_every_thread,
         c_places_follow_their_pointers,
         rust_places_follow_vec_box_and_pointers,
+        expr_first_condition_is_the_linear_listings_first,
+        watched_values_find_the_statement_expr_finds,
+        watched_values_in_threads_find_the_store_expr_finds,
     ));
     trials.extend(scenarios!(gdb_halts:
         watchpoints_and_caught_syscalls_of_threads_are_each_delivered_once,
