@@ -54,6 +54,7 @@ pub fn write_descriptors(
                 block_end: None,
                 first_in_body: r.first_in_body,
                 in_loop: r.in_loop,
+                before_loop: r.before_loop,
                 bodies: r
                     .nesting
                     .iter()

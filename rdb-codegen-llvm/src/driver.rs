@@ -910,6 +910,7 @@ fn c_region(info: &ObjectInfo, region: &RegionInfo, at_block_end: (u32, u32), ou
         // Not known to the C front end: copies are placed at their anchor rows only.
         first_in_body: false,
         in_loop: region.in_loop,
+        before_loop: None,
         function: outlined.function.clone(),
         arguments: outlined
             .arguments

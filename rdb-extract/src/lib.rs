@@ -172,6 +172,11 @@ pub struct Region {
     pub first_in_body: bool,
     /// The region is inside a loop of that body (it runs once per iteration).
     pub in_loop: bool,
+    /// The statement after the region is a loop (`for`, `while`, `loop`): its first and last
+    /// lines in the stripped text. Its header line may have no code of its own in an optimized
+    /// build (a `for` whose iterator is all inlined): the region then runs before the loop's
+    /// code is first entered, never inside it.
+    pub before_loop: Option<(u32, u32)>,
 }
 
 /// A closure or `async` body around a region.

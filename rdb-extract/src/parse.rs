@@ -50,6 +50,8 @@ pub(crate) struct FoundRegion {
     pub(crate) anchor: usize,
     /// When the region ends its block: the span (start, last byte) of the statement before it.
     pub(crate) last_statement: Option<(usize, usize)>,
+    /// When the statement after the region is a loop: its span (start, last byte).
+    pub(crate) before_loop: Option<(usize, usize)>,
     /// The starts of the closures or `async` bodies around the region.
     pub(crate) bodies: Vec<usize>,
     /// Per argument: where later statements of the block may change it.
@@ -385,6 +387,7 @@ impl<'a> FileWalk<'a> {
         self.model.removals.push(begin_range.start..end_range.end);
         // Anchor: the next statement that stays in the main build.
         let mut anchor = None;
+        let mut before_loop = None;
         let mut k = e + 1;
         while k < block.stmts.len() {
             let stmt = &block.stmts[k];
@@ -406,6 +409,10 @@ impl<'a> FileWalk<'a> {
                         }
                     }
                     anchor = Some(self.range(stmt.span()).start);
+                    if let Stmt::Expr(Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_), _) = stmt {
+                        let range = self.range(stmt.span());
+                        before_loop = Some((range.start, range.end.saturating_sub(1).max(range.start)));
+                    }
                     break;
                 }
             }
@@ -484,6 +491,7 @@ impl<'a> FileWalk<'a> {
                 let body = self.bodies.last().map_or(0, |b| b.start);
                 self.loops.iter().any(|(start, _)| *start > body)
             },
+            before_loop: None,
             arguments: ctx
                 .args
                 .into_iter()
@@ -513,7 +521,7 @@ impl<'a> FileWalk<'a> {
             .iter()
             .map(|a| writes.0.iter().filter(|(n, _)| *n == a.name).map(|(_, span)| self.range(*span).start).collect())
             .collect();
-        self.model.regions.push(FoundRegion { region, anchor, last_statement, bodies, written });
+        self.model.regions.push(FoundRegion { region, anchor, last_statement, before_loop, bodies, written });
     }
 
     /// For a local `name` read by a region starting at `begin` in an

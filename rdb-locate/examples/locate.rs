@@ -62,6 +62,7 @@ fn main() -> ExitCode {
         last_statement: None,
         first_in_body: false,
         in_loop: false,
+        before_loop: None,
         block_end: None,
         bodies: Vec::new(),
     };

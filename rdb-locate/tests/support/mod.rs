@@ -170,6 +170,7 @@ pub fn site(region: u32, file: &str, marker: &str, function: &str, arguments: Ve
         last_statement: None,
         first_in_body: false,
         in_loop: false,
+        before_loop: None,
         block_end: None,
         bodies: Vec::new(),
     }

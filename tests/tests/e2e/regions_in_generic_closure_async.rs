@@ -408,6 +408,47 @@ pub fn a_fresh_program_runs_each_region_as_its_code_run_in_place_would() {
     }
 }
 
+/// `tests/fixtures/looped`: a region just before a `for` loop over `text.split(' ')`, whose
+/// header line has no code of its own in release (the iterator is all inlined, its first row
+/// is inside the loop). Dev and release print what the regions run as plain code print, in
+/// order: `count`'s region runs once per text where the loop is first entered (before: it was
+/// placed inside the loop). `main`'s copy, in an outer loop the optimizer unrolled, is reported
+/// at build time and at replay, exit 5, never run at a wrong place.
+pub fn a_region_before_a_for_loop_runs_once_before_it_in_release() {
+    let tmp = scratch("looped");
+    let native = regions_as_plain_code("looped", tmp.path());
+    let expected = by_tag(native.lines());
+    assert_eq!(expected.get("count").map(Vec::len), Some(3), "{native}");
+    for release in [false, true] {
+        let dir = tmp.path().join(if release { "release" } else { "dev" });
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = record_and_replay_fixture("looped", &dir, release, if release { 5 } else { 0 });
+        let (replayed, stderr) = (&run.replayed, &run.stderr);
+        let got = by_tag(run.debug());
+        if !release {
+            assert_eq!(got, expected, "{replayed}\n{stderr}");
+            continue;
+        }
+        assert_eq!(got.get("count"), expected.get("count"), "{replayed}\n{stderr}");
+        for (tag, lines) in &got {
+            let mut wanted = expected.get(tag).map(|l| l.iter()).into_iter().flatten();
+            for line in lines {
+                assert!(wanted.any(|w| w == line), "release, {tag}: `{line}` is not a dev line in order:\n{replayed}");
+            }
+        }
+        // `main`'s region: run as natively, or reported at build time and at each pass.
+        if got.get("main").map(Vec::len) != expected.get("main").map(Vec::len) {
+            assert!(
+                stderr
+                    .lines()
+                    .any(|l| l.starts_with("warning: ") && l.contains("region 2 (") && l.contains("cannot run it")),
+                "{stderr}"
+            );
+            assert!(stderr.contains("region 2 could not run: its code at 0x"), "{stderr}");
+        }
+    }
+}
+
 /// A fixture built with cargo's dev or release profile, recorded with `rdb record`, then
 /// replayed with its regions by `cargo rdb replay`; the replay exited with the status expected
 /// and the program's output is the recording's.
