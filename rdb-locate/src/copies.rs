@@ -227,8 +227,10 @@ fn loop_entries(
         if !members.iter().any(|&m| reachable[m]) {
             continue;
         }
-        let dominates =
-            |c: usize| cfg.reach(&[0], |x| x == c).is_some_and(|without| members.iter().all(|&m| !without[m]));
+        // The function's entry is passed by every path.
+        let dominates = |c: usize| {
+            c == 0 || cfg.reach(&[0], |x| x == c).is_some_and(|without| members.iter().all(|&m| !without[m]))
+        };
         // Instructions of the statement, before the loop, that every path into the loop passes.
         let candidates: Vec<usize> =
             (0..n).filter(|&m| reachable[m] && cycles[m].is_none() && of_statement(m) && dominates(m)).collect();
@@ -294,7 +296,7 @@ fn loop_entries(
                 "the function takes a jump table, so the loop's entry cannot be proven".to_string(),
             )));
         };
-        if let Some(&skip) = exits.iter().find(|&&x| without[x]) {
+        if let Some(&skip) = exits.iter().find(|&&x| entry != 0 && without[x]) {
             return Some(Err((
                 Some(entry),
                 format!(
@@ -485,4 +487,91 @@ fn vectorized(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loop_entries;
+    use crate::cfg::{Cfg, Flow, Insn};
+
+    fn insn(address: u64, flow: Flow, line: u32) -> Insn {
+        Insn { address, next: address + 1, flow, line: Some(line) }
+    }
+
+    /// Shaped like rustc's release `let mut c = ..; /* region */ for w in text.split(' ') {
+    /// c.add(w); }` (function declared at line 20, loop at lines 26-28): the `let`'s code (line
+    /// 25) enters the loop's head (glue of no line), which is also the back edge's target; the
+    /// iterator's inlined `next` (line 26) tests, the body (line 27) calls, then after the
+    /// loop line 29.
+    fn split_loop(entering: Flow) -> Cfg {
+        Cfg::new(vec![
+            insn(0, Flow::Next, 25),
+            insn(1, entering, 25),
+            insn(2, Flow::Next, 0),
+            insn(3, Flow::Branch(6), 26),
+            insn(4, Flow::Next, 27),
+            insn(5, Flow::Jump(2), 26),
+            insn(6, Flow::Stop, 29),
+        ])
+    }
+
+    #[test]
+    fn a_location_inside_the_loop_moves_to_the_instruction_entering_it() {
+        let cfg = split_loop(Flow::Next);
+        let none = |_: u64, _: u64| false;
+        // The first row of line 26 is the test inside the loop.
+        assert_eq!(loop_entries(&cfg, (26, 28), 20, &[3], none), Some(Ok(vec![1])));
+        // A location before the loop is kept.
+        assert_eq!(loop_entries(&cfg, (26, 28), 20, &[1], none), None);
+        // An entering instruction that writes memory is not a place: the region would not see it.
+        let writes = |_: u64, _: u64| true;
+        assert!(matches!(loop_entries(&cfg, (26, 28), 20, &[3], writes), Some(Err((Some(1), _)))));
+    }
+
+    #[test]
+    fn code_of_the_statement_before_the_loop_is_its_entry_and_a_path_around_it_is_refused() {
+        // The iterator is built (line 26) before the loop's head: the region runs there.
+        let cfg = Cfg::new(vec![
+            insn(0, Flow::Next, 25),
+            insn(1, Flow::Next, 26),
+            insn(2, Flow::Next, 0),
+            insn(3, Flow::Branch(6), 26),
+            insn(4, Flow::Next, 27),
+            insn(5, Flow::Jump(2), 26),
+            insn(6, Flow::Stop, 29),
+        ]);
+        assert_eq!(loop_entries(&cfg, (26, 28), 20, &[3], |_, _| false), Some(Ok(vec![1])));
+        // A test of line 25 jumps past the loop: no place before the loop runs on every path.
+        let cfg = Cfg::new(vec![
+            insn(0, Flow::Branch(6), 25),
+            insn(1, Flow::Next, 25),
+            insn(2, Flow::Next, 0),
+            insn(3, Flow::Branch(6), 26),
+            insn(4, Flow::Next, 27),
+            insn(5, Flow::Jump(2), 26),
+            insn(6, Flow::Stop, 29),
+        ]);
+        assert!(matches!(loop_entries(&cfg, (26, 28), 20, &[3], |_, _| false), Some(Err(_))));
+    }
+
+    #[test]
+    fn copies_of_the_loop_without_their_own_rows_are_refused() {
+        // An enclosing loop unrolled twice: the second copy's head keeps line 29's row (code
+        // after the first copy), so only the first copy's entry can be told.
+        let cfg = Cfg::new(vec![
+            insn(0, Flow::Next, 25),
+            insn(1, Flow::Next, 0),
+            insn(2, Flow::Branch(5), 26),
+            insn(3, Flow::Next, 27),
+            insn(4, Flow::Jump(1), 26),
+            insn(5, Flow::Next, 29),
+            insn(6, Flow::Next, 29),
+            insn(7, Flow::Branch(10), 26),
+            insn(8, Flow::Next, 27),
+            insn(9, Flow::Jump(6), 26),
+            insn(10, Flow::Stop, 29),
+        ]);
+        let got = loop_entries(&cfg, (26, 28), 20, &[2], |_, _| false);
+        assert!(matches!(&got, Some(Err((Some(0), why))) if why.contains("2 copies")), "{got:?}");
+    }
 }
