@@ -409,11 +409,14 @@ pub fn a_fresh_program_runs_each_region_as_its_code_run_in_place_would() {
 }
 
 /// `tests/fixtures/looped`: a region just before a `for` loop over `text.split(' ')`, whose
-/// header line has no code of its own in release (the iterator is all inlined, its first row
-/// is inside the loop). Dev and release print what the regions run as plain code print, in
-/// order: `count`'s region runs once per text where the loop is first entered (before: it was
-/// placed inside the loop). `main`'s copy, in an outer loop the optimizer unrolled, is reported
-/// at build time and at replay, exit 5, never run at a wrong place.
+/// header line may have no code of its own in release (the iterator is all inlined). Dev and
+/// release print what the regions run as plain code print, in order: `count`'s region runs
+/// once per text. `main`'s copy, in an outer loop the optimizer unrolled, is reported at build
+/// time and at replay, exit 5, never run at a wrong place. `tests/fixtures/unrolled` is that
+/// `main` alone: there the first row of the `for` line is inside the first copy of the loop,
+/// on a path no pass takes (before: placed there, never reached, exit 0 with no warning); now
+/// the three copies of the loop, two without rows of their own, are reported with the first
+/// copy's entry, exit 5.
 pub fn a_region_before_a_for_loop_runs_once_before_it_in_release() {
     let tmp = scratch("looped");
     let native = regions_as_plain_code("looped", tmp.path());
@@ -447,6 +450,16 @@ pub fn a_region_before_a_for_loop_runs_once_before_it_in_release() {
             assert!(stderr.contains("region 2 could not run: its code at 0x"), "{stderr}");
         }
     }
+    let dir = tmp.path().join("unrolled");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = record_and_replay_fixture("unrolled", &dir, true, 5);
+    let stderr = &run.stderr;
+    assert!(run.debug().is_empty(), "{}", run.replayed);
+    assert!(
+        stderr.lines().any(|l| l.starts_with("warning: ") && l.contains("region 1 (") && l.contains("3 copies")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("region 1 could not run: its code at 0x"), "{stderr}");
 }
 
 /// A fixture built with cargo's dev or release profile, recorded with `rdb record`, then
