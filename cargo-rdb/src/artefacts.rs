@@ -55,6 +55,7 @@ pub fn write_descriptors(
                 first_in_body: r.first_in_body,
                 in_loop: r.in_loop,
                 block_close_line: Some(r.block_close),
+                before_loop: r.before_loop,
                 bodies: r
                     .nesting
                     .iter()

@@ -924,6 +924,7 @@ fn c_region(
         first_in_body: false,
         in_loop: region.in_loop,
         block_close_line: region.block_close,
+        before_loop: None,
         function: outlined.function.clone(),
         arguments: outlined
             .arguments

@@ -179,6 +179,11 @@ pub struct Region {
     /// line runs after the block (or also when it is not entered) and never stands in for the
     /// anchor.
     pub block_close: u32,
+    /// The statement after the region is a loop (`for`, `while`, `loop`): its first and last
+    /// lines in the stripped text. Its header line may have no code of its own in an optimized
+    /// build (a `for` whose iterator is all inlined): the region then runs before the loop's
+    /// code is first entered, never inside it.
+    pub before_loop: Option<(u32, u32)>,
 }
 
 /// A closure or `async` body around a region.

@@ -52,6 +52,8 @@ pub(crate) struct FoundRegion {
     pub(crate) last_statement: Option<(usize, usize)>,
     /// The `}` closing the region's block.
     pub(crate) close: usize,
+    /// When the statement after the region is a loop: its span (start, last byte).
+    pub(crate) before_loop: Option<(usize, usize)>,
     /// The starts of the closures or `async` bodies around the region.
     pub(crate) bodies: Vec<usize>,
     /// Per argument: where later statements of the block may change it.
@@ -387,6 +389,7 @@ impl<'a> FileWalk<'a> {
         self.model.removals.push(begin_range.start..end_range.end);
         // Anchor: the next statement that stays in the main build.
         let mut anchor = None;
+        let mut before_loop = None;
         let mut k = e + 1;
         while k < block.stmts.len() {
             let stmt = &block.stmts[k];
@@ -408,6 +411,10 @@ impl<'a> FileWalk<'a> {
                         }
                     }
                     anchor = Some(self.range(stmt.span()).start);
+                    if let Stmt::Expr(Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_), _) = stmt {
+                        let range = self.range(stmt.span());
+                        before_loop = Some((range.start, range.end.saturating_sub(1).max(range.start)));
+                    }
                     break;
                 }
             }
@@ -488,6 +495,7 @@ impl<'a> FileWalk<'a> {
                 self.loops.iter().any(|(start, _)| *start > body)
             },
             block_close: 0,
+            before_loop: None,
             arguments: ctx
                 .args
                 .into_iter()
@@ -517,7 +525,15 @@ impl<'a> FileWalk<'a> {
             .iter()
             .map(|a| writes.0.iter().filter(|(n, _)| *n == a.name).map(|(_, span)| self.range(*span).start).collect())
             .collect();
-        self.model.regions.push(FoundRegion { region, anchor, last_statement, close: block_close, bodies, written });
+        self.model.regions.push(FoundRegion {
+            region,
+            anchor,
+            last_statement,
+            close: block_close,
+            before_loop,
+            bodies,
+            written,
+        });
     }
 
     /// For a local `name` read by a region starting at `begin` in an

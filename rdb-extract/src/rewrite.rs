@@ -86,6 +86,7 @@ pub(crate) fn rewrite(input: &SourceInput, model: FileModel) -> (ExtractedFile, 
         region.anchor = at(anchor);
         region.last_statement = found.last_statement.map(|(start, end)| (at(start).line, at(end).line));
         region.block_close = at(found.close).line;
+        region.before_loop = found.before_loop.map(|(start, end)| (at(start).line, at(end).line));
         for (argument, offsets) in region.arguments.iter_mut().zip(written) {
             argument.written_after = offsets.into_iter().map(at).collect();
         }

@@ -137,3 +137,12 @@ fn arguments_say_whether_a_statement_before_the_region_may_change_them() {
     unwritten.sort_unstable();
     assert_eq!(unwritten, [("a", false), ("b", false), ("c", false)]);
 }
+
+#[test]
+fn a_region_before_a_loop_statement_knows_its_lines() {
+    let text = "fn main() {\n    let t = \"a b\";\n    rdb_begin!();\n    println!(\"{t}\");\n    rdb_end!();\n    for w in t.split(' ') {\n        println!(\"{w}\");\n    }\n    rdb_begin!();\n    println!(\"{t}\");\n    rdb_end!();\n    let n = t.len();\n    println!(\"{n}\");\n}\n";
+    let x = one(text);
+    // In the stripped text the loop is at lines 3-5.
+    assert_eq!(x.regions[0].before_loop, Some((3, 5)));
+    assert_eq!(x.regions[1].before_loop, None);
+}

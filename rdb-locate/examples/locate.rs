@@ -63,6 +63,7 @@ fn main() -> ExitCode {
         first_in_body: false,
         in_loop: false,
         block_close_line: None,
+        before_loop: None,
         block_end: None,
         bodies: Vec::new(),
     };

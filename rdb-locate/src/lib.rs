@@ -169,10 +169,15 @@ pub struct RegionSite {
     /// code (the optimizer fully unrolled the loop without rows for each
     /// iteration, or turned it into a `memcpy`) cannot serve it.
     pub in_loop: bool,
-    /// The line of the `}` that closes the region's block, when known (C): code of a later
+    /// The line of the `}` that closes the region's block, when known: code of a later
     /// line runs after the block (after the loop, or also when the `if` is not taken), so it
     /// never stands in for an anchor without code of its own.
     pub block_close_line: Option<u32>,
+    /// The anchor statement is a loop (Rust `for`, `while`, `loop`): its first and last lines.
+    /// A location on a cycle of that loop's own code (the header line had no code and a line of
+    /// the loop stood in) would run the region per iteration: the copies pass moves it to the
+    /// loop statement's first code, or reports the copy (see `copies`).
+    pub before_loop: Option<(u32, u32)>,
 }
 
 /// A closure or `async` body around a region.
@@ -828,6 +833,13 @@ fn judge_copies(
             copies::Verdict::AtEntry(address) => {
                 if !placed.iter().any(|(_, a)| *a == address) {
                     placed.push((instance.clone(), address));
+                }
+            }
+            copies::Verdict::At(addresses) => {
+                for address in addresses {
+                    if !placed.iter().any(|(_, a)| *a == address) {
+                        placed.push((instance.clone(), address));
+                    }
                 }
             }
             copies::Verdict::Unserved { at, reason } => {

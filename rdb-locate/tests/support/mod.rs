@@ -171,6 +171,7 @@ pub fn site(region: u32, file: &str, marker: &str, function: &str, arguments: Ve
         first_in_body: false,
         in_loop: false,
         block_close_line: None,
+        before_loop: None,
         block_end: None,
         bodies: Vec::new(),
     }

@@ -408,6 +408,60 @@ pub fn a_fresh_program_runs_each_region_as_its_code_run_in_place_would() {
     }
 }
 
+/// `tests/fixtures/looped`: a region just before a `for` loop over `text.split(' ')`, whose
+/// header line may have no code of its own in release (the iterator is all inlined). Dev and
+/// release print what the regions run as plain code print, in order: `count`'s region runs
+/// once per text. `main`'s copy, in an outer loop the optimizer unrolled, is reported at build
+/// time and at replay, exit 5, never run at a wrong place. `tests/fixtures/unrolled` is that
+/// `main` alone: there the first row of the `for` line is inside the first copy of the loop,
+/// on a path no pass takes (before: placed there, never reached, exit 0 with no warning); now
+/// the three copies of the loop, two without rows of their own, are reported with the first
+/// copy's entry, exit 5.
+pub fn a_region_before_a_for_loop_runs_once_before_it_in_release() {
+    let tmp = scratch("looped");
+    let native = regions_as_plain_code("looped", tmp.path());
+    let expected = by_tag(native.lines());
+    assert_eq!(expected.get("count").map(Vec::len), Some(3), "{native}");
+    for release in [false, true] {
+        let dir = tmp.path().join(if release { "release" } else { "dev" });
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = record_and_replay_fixture("looped", &dir, release, if release { 5 } else { 0 });
+        let (replayed, stderr) = (&run.replayed, &run.stderr);
+        let got = by_tag(run.debug());
+        if !release {
+            assert_eq!(got, expected, "{replayed}\n{stderr}");
+            continue;
+        }
+        assert_eq!(got.get("count"), expected.get("count"), "{replayed}\n{stderr}");
+        for (tag, lines) in &got {
+            let mut wanted = expected.get(tag).map(|l| l.iter()).into_iter().flatten();
+            for line in lines {
+                assert!(wanted.any(|w| w == line), "release, {tag}: `{line}` is not a dev line in order:\n{replayed}");
+            }
+        }
+        // `main`'s region: run as natively, or reported at build time and at each pass.
+        if got.get("main").map(Vec::len) != expected.get("main").map(Vec::len) {
+            assert!(
+                stderr
+                    .lines()
+                    .any(|l| l.starts_with("warning: ") && l.contains("region 2 (") && l.contains("cannot run it")),
+                "{stderr}"
+            );
+            assert!(stderr.contains("region 2 could not run: its code at 0x"), "{stderr}");
+        }
+    }
+    let dir = tmp.path().join("unrolled");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = record_and_replay_fixture("unrolled", &dir, true, 5);
+    let stderr = &run.stderr;
+    assert!(run.debug().is_empty(), "{}", run.replayed);
+    assert!(
+        stderr.lines().any(|l| l.starts_with("warning: ") && l.contains("region 1 (") && l.contains("3 copies")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("region 1 could not run: its code at 0x"), "{stderr}");
+}
+
 /// A fixture built with cargo's dev or release profile, recorded with `rdb record`, then
 /// replayed with its regions by `cargo rdb replay`; the replay exited with the status expected
 /// and the program's output is the recording's.
