@@ -227,6 +227,7 @@ fn main() {
         a_path_the_optimizer_threads_past_the_anchor_runs_the_region_in_release,
         async_locals_kept_across_an_await_are_read_in_the_state_in_release,
         a_scheduler_written_fresh_runs_its_regions_as_in_place_code_would,
+        a_calculator_written_fresh_runs_its_regions_as_in_place_code_would,
     ));
     trials.extend(scenarios!(remote:
         minibc_regions_under_gdbserver_and_qemu_print_what_the_replay_prints,
