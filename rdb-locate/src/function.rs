@@ -388,6 +388,9 @@ pub fn code_addresses(
         keys: Vec<(u32, u32)>,
         /// Started because its first key came again (not after earlier lines).
         by_repeat: bool,
+        /// Its pieces of code: from a row of it to the next code of another line (`None`
+        /// while it goes on).
+        pieces: Vec<(u64, Option<u64>)>,
     }
     // A coroutine's (an `async` body's `poll`) rows of its own first line
     // are its state machine: the dispatch that resumes a suspended future
@@ -425,14 +428,18 @@ pub fn code_addresses(
             // Code the current copy branches to is that copy going on (an
             // overflow check's continuation or panic path at opt-level 0),
             // not a new copy: a copy is entered by falling into it, or from
-            // elsewhere.
+            // elsewhere. Only the copy's own code counts: the code of the
+            // lines between may jump to the statement's start (an `async`
+            // body's `.await` before it, done, goes on to the statement whose
+            // first code in the function was the resume point of its own
+            // `.await`).
             let continues = |copy: &Copy<'_>| {
-                copy.rows.first().is_some_and(|first| {
-                    branches_into(index.binary, first.address, block_start, block_start, row.address)
+                copy.pieces.iter().any(|&(from, to)| {
+                    branches_into(index.binary, from, to.unwrap_or(block_start), block_start, row.address)
                 })
             };
             if (restart || repeat) && !copies.last().is_some_and(continues) {
-                copies.push(Copy { rows: Vec::new(), keys: Vec::new(), by_repeat: !restart });
+                copies.push(Copy { rows: Vec::new(), keys: Vec::new(), by_repeat: !restart, pieces: Vec::new() });
                 later_line_seen = false;
             }
             // Either way the rows that follow are this copy's (a copy the
@@ -441,7 +448,13 @@ pub fn code_addresses(
             let copy = copies.last_mut().expect("a copy");
             copy.keys.push(key);
             copy.rows.push(row);
+            if copy.pieces.last().is_none_or(|(_, end)| end.is_some()) {
+                copy.pieces.push((block_start, None));
+            }
         } else if row.line != 0 && files.contains(&row.file) {
+            if let Some(piece) = copies.last_mut().and_then(|c| c.pieces.last_mut()).filter(|p| p.1.is_none()) {
+                piece.1 = Some(block_start);
+            }
             if row.line > line {
                 later_line_seen = true;
             } else if row.line < line && row.is_stmt && Some(row.line) != dispatch_line {

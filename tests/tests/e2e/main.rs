@@ -237,6 +237,7 @@ fn main() {
         a_scheduler_written_fresh_runs_its_regions_as_in_place_code_would,
         regions_before_a_loops_exit_run_there_or_are_reported,
         a_region_before_a_for_loop_runs_once_before_it_in_release,
+        a_calculator_written_fresh_runs_its_regions_as_in_place_code_would,
     ));
     trials.extend(scenarios!(remote:
         minibc_regions_under_gdbserver_and_qemu_print_what_the_replay_prints,

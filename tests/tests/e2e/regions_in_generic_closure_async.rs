@@ -760,3 +760,77 @@ pub fn regions_before_a_loops_exit_run_there_or_are_reported() {
         }
     }
 }
+
+/// `tests/fixtures/calc`, a program written fresh to judge issue 10, unlike the other
+/// fixtures in shape: a tokenizer (`impl Iterator` return, a `filter_map` closure) and a
+/// recursive prefix evaluator with a nested fn and debug-only locals shared between two
+/// regions of each call, run in closures on threads; a const-generic `Pool<T, N>` with a
+/// generic `apply<F: Fn(&mut T)>`; `impl<T> Trait for Wrapper<T>` and the trait's default
+/// method; `sort_by_key` and `retain` closures; `async fn`s and an `async move` block run
+/// as tasks on tokio's current-thread and multi-thread runtimes. Recorded from plain builds
+/// of cargo's dev and default release profiles.
+///
+/// Dev: every region runs where and as often as its code run in place natively, with the
+/// same values, per thread and task in order. The `async move` block's region sits before
+/// `let (label, acc) = settle(..).await;`, whose first code in `poll` is the resume point
+/// of that `.await`: it ran there at every resumption (4 times per task, once with a stale
+/// `values`), not once. The `retain` closure's region, before its tail expression `keep`,
+/// is the one exception: rustc keeps no debug information for `keep` (merged into the
+/// return value), which the build and each pass report. Release: the binary is the
+/// recorded one, the program's output is the recording's, what the regions print is what
+/// they print in dev (per thread and task, in order), what cannot run is reported with its
+/// reason, and no region crashes.
+pub fn a_calculator_written_fresh_runs_its_regions_as_in_place_code_would() {
+    let tmp = scratch("calc");
+    let native = regions_as_plain_code("calc", tmp.path());
+    let expected = by_tag(native.lines());
+    assert!(expected.len() >= 10, "threads, tasks and main:\n{native}");
+    for release in [false, true] {
+        let dir = tmp.path().join(if release { "release" } else { "dev" });
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = record_and_replay_fixture("calc", &dir, release, 5);
+        let (replayed, stderr) = (&run.replayed, &run.stderr);
+        let program: String = native.lines().filter(|l| !l.starts_with("[rdb] ")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(program, run.recorded, "the regions as plain code change the program's output");
+        let profile = if release { "release" } else { "debug" };
+        assert_eq!(
+            std::fs::read(run.app.dir.join("target/rdb").join(profile).join("calc")).unwrap(),
+            std::fs::read(&run.binary).unwrap(),
+            "the main binary is not the recorded one"
+        );
+        assert!(!stderr.contains("crashed"), "release {release}:\n{stderr}");
+        let got = by_tag(run.debug());
+        let not_run = |reason: &str| {
+            stderr
+                .lines()
+                .filter(|l| l.starts_with("rdb: ") && l.contains("could not run") && l.contains(reason))
+                .count()
+        };
+        if !release {
+            let mut wanted = expected.clone();
+            wanted.get_mut("main").expect("main's lines").retain(|l| !l.contains(" retain "));
+            assert_eq!(got, wanted, "{replayed}\n{stderr}");
+            let retained = native.lines().filter(|l| l.starts_with("[rdb] main retain ")).count();
+            assert_eq!(not_run("argument `keep` (position 1) is optimized out at this location"), retained, "{stderr}");
+            assert_eq!(stderr.lines().filter(|l| l.contains("could not run")).count(), retained, "{stderr}");
+            continue;
+        }
+        for (tag, lines) in &got {
+            let mut wanted = expected.get(tag).map(|l| l.iter()).into_iter().flatten();
+            for line in lines {
+                assert!(wanted.any(|w| w == line), "release, {tag}: `{line}` is not a dev line in order:\n{replayed}");
+            }
+        }
+        for line in stderr.lines().filter(|l| l.starts_with("rdb: ") && l.contains("could not run")) {
+            assert!(
+                line.contains("optimized out at this location") || line.contains("is a copy where it cannot run"),
+                "{line}"
+            );
+        }
+        // The `async move` block's region, once per task at most, never at a resumption.
+        for task in ["mt0", "mt1", "mt2"] {
+            let blocks = got.get(task).map_or(0, |l| l.iter().filter(|l| l.contains(" block ")).count());
+            assert!(blocks <= 1, "release, {task}:\n{replayed}");
+        }
+    }
+}
