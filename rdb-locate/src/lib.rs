@@ -561,18 +561,7 @@ fn locate_site(
             |line: u32| !site.ends_block && site.block_end.is_none() && site.block_close_line.is_some_and(|c| line > c);
         if !step_without_code && found.iter().any(|(_, code)| code.fallback_line.is_none()) {
             found.retain(|(_, code)| code.fallback_line.is_none());
-        }
-        // The anchor statement has no code and the next code is after the region's block: the
-        // region runs where the statement before it ends (a `swap(..)` before an `i = p;` the
-        // optimizer kept in registers), when there is one; else it is refused.
-        let without_code = !step_without_code
-            && !site.ends_block
-            && !found.iter().any(|(_, code)| code.fallback_line.is_none())
-            && (found.iter().any(|(_, code)| code.fallback_line.is_some_and(after_block))
-                || (found.is_empty() && site.last_statement.is_some()));
-        if !step_without_code && found.iter().any(|(_, code)| code.fallback_line.is_none()) {
-            found.retain(|(_, code)| code.fallback_line.is_none());
-        } else if without_code && site.last_statement.is_none() {
+        } else if !step_without_code && found.iter().any(|(_, code)| code.fallback_line.is_some_and(after_block)) {
             found.retain(|(_, code)| !code.fallback_line.is_some_and(after_block));
             if found.is_empty() {
                 note = Some(format!(
@@ -584,7 +573,7 @@ fn locate_site(
                     show(&site.anchor)
                 ));
             }
-        } else if site.ends_block || step_without_code || without_code {
+        } else if site.ends_block || step_without_code {
             found.clear();
             // The closing brace has no code: the region runs where control leaves the code of
             // the block's last statement, in each copy.
@@ -615,41 +604,25 @@ fn locate_site(
                 }
             }
             if found.is_empty() {
-                let (what, next, instead) = if site.ends_block {
+                let (what, next) = if site.ends_block {
                     (
-                        "the region ends its block and the block's closing brace",
+                        "the block's closing brace",
                         "the next code runs after the block (after the loop, or also when the branch is not taken)",
-                        "move it before the block's last statement",
-                    )
-                } else if without_code {
-                    (
-                        "the statement after the region",
-                        "the next code is after the region's block (after the loop, or also when the branch is not \
-                         taken)",
-                        "put it before a statement that still has code",
                     )
                 } else {
-                    (
-                        "the region ends its block and the loop's step",
-                        "the next code is the loop body's, which runs before each iteration",
-                        "move it before the block's last statement",
-                    )
+                    ("the loop's step", "the next code is the loop body's, which runs before each iteration")
                 };
                 note = Some(format!(
-                    "{what} ({}) has no code of its own in this build, nor could the end of the statement before the \
-                     region be found{}: {next}, so the region is not placed there; {instead}",
+                    "the region ends its block and {what} ({}) has no code of its own in this build, nor could the \
+                     end of the statement before the region be found{}: {next}, so the region is not placed there; \
+                     move it before the block's last statement",
                     show(&site.anchor),
                     why.map(|w| format!(" ({w})")).unwrap_or_default()
                 ));
             } else if let Some(w) = why {
-                let lead = if without_code {
-                    "the statement after the region has no code"
-                } else {
-                    "the region ends its block and the block's closing brace has no code"
-                };
                 located.warnings.push(format!(
-                    "region {region} ({}): {lead}; it runs where the statement before it ends, except {w}: there it \
-                     will not run",
+                    "region {region} ({}): the region ends its block and the block's closing brace has no code; it \
+                     runs where the statement before it ends, except {w}: there it will not run",
                     show(&site.begin)
                 ));
             }

@@ -421,33 +421,6 @@ pub fn a_region_ending_a_block_never_runs_on_the_paths_that_skip_it() {
     }
 }
 
-/// `heap.c`: a region before a statement the optimizer gave no code (`i = p;` of a sift loop at
-/// -O2) runs where the statement before it ends, once per sift (3), printing -O0's lines or
-/// reported per hit; it was refused. At -O0 every region prints the lines of the same code run
-/// as plain code, but the one ending an `if` body (reported: its end is a join).
-pub fn a_region_before_a_statement_without_code_runs_where_the_one_before_ends() {
-    let sifts = ["[dbg] sift id 4 from 3 to 1", "[dbg] sift id 4 from 1 to 0", "[dbg] sift id 6 from 5 to 2"];
-    for opt in ["-O0", "-O2"] {
-        let tmp = scratch("c");
-        let dir = tmp.path();
-        std::fs::copy(program("support/heap.c"), dir.join("q.c")).unwrap();
-        let build = ok(run(dir, rdb_clang().to_str().unwrap(), &[opt, "-g", "q.c", "-o", "q"]), "rdb-clang");
-        let recorded = record(dir, &["./q"]);
-        assert_eq!(text(&recorded.stdout), "order 4152637\n");
-        let replay = rdb_in(dir, &["replay", "trace", "--debug", "./q"]);
-        let (out, stderr, warnings) = (text(&replay.stdout), text(&replay.stderr), text(&build.stderr));
-        let got: Vec<&str> = out.lines().filter(|l| l.starts_with("[dbg] sift")).collect();
-        let reported = stderr.lines().filter(|l| l.contains("region 2 could not run")).count();
-        if opt == "-O0" {
-            assert_eq!(got, sifts, "{stderr}\n{warnings}");
-            assert_eq!(out.lines().filter(|l| l.starts_with("[dbg] pop")).count(), 7, "{out}");
-        } else {
-            assert!(sifts.starts_with(&got) || got.iter().all(|l| sifts.contains(l)), "{got:?}\n{warnings}");
-            assert_eq!(got.len() + reported, 3, "{out}\n{stderr}\n{warnings}");
-        }
-    }
-}
-
 /// `unrolled_end.c`: a region ending a loop body, anchored at the loop's step. clang -O2 unrolls
 /// the loop fully: the step has no code, and the next line with code is the next copy's first
 /// statement, where `w` is already the next iteration's (before: the region ran there once, at

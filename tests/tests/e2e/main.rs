@@ -160,7 +160,6 @@ fn main() {
         every_inlined_and_unrolled_copy_runs_the_region,
         a_region_whose_statement_leaves_an_unrolled_loop_is_reported_not_run_once,
         regions_on_a_path_leaving_a_loop_run_once_per_pass,
-        a_region_before_a_statement_without_code_runs_where_the_one_before_ends,
         a_region_ending_a_block_never_runs_on_the_paths_that_skip_it,
         a_region_before_a_call_inlined_into_a_loop_runs_at_every_iteration,
         a_region_before_a_step_without_code_never_prints_the_sum_before_the_add,
