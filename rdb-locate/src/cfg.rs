@@ -189,6 +189,40 @@ impl Cfg {
         seen
     }
 
+    /// The entry of the code `inside` (an inlined copy): the instruction of it, `hint` (its
+    /// `DW_AT_entry_pc`) or one entered from reachable code outside it (or the function's entry
+    /// itself), that every path from the function's entry (instruction 0) to the copy's code
+    /// passes. Code no path reaches, such as alignment padding, never runs and does not count.
+    /// `None` when no instruction does, or the code may take a jump table.
+    pub(crate) fn entry_of(&self, inside: &[bool], hint: Option<usize>) -> Option<usize> {
+        let reachable = self.reach(&[0], |_| false)?;
+        let mut candidates: Vec<usize> = hint.into_iter().collect();
+        for n in 0..inside.len() {
+            if !inside[n] && reachable[n] {
+                candidates.extend(self.successors[n].iter().copied().filter(|&s| inside[s]));
+            }
+        }
+        if inside.first() == Some(&true) {
+            candidates.push(0);
+        }
+        let mut seen = Vec::new();
+        for e in candidates {
+            if !inside[e] || !reachable[e] || seen.contains(&e) {
+                continue;
+            }
+            seen.push(e);
+            // The function's entry reaches no code of the copy without passing `e`.
+            if e == 0 {
+                return Some(e);
+            }
+            let reached = self.reach(&[0], |m| m == e)?;
+            if !(0..inside.len()).any(|c| inside[c] && reached[c]) {
+                return Some(e);
+            }
+        }
+        None
+    }
+
     /// The strongly connected components of the graph restricted to the
     /// instructions `keep` says: for each instruction its component's
     /// number, `None` outside `keep` or on no cycle (a component of one

@@ -106,7 +106,7 @@ pub fn judge(
     }
 
     let inlined = instance.frame_owner.is_some_and(|owner| owner != die);
-    let entry = if inlined { single_entry(index, &cfg, instance, &inside, &copy)? } else { None };
+    let entry = if inlined { single_entry(index, &cfg, instance, &inside)? } else { None };
     let window = entry.and_then(|e| window(&cfg, e, &copy));
     let entry = entry.filter(|_| window.is_some());
 
@@ -341,48 +341,20 @@ fn loop_entries(
 /// when known.
 type Refused = (Option<usize>, String);
 
-/// The copy's entry, when every execution of the copy starts there: the instruction of the
-/// copy (its `DW_AT_entry_pc`, or one entered from outside the copy's code) that every path
-/// from the function's entry to the copy's code passes (code the function's entry does not
-/// reach, such as alignment padding, never runs and does not count).
+/// The copy's entry, when every execution of the copy starts there (see
+/// [`crate::cfg::Cfg::entry_of`], with the copy's `DW_AT_entry_pc` tried first).
 fn single_entry(
     index: &Index<'_>,
     cfg: &crate::cfg::Cfg,
     instance: &Instance,
     inside: &[bool],
-    copy: &[usize],
 ) -> Result<Option<usize>, gimli::Error> {
     let die = instance.die.expect("checked by the caller");
-    let Some(reachable) = cfg.reach(&[0], |_| false) else { return Ok(None) };
     let entry_pc = match index.attr(die, gimli::DW_AT_entry_pc)? {
         Some(gimli::AttributeValue::Addr(a)) => cfg.index(a),
         _ => None,
     };
-    let mut candidates: Vec<usize> = entry_pc.into_iter().collect();
-    for n in 0..inside.len() {
-        if !inside[n] && reachable[n] {
-            candidates.extend(cfg.successors(n).iter().copied().filter(|&s| inside[s]));
-        }
-    }
-    if inside[0] {
-        candidates.push(0);
-    }
-    let mut seen = Vec::new();
-    for e in candidates {
-        if !inside[e] || !reachable[e] || seen.contains(&e) {
-            continue;
-        }
-        seen.push(e);
-        // The function's entry reaches no code of the copy without passing `e`.
-        if e == 0 {
-            return Ok(Some(e));
-        }
-        let Some(reached) = cfg.reach(&[0], |m| m == e) else { return Ok(None) };
-        if !copy.iter().any(|&c| reached[c]) {
-            return Ok(Some(e));
-        }
-    }
-    Ok(None)
+    Ok(cfg.entry_of(inside, entry_pc))
 }
 
 /// The code of one pass through the copy entered at `e`: what `e` reaches without passing

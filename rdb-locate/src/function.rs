@@ -549,6 +549,8 @@ fn inlined_calls_at(index: &Index<'_>, instance: &Instance, anchor: &SourceLocat
     let Some(die) = instance.die else { return Ok(Vec::new()) };
     let files = index.files(die.unit)?;
     let mut found: Vec<(u64, u64)> = Vec::new();
+    // The frame's control-flow graph, built once when a copy needs it.
+    let mut frame: Option<Option<crate::cfg::Cfg>> = None;
     for r in directly_inlined(index, die)? {
         let line = index.udata(r, gimli::DW_AT_call_line)?;
         let column = index.udata(r, gimli::DW_AT_call_column)?.unwrap_or(0);
@@ -576,7 +578,14 @@ fn inlined_calls_at(index: &Index<'_>, instance: &Instance, anchor: &SourceLocat
             Some(a) => Some(a),
             None => {
                 let ranges = index.ranges(r)?;
-                entered_at(index, instance, &anchor.file, &ranges)?.or_else(|| ranges.iter().map(|r| r.begin).min())
+                if frame.is_none() {
+                    frame = Some(frame_cfg(index, instance, &anchor.file)?);
+                }
+                frame
+                    .as_ref()
+                    .and_then(|f| f.as_ref())
+                    .and_then(|cfg| entered_at(cfg, &ranges))
+                    .or_else(|| ranges.iter().map(|r| r.begin).min())
             }
         };
         if let Some(start) = start.filter(|&a| in_ranges(&instance.ranges, a)) {
@@ -591,39 +600,13 @@ fn inlined_calls_at(index: &Index<'_>, instance: &Instance, anchor: &SourceLocat
 }
 
 /// Where the code of `ranges` (an inlined copy without `DW_AT_entry_pc`) is entered from the
-/// rest of `instance`'s frame, when that is one address: the lowest address of the copy may be
-/// alignment padding, or a later block of the copy laid out first (clang -O2 put a loop's
-/// `malloc` path of an inlined `put` before the hash that starts it; the padding before it
-/// never ran). `None` when no one address dominates the copy's code, or the code cannot be
-/// read.
-fn entered_at(
-    index: &Index<'_>,
-    instance: &Instance,
-    file: &std::path::Path,
-    ranges: &[gimli::Range],
-) -> Result<Option<u64>, gimli::Error> {
-    let Some(cfg) = frame_cfg(index, instance, file)? else { return Ok(None) };
-    let insns = cfg.insns();
-    let inside: Vec<bool> = insns.iter().map(|i| in_ranges(ranges, i.address)).collect();
-    let Some(reachable) = cfg.reach(&[0], |_| false) else { return Ok(None) };
-    let mut entries: Vec<usize> = (0..insns.len())
-        .filter(|&n| !inside[n] && reachable[n])
-        .flat_map(|n| cfg.successors(n).iter().copied().filter(|&s| inside[s]))
-        .collect();
-    if inside.first() == Some(&true) {
-        entries.push(0);
-    }
-    entries.sort_unstable();
-    entries.dedup();
-    // The entry is the one every path from the frame's entry to the copy's code passes (code
-    // of the copy that no path reaches, such as padding, does not count).
-    for e in entries {
-        let Some(reached) = cfg.reach(&[0], |m| m == e) else { return Ok(None) };
-        if !(0..insns.len()).any(|m| m != e && inside[m] && reachable[m] && reached[m]) {
-            return Ok(Some(insns[e].address));
-        }
-    }
-    Ok(None)
+/// rest of its frame, whose graph is `cfg` ([`crate::cfg::Cfg::entry_of`]): the lowest address
+/// of the copy may be alignment padding, or a later block of the copy laid out first (clang
+/// -O2 put a loop's `malloc` path of an inlined `put` before the hash that starts it; the
+/// padding before it never ran).
+fn entered_at(cfg: &crate::cfg::Cfg, ranges: &[gimli::Range]) -> Option<u64> {
+    let inside: Vec<bool> = cfg.insns().iter().map(|i| in_ranges(ranges, i.address)).collect();
+    cfg.entry_of(&inside, None).map(|e| cfg.insns()[e].address)
 }
 
 /// The address where a copy's executions all pass, from its lowest
